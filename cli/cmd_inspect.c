@@ -1,0 +1,130 @@
+/* yquant inspect MODEL: one row per layer, totals, and the same facts as JSON. */
+#include <stdio.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+
+static const char *help =
+    "usage: yquant inspect MODEL [--weights FILE|synthetic[:SEED]] [--size N|WxH] [--json FILE]\n"
+    "\n"
+    "One row per layer: index, type, input -> output shape, parameters, GFLOPs (2 x MACs),\n"
+    "then totals.  MODEL is a folder with one .cfg and one .weights, a .cfg file, or the\n"
+    "name of a model under $YQ_DATA/models (yolo-fastest-1.1-xl, yolov3, ...).  Without\n"
+    "weights the cfg alone is read.\n"
+    "  --json FILE   also write the table as JSON ('-' for stdout)\n";
+
+static void shape_str(char *buf, size_t n, yq_shape s) { snprintf(buf, n, "%dx%dx%d", s.w, s.h, s.c); }
+
+static void detail(const yq_graph *g, const yq_node *n, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    switch (n->op) {
+    case YQ_OP_CONV:
+        snprintf(buf, cap, "%d %dx%d/%d%s %s", n->p.conv.filters, n->p.conv.size, n->p.conv.size, n->p.conv.stride,
+                 n->p.conv.groups > 1 ? (n->p.conv.groups == yq_node_in_shape(g, n).c ? " dw" : " grouped") : "",
+                 yq_act_name(n->act));
+        break;
+    case YQ_OP_MAXPOOL: snprintf(buf, cap, "%dx%d/%d", n->p.pool.size, n->p.pool.size, n->p.pool.stride); break;
+    case YQ_OP_UPSAMPLE: snprintf(buf, cap, "x%d", n->p.up.stride); break;
+    case YQ_OP_SHORTCUT: snprintf(buf, cap, "from %d %s", n->src[1] - 1, yq_act_name(n->act)); break;
+    case YQ_OP_ROUTE: {
+        size_t k = 0;
+        for (int i = 0; i < n->n_src && k < cap; i++)
+            k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", n->src[i] - 1);
+        if (n->p.route.groups > 1 && k < cap) snprintf(buf + k, cap - k, " g%d/%d", n->p.route.group_id, n->p.route.groups);
+        break;
+    }
+    case YQ_OP_YOLO: case YQ_OP_REGION:
+        snprintf(buf, cap, "%d classes, %d anchors", n->p.head.classes, n->p.head.n_mask);
+        break;
+    default: break;
+    }
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    cli_model_opt mo = { .cfg_only = 1 };
+    const char *json = NULL;
+    for (int i = 0; i < argc; i++) {
+        int r = cli_model_arg(&mo, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r) continue;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(help, stdout); return 0; }
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (argv[i][0] == '-') return cli_usage_error("inspect: unknown option %s", argv[i]);
+        else if (!mo.model) mo.model = argv[i];
+        else return cli_usage_error("inspect: one MODEL only");
+    }
+    if (!mo.model) return cli_usage_error("inspect: which MODEL?");
+    yq_error err;
+    yq_graph *g;
+    if (cli_load_model(&mo, &g, &err) != YQ_OK) return cli_error(&err);
+
+    const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
+    printf("model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
+    printf("%5s  %-9s %-26s %-14s    %-14s %10s %8s\n", "layer", "type", "", "input", "output", "params", "GFLOPs");
+    double flops = 0;
+    long params = 0;
+    int convs = 0;
+    cJSON *root = json ? cJSON_CreateObject() : NULL, *layers = NULL;
+    if (root) {
+        cJSON_AddStringToObject(root, "cfg", g->cfg_path);
+        cJSON_AddStringToObject(root, "weights", g->weights_path);
+        cJSON *in = cJSON_AddObjectToObject(root, "input");
+        cJSON_AddNumberToObject(in, "width", g->nodes[0].out.w);
+        cJSON_AddNumberToObject(in, "height", g->nodes[0].out.h);
+        cJSON_AddNumberToObject(in, "channels", g->nodes[0].out.c);
+        layers = cJSON_AddArrayToObject(root, "layers");
+    }
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        char a[32], b[32], d[64];
+        shape_str(a, sizeof a, yq_node_in_shape(g, n));
+        shape_str(b, sizeof b, n->out);
+        detail(g, n, d, sizeof d);
+        double f = yq_node_flops(g, n);
+        long p = yq_node_params(n);
+        flops += f;
+        params += p;
+        convs += n->op == YQ_OP_CONV;
+        if (n->op == YQ_OP_CONV)
+            printf("%5d  %-9s %-26s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), d, a, b, p, f * 1e-9);
+        else
+            printf("%5d  %-9s %-26s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), d, a, b);
+        if (layers) {
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddNumberToObject(l, "index", n->layer);
+            cJSON_AddStringToObject(l, "type", yq_op_name(n->op));
+            cJSON_AddStringToObject(l, "detail", d);
+            cJSON_AddNumberToObject(l, "cfg_line", n->line);
+            cJSON *src = cJSON_AddArrayToObject(l, "inputs");
+            for (int k = 0; k < n->n_src; k++) cJSON_AddItemToArray(src, cJSON_CreateNumber(n->src[k] - 1));
+            yq_shape s = yq_node_in_shape(g, n);
+            int ia[3] = { s.c, s.h, s.w }, oa[3] = { n->out.c, n->out.h, n->out.w };
+            cJSON_AddItemToObject(l, "input_chw", cJSON_CreateIntArray(ia, 3));
+            cJSON_AddItemToObject(l, "output_chw", cJSON_CreateIntArray(oa, 3));
+            cJSON_AddNumberToObject(l, "params", (double)p);
+            cJSON_AddNumberToObject(l, "gflops", f * 1e-9);
+            cJSON_AddItemToArray(layers, l);
+        }
+    }
+    printf("total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
+           flops * 1e-9, g->nodes[0].out.w, g->nodes[0].out.h);
+    int rc = 0;
+    if (root) {
+        cJSON_AddNumberToObject(root, "layers_total", g->n_nodes - 1);
+        cJSON_AddNumberToObject(root, "convs", convs);
+        cJSON_AddNumberToObject(root, "params", (double)params);
+        cJSON_AddNumberToObject(root, "gflops", flops * 1e-9);
+        char *s = cJSON_Print(root);
+        FILE *f = !strcmp(json, "-") ? stdout : fopen(json, "w");
+        if (!s || !f || fputs(s, f) < 0 || fputc('\n', f) < 0 || (f != stdout && fclose(f) != 0)) {
+            fprintf(stderr, "yquant: %s: cannot write\n", json);
+            rc = 1;
+        }
+        cJSON_free(s);
+        cJSON_Delete(root);
+    }
+    yq_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* yquant: the command-line front end. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static const char *usage =
+    "yquant " YQ_VERSION ": INT8 quantization and calibration for YOLO detectors\n"
+    "\n"
+    "usage: yquant COMMAND [options]      (yquant COMMAND --help for each)\n"
+    "\n"
+    "commands:\n"
+    "  inspect MODEL        layers, shapes, parameters and GFLOPs of a Darknet model\n"
+    "\n"
+    "MODEL is a folder with one .cfg and one .weights (and optionally .names), a .cfg\n"
+    "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
+    "(YQ_DATA defaults to ../shared).\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(usage, stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,145 @@
+/* The graph: nodes in topological order, all memory in one arena. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ir/ir.h"
+
+/* The arena is a chain of blocks; large requests get a block of their own, so
+ * weights of a 250 MB model are not copied when the arena grows. */
+typedef struct yq_block { struct yq_block *next; size_t used, cap; } yq_block;
+struct yq_arena { yq_block *head; };
+
+#define ARENA_BLOCK (1u << 20)
+#define ARENA_ALIGN 64
+
+static size_t block_hdr(void) { return (sizeof(yq_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
+
+void *yq_arena_alloc(yq_graph *g, size_t bytes)
+{
+    yq_arena *a = g->arena;
+    bytes = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (bytes == 0) bytes = ARENA_ALIGN;
+    yq_block *b = a->head;
+    if (!b || b->cap - b->used < bytes) {
+        size_t cap = bytes > ARENA_BLOCK / 4 ? bytes : ARENA_BLOCK;
+        void *mem = NULL;
+        if (posix_memalign(&mem, ARENA_ALIGN, block_hdr() + cap) != 0) return NULL;
+        yq_block *nb = mem;
+        nb->used = 0;
+        nb->cap = cap;
+        if (cap == bytes && b) {          /* a big one: keep the current block in front */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    char *p = (char *)b + block_hdr() + b->used;
+    b->used += bytes;
+    memset(p, 0, bytes);
+    return p;
+}
+
+yq_graph *yq_graph_new(void)
+{
+    yq_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->arena = calloc(1, sizeof *g->arena);
+    if (!g->arena) { free(g); return NULL; }
+    return g;
+}
+
+void yq_graph_free(yq_graph *g)
+{
+    if (!g) return;
+    for (yq_block *b = g->arena->head; b;) {
+        yq_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    free(g->arena);
+    free(g->nodes);
+    free(g);
+}
+
+yq_node *yq_graph_add(yq_graph *g, yq_op op, yq_error *err)
+{
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        yq_node *nn = realloc(g->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) { yq_fail(err, YQ_ERR_NOMEM, "out of memory growing the graph"); return NULL; }
+        g->nodes = nn;
+        g->cap_nodes = cap;
+    }
+    yq_node *n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->layer = g->n_nodes - 1;
+    snprintf(n->name, sizeof n->name, "%s_%d", yq_op_name(op), n->layer);
+    g->n_nodes++;
+    return n;
+}
+
+int yq_graph_find(const yq_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!strcmp(g->nodes[i].name, name)) return i;
+    return -1;
+}
+
+const char *yq_op_name(yq_op op)
+{
+    static const char *names[YQ_OP_COUNT] = {
+        "input", "conv", "shortcut", "route", "upsample", "maxpool", "dropout", "yolo", "region",
+    };
+    return (unsigned)op < YQ_OP_COUNT ? names[op] : "?";
+}
+
+const char *yq_act_name(yq_act a)
+{
+    static const char *names[YQ_ACT_COUNT] = { "linear", "leaky", "relu", "mish", "swish", "logistic" };
+    return (unsigned)a < YQ_ACT_COUNT ? names[a] : "?";
+}
+
+yq_shape yq_node_in_shape(const yq_graph *g, const yq_node *n)
+{
+    yq_shape s = { 0, 0, 0 };
+    if (n->n_src > 0) s = g->nodes[n->src[0]].out;
+    return s;
+}
+
+long yq_node_params(const yq_node *n)
+{
+    if (n->op != YQ_OP_CONV) return 0;
+    return n->n_w + n->p.conv.filters;
+}
+
+double yq_node_flops(const yq_graph *g, const yq_node *n)
+{
+    if (n->op != YQ_OP_CONV) return 0;
+    yq_shape in = yq_node_in_shape(g, n);
+    const yq_conv_p *c = &n->p.conv;
+    double macs = (double)c->filters * (in.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
+    return 2.0 * macs;
+}
+
+void yq_graph_dump(const yq_graph *g, void *file)
+{
+    FILE *f = file;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        fprintf(f, "%4d %-12s %-9s [", i, n->name, yq_op_name(n->op));
+        for (int k = 0; k < n->n_src; k++) fprintf(f, "%s%d", k ? "," : "", n->src[k]);
+        fprintf(f, "] -> %dx%dx%d", n->out.c, n->out.h, n->out.w);
+        if (n->op == YQ_OP_CONV)
+            fprintf(f, " k%d s%d p%d g%d %s", n->p.conv.size, n->p.conv.stride, n->p.conv.pad,
+                    n->p.conv.groups, yq_act_name(n->act));
+        else if (n->op == YQ_OP_MAXPOOL)
+            fprintf(f, " k%d s%d p%d", n->p.pool.size, n->p.pool.stride, n->p.pool.pad);
+        else if (n->op == YQ_OP_SHORTCUT)
+            fprintf(f, " %s", yq_act_name(n->act));
+        fputc('\n', f);
+    }
+}

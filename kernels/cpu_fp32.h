@@ -1,0 +1,23 @@
+/* FP32 CPU kernels: one function per op, NCHW float, a batch at a time.
+ * The arithmetic follows darknet's (activations, pooling windows) so that our
+ * tensors match a darknet peer to float rounding. */
+#ifndef YQ_CPU_FP32_H
+#define YQ_CPU_FP32_H
+
+#include "ir/ir.h"
+
+/* Floats of scratch a conv node needs (im2col buffer); 0 when none. */
+long yq_f32_conv_work(const yq_graph *g, const yq_node *n);
+
+/* out[b] = act(conv(in[b], n->w) + n->b), b < batch.  work: yq_f32_conv_work floats. */
+void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *out, float *work, int batch);
+void yq_f32_maxpool(yq_shape is, const yq_pool_p *p, yq_shape os, const float *in, float *out, int batch);
+void yq_f32_upsample(yq_shape is, int stride, const float *in, float *out, int batch);
+/* out = act(a + b); out may alias a. */
+void yq_f32_shortcut(long n_per_image, const float *a, const float *b, yq_act act, float *out, int batch);
+/* Copies channels [group_id*c/groups, (group_id+1)*c/groups) of src into dst at channel offset c_off. */
+void yq_f32_route_copy(yq_shape ss, const yq_route_p *r, const float *src, yq_shape ds, int c_off, float *dst, int batch);
+void yq_f32_activate(float *x, long n, yq_act act);
+float yq_f32_act1(float x, yq_act act);
+
+#endif

@@ -1,0 +1,163 @@
+/* Buffer planning by liveness, and the FP32 executor. */
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu_fp32.h"
+#include "runtime/plan.h"
+
+struct yq_plan {
+    const yq_graph *g;
+    int batch, flags;
+    int *owner;          /* node whose buffer this node uses (itself, or an alias's source) */
+    int *last_use;       /* of each owner: the last node that reads it */
+    long *off;           /* floats, per owner */
+    float *arena;
+    size_t arena_floats;
+    float *work;
+};
+
+static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+
+typedef struct { int id; long size; } item;
+static int by_size_desc(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->id - y->id;
+}
+
+yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err)
+{
+    if (batch < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d must be >= 1", batch);
+    int n = g->n_nodes;
+    if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "empty graph");
+    yq_plan *p = calloc(1, sizeof *p);
+    item *items = calloc((size_t)n, sizeof *items);
+    if (!p || !items) goto nomem;
+    p->g = g;
+    p->batch = batch;
+    p->flags = flags;
+    p->owner = malloc((size_t)n * sizeof *p->owner);
+    p->last_use = malloc((size_t)n * sizeof *p->last_use);
+    p->off = malloc((size_t)n * sizeof *p->off);
+    if (!p->owner || !p->last_use || !p->off) goto nomem;
+
+    for (int i = 0; i < n; i++) {
+        p->owner[i] = is_alias(g->nodes[i].op) ? p->owner[g->nodes[i].src[0]] : i;
+        p->last_use[i] = i;
+    }
+    for (int i = 0; i < n; i++) {
+        const yq_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_src; k++) {
+            int o = p->owner[nd->src[k]];
+            if (p->last_use[o] < i) p->last_use[o] = i;
+        }
+        if ((flags & YQ_PLAN_KEEP_ALL) ||
+            ((flags & YQ_PLAN_KEEP_HEADS) && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION)))
+            p->last_use[p->owner[i]] = n;
+    }
+    /* The input is written before the run starts. */
+    if (p->last_use[0] < 1) p->last_use[0] = 1;
+
+    /* Greedy by size: each buffer goes at the lowest offset that does not collide
+     * with a placed buffer whose lifetime overlaps. */
+    int m = 0;
+    long work = 0;
+    for (int i = 0; i < n; i++) {
+        if (p->owner[i] == i) items[m++] = (item){ i, yq_shape_size(g->nodes[i].out) * batch };
+        long w = yq_f32_conv_work(g, &g->nodes[i]);
+        if (w > work) work = w;
+    }
+    qsort(items, (size_t)m, sizeof *items, by_size_desc);
+    size_t total = 0;
+    for (int a = 0; a < m; a++) {
+        int id = items[a].id;
+        long off = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int b = 0; b < a; b++) {
+                int o = items[b].id;
+                int overlap = !(p->last_use[o] < id || p->last_use[id] < o);
+                if (overlap && off < p->off[o] + items[b].size && p->off[o] < off + items[a].size) {
+                    off = p->off[o] + items[b].size;
+                    moved = 1;
+                }
+            }
+        }
+        p->off[id] = off;
+        if ((size_t)(off + items[a].size) > total) total = (size_t)(off + items[a].size);
+    }
+    p->arena_floats = total;
+    p->arena = malloc(total * sizeof(float));
+    p->work = malloc((size_t)(work ? work : 1) * sizeof(float));
+    if (!p->arena || !p->work) goto nomem;
+    free(items);
+    *out = p;
+    return YQ_OK;
+nomem:
+    free(items);
+    yq_plan_free(p);
+    return yq_fail(err, YQ_ERR_NOMEM, "out of memory planning %d nodes at batch %d", n, batch);
+}
+
+void yq_plan_free(yq_plan *p)
+{
+    if (!p) return;
+    free(p->owner);
+    free(p->last_use);
+    free(p->off);
+    free(p->arena);
+    free(p->work);
+    free(p);
+}
+
+int yq_plan_batch(const yq_plan *p) { return p->batch; }
+size_t yq_plan_bytes(const yq_plan *p) { return p->arena_floats * sizeof(float); }
+
+static float *buf(const yq_plan *p, int id) { return p->arena + p->off[p->owner[id]]; }
+
+const float *yq_plan_tensor(const yq_plan *p, int id)
+{
+    if (id < 0 || id >= p->g->n_nodes) return NULL;
+    return p->last_use[p->owner[id]] == p->g->n_nodes ? buf(p, id) : NULL;
+}
+
+float *yq_plan_input(yq_plan *p) { return buf(p, 0); }
+
+yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    int B = p->batch;
+    if (input) memcpy(buf(p, 0), input, sizeof(float) * yq_shape_size(g->nodes[0].out) * B);
+    if (hook) hook(ctx, g, 0, buf(p, 0), B);
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        float *y = buf(p, i);
+        const float *x = buf(p, n->src[0]);
+        yq_shape is = yq_node_in_shape(g, n);
+        switch (n->op) {
+        case YQ_OP_CONV:
+            if (!n->w) return yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv has no weights", n->layer);
+            yq_f32_conv(g, n, x, y, p->work, B);
+            break;
+        case YQ_OP_SHORTCUT:
+            yq_f32_shortcut(yq_shape_size(n->out), x, buf(p, n->src[1]), n->act, y, B);
+            break;
+        case YQ_OP_ROUTE: {
+            int c_off = 0;
+            for (int k = 0; k < n->n_src; k++) {
+                yq_shape ss = g->nodes[n->src[k]].out;
+                yq_f32_route_copy(ss, &n->p.route, buf(p, n->src[k]), n->out, c_off, y, B);
+                c_off += ss.c / n->p.route.groups;
+            }
+            break;
+        }
+        case YQ_OP_UPSAMPLE: yq_f32_upsample(is, n->p.up.stride, x, y, B); break;
+        case YQ_OP_MAXPOOL: yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B); break;
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: break;   /* aliases */
+        case YQ_OP_INPUT: case YQ_OP_COUNT:
+            return yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", n->layer, yq_op_name(n->op));
+        }
+        if (hook) hook(ctx, g, i, y, B);
+    }
+    return YQ_OK;
+}

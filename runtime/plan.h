@@ -1,0 +1,40 @@
+/* A plan: where every node's output lives for a run of `batch` images, and the
+ * FP32 CPU executor that runs it.
+ *
+ *     yq_plan *p;
+ *     yq_plan_new(g, batch, YQ_PLAN_KEEP_HEADS, &p, &err);
+ *     yq_exec_fp32(p, input, NULL, NULL, &err);       // input: batch x C x H x W floats
+ *     const float *t = yq_plan_tensor(p, id);          // a head input, still live
+ *     yq_plan_free(p);
+ *
+ * Buffers are assigned by liveness into one allocation: two tensors share memory
+ * when their lifetimes do not overlap.  Dropout and the heads alias their input.
+ */
+#ifndef YQ_PLAN_H
+#define YQ_PLAN_H
+
+#include "ir/ir.h"
+
+typedef struct yq_plan yq_plan;
+
+enum {
+    YQ_PLAN_KEEP_HEADS = 1,   /* the tensors feeding [yolo]/[region] stay readable after the run */
+    YQ_PLAN_KEEP_ALL = 2      /* every tensor stays readable (debugging, per-layer reports) */
+};
+
+yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err);
+void      yq_plan_free(yq_plan *p);
+int       yq_plan_batch(const yq_plan *p);
+size_t    yq_plan_bytes(const yq_plan *p);            /* the one activation allocation */
+/* Borrowed: valid until the next run.  NULL if the node's memory was reused. */
+const float *yq_plan_tensor(const yq_plan *p, int id);
+float    *yq_plan_input(yq_plan *p);                  /* write the batch here, then run with input NULL */
+
+/* Called after each node has been computed; data is batch x out-shape floats. */
+typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const float *data, int batch);
+
+/* Runs the graph in FP32 on the CPU.  input: batch x C x H x W floats, or NULL
+ * when it was written through yq_plan_input. */
+yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
+
+#endif

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Installs what yquant needs to build and test on Debian 12, and nothing that is already there.
+#
+#   scripts/install-deps.sh        (as root, or as a user with sudo)
+#
+# Debian packages: compiler and fuzzer runtimes, OpenBLAS, OpenCV, HDF5, cJSON, libpng, OpenSSL,
+# darknet (the peer the FP32 graph is compared with), python3 and pip.  apt is run only when
+# dpkg-query reports a package missing, so a second run takes about a second.
+# Python packages: scripts/requirements-test.txt, installed with pip only when one is missing.
+# CUDA is NOT installed here: the toolkit is expected at /usr/local/cuda (or nvcc on PATH);
+# without it only the GPU parts are skipped, so this prints a warning and goes on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(
+    build-essential pkg-config
+    clang libclang-rt-14-dev          # the fuzzers (-fsanitize=fuzzer)
+    libopenblas-dev libopencv-dev libhdf5-dev hdf5-tools libcjson-dev libpng-dev libssl-dev
+    darknet                           # the peer: /usr/lib/darknet/libdarknet.so
+    python3 python3-pip
+)
+REQS=scripts/requirements-test.txt
+
+say() { printf 'install-deps: %s\n' "$*"; }
+die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
+
+# ---- Debian packages ----
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$st" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    say "Debian packages: all ${#APT_PKGS[@]} present"
+else
+    say "Debian packages missing: ${missing[*]}"
+    command -v apt-get >/dev/null || die "no apt-get here (this script targets Debian 12); install by hand: ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=()
+    elif command -v sudo >/dev/null; then
+        SUDO=(sudo)
+    else
+        die "not root and no sudo; as root run: apt-get install -y ${missing[*]}"
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update
+    "${SUDO[@]}" apt-get install -y "${missing[@]}"
+fi
+
+# ---- CUDA: never installed here ----
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    say "warning: nvcc not found (neither on PATH nor /usr/local/cuda/bin); the CUDA kernels" \
+        "will not build and GPU tests will be skipped. Install the CUDA toolkit separately."
+fi
+
+# ---- Python packages ----
+[ -f "$REQS" ] || die "$REQS is missing"
+command -v python3 >/dev/null || die "python3 not found after installing it"
+
+# Prints the requirements that are not satisfied (all of them when this cannot tell).
+py_missing=$(python3 - "$REQS" <<'PY'
+import re, sys
+from importlib import metadata
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    try:                                  # pip carries its own copy
+        from pip._vendor.packaging.requirements import Requirement
+    except ImportError:
+        Requirement = None
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    if line.startswith("-"):          # an option line (-r, --index-url): let pip decide
+        print(line)
+        continue
+    try:
+        if Requirement:
+            r = Requirement(line)
+            if r.marker and not r.marker.evaluate():
+                continue
+            if not r.specifier.contains(metadata.version(r.name), prereleases=True):
+                print(line)
+        else:
+            name = re.match(r"[A-Za-z0-9._-]+", line).group(0)
+            metadata.version(name)
+            if name != line:             # a version constraint this cannot check
+                print(line)
+    except Exception:
+        print(line)
+PY
+)
+
+if [ -z "$py_missing" ]; then
+    say "Python packages: all in $REQS present ($(python3 --version 2>&1))"
+else
+    say "Python packages missing: ${py_missing//$'\n'/, }"
+    python3 -m pip --version >/dev/null 2>&1 || die "python3 has no pip ($(command -v python3))"
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    if ! python3 -m pip install --disable-pip-version-check -r "$REQS" 2>&1 | tee "$log"; then
+        # Debian's own python3 refuses (PEP 668); only then override it.
+        grep -q externally-managed-environment "$log" || die "pip install -r $REQS failed"
+        say "pip refused (externally managed environment); retrying with --break-system-packages"
+        python3 -m pip install --disable-pip-version-check --break-system-packages -r "$REQS"
+    fi
+fi
+say "done"
