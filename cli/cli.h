@@ -27,5 +27,6 @@ int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
 
 int cmd_inspect(int argc, char **argv);
+int cmd_detect(int argc, char **argv);
 
 #endif

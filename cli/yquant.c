@@ -10,6 +10,7 @@ static const char *usage =
     "\n"
     "commands:\n"
     "  inspect MODEL        layers, shapes, parameters and GFLOPs of a Darknet model\n"
+    "  detect MODEL IMG...  detections: printed, drawn (--out DIR), COCO JSON (--json F)\n"
     "\n"
     "MODEL is a folder with one .cfg and one .weights (and optionally .names), a .cfg\n"
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    if (!strcmp(cmd, "detect")) return cmd_detect(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

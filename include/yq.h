@@ -42,6 +42,13 @@ typedef struct yq_error {
     char msg[512];        /* one line: path, line or layer, what is wrong */
 } yq_error;
 
+/* One detection, in pixels of the original image. */
+typedef struct yq_detection {
+    float x, y, w, h;     /* top-left corner, width, height */
+    float score;          /* objectness x class probability */
+    int cls;              /* class index in the model's order (darknet's 0-79 for COCO) */
+} yq_detection;
+
 /* A short name for a status ("format error", ...); never NULL. */
 const char *yq_status_str(yq_status st);
 

@@ -239,6 +239,19 @@ static yq_status layer_ref(cfg *c, const section *s, const char *key, int cur, l
     return YQ_OK;
 }
 
+/* yq_shape_infer names the node but not the file; prefix it, so the message
+ * stands alone (the CLI prints it as the one error line). */
+static yq_status infer_at(cfg *c, yq_graph *g, int id, yq_error *err)
+{
+    yq_status st = yq_shape_infer(g, id, err);
+    if (st != YQ_OK && err) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s", err->msg);
+        yq_fail(err, st, "%s:%d: %s", c->path, g->nodes[id].line, m);
+    }
+    return st;
+}
+
 static yq_status build_graph(cfg *c, const yq_import_opt *opt, yq_graph *g, yq_error *err)
 {
     section *net = &c->secs[0];
@@ -256,7 +269,7 @@ static yq_status build_graph(cfg *c, const yq_import_opt *opt, yq_graph *g, yq_e
     in->line = net->line;
     strcpy(in->name, "input");
     in->out = (yq_shape){ ch, h, w };
-    TRY(yq_shape_infer(g, 0, err));
+    TRY(infer_at(c, g, 0, err));
 
     for (int si = 1; si < c->n_sec; si++) {
         section *s = &c->secs[si];
@@ -361,7 +374,7 @@ static yq_status build_graph(cfg *c, const yq_import_opt *opt, yq_graph *g, yq_e
         case YQ_OP_REGION: TRY(parse_head(c, s, n, 0, err)); break;
         default: break;
         }
-        TRY(yq_shape_infer(g, g->n_nodes - 1, err));
+        TRY(infer_at(c, g, g->n_nodes - 1, err));
         if (op == YQ_OP_CONV) {
             yq_shape is = yq_node_in_shape(g, n);
             n->n_w = (long)n->p.conv.filters * (is.c / n->p.conv.groups) * n->p.conv.size * n->p.conv.size;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "include/yq.h"
+#include "ir/requant.h"
 
 #define YQ_MAX_SRC   16    /* route inputs */
 #define YQ_MAX_ANCH  32    /* anchors per head */
@@ -60,6 +61,28 @@ typedef struct yq_head_p {
     int softmax;                  /* region */
 } yq_head_p;
 
+/* Element type of a node's output. */
+typedef enum yq_dtype { YQ_F32 = 0, YQ_S8, YQ_U8 } yq_dtype;
+
+/* The int8 side of a node, filled by quant/ (the rewrite) or by the package
+ * loader; absent (g->q == NULL) in an FP32 graph.  Real value = q * scale. */
+typedef struct yq_qnode {
+    yq_dtype dtype;          /* output type; F32 for layers kept in float and the head convs */
+    float scale;             /* output scale; for F32 outputs, the scale int8 consumers quantize at */
+    float thresh;            /* calibrated threshold (scale = thresh / qmax) */
+    int32_t qmin, qmax;      /* output range: [-127, 127] at 8 bits */
+    /* conv: int8 weights [filters][in_c/groups][k][k], int32 bias at scale_in * w_scale[o],
+     * requantize multipliers per output channel (pos/neg: the fused activation), and
+     * for float outputs the dequantize factor scale_in * w_scale[o]. */
+    int8_t *wq;
+    int32_t *bq;
+    float *w_scale;
+    yq_rq *rq_pos, *rq_neg;
+    float *deq;
+    /* shortcut: y = (a*ma + b*mb) >> shift, negative sums times neg_q31 (Q31) */
+    int32_t ma, mb, shift, neg_q31;
+} yq_qnode;
+
 typedef struct yq_node {
     yq_op op;
     int layer;                    /* darknet layer index; -1 for the input */
@@ -91,6 +114,7 @@ typedef struct yq_graph {
     char **class_names;           /* NULL, or classes entries (from a .names file) */
     int n_class_names;
     uint8_t model_sha256[32];     /* of cfg bytes || weights bytes (zero when synthetic) */
+    yq_qnode *q;                  /* NULL for an FP32 graph; else one per node (arena) */
 } yq_graph;
 
 /* --- graph (ir/graph.c) ------------------------------------------------- */
@@ -105,6 +129,9 @@ long      yq_node_params(const yq_node *n);           /* weights + biases */
 double    yq_node_flops(const yq_graph *g, const yq_node *n);  /* 2 x MACs per image */
 yq_shape  yq_node_in_shape(const yq_graph *g, const yq_node *n); /* of src[0] */
 static inline long yq_shape_size(yq_shape s) { return (long)s.c * s.h * s.w; }
+static inline int yq_dtype_size(yq_dtype t) { return t == YQ_F32 ? 4 : 1; }
+/* Output element type of node id (F32 in an FP32 graph). */
+static inline yq_dtype yq_node_dtype(const yq_graph *g, int id) { return g->q ? g->q[id].dtype : YQ_F32; }
 /* Text dump, one line per node, to f. */
 void      yq_graph_dump(const yq_graph *g, void *file);
 

@@ -9,15 +9,26 @@ struct yq_plan {
     int batch, flags;
     int *owner;          /* node whose buffer this node uses (itself, or an alias's source) */
     int *last_use;       /* of each owner: the last node that reads it */
-    long *off;           /* floats, per owner */
-    float *arena;
-    size_t arena_floats;
+    size_t *off;         /* bytes, per owner */
+    unsigned char *arena;
+    size_t arena_bytes;
     float *work;
+    float *input;        /* the float batch as given (an int8 graph quantizes it into node 0) */
 };
 
-static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+/* Dropout and the heads pass their input on; in an int8 graph a head whose input
+ * is int8 dequantizes it, and then needs a buffer of its own. */
+static int is_alias(const yq_graph *g, int id)
+{
+    yq_op op = g->nodes[id].op;
+    return (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) &&
+           yq_node_dtype(g, id) == yq_node_dtype(g, g->nodes[id].src[0]);
+}
 
-typedef struct { int id; long size; } item;
+void *yq_plan_buf(const yq_plan *p, int id) { return p->arena + p->off[p->owner[id]]; }
+static float *buf(const yq_plan *p, int id) { return yq_plan_buf(p, id); }
+
+typedef struct { int id; size_t size; } item;
 static int by_size_desc(const void *a, const void *b)
 {
     const item *x = a, *y = b;
@@ -42,7 +53,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     if (!p->owner || !p->last_use || !p->off) goto nomem;
 
     for (int i = 0; i < n; i++) {
-        p->owner[i] = is_alias(g->nodes[i].op) ? p->owner[g->nodes[i].src[0]] : i;
+        p->owner[i] = is_alias(g, i) ? p->owner[g->nodes[i].src[0]] : i;
         p->last_use[i] = i;
     }
     for (int i = 0; i < n; i++) {
@@ -63,7 +74,10 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     int m = 0;
     long work = 0;
     for (int i = 0; i < n; i++) {
-        if (p->owner[i] == i) items[m++] = (item){ i, yq_shape_size(g->nodes[i].out) * batch };
+        if (p->owner[i] == i) {
+            size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * batch * yq_dtype_size(yq_node_dtype(g, i));
+            items[m++] = (item){ i, (bytes + 63) & ~(size_t)63 };
+        }
         long w = yq_f32_conv_work(g, &g->nodes[i]);
         if (w > work) work = w;
     }
@@ -71,7 +85,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     size_t total = 0;
     for (int a = 0; a < m; a++) {
         int id = items[a].id;
-        long off = 0;
+        size_t off = 0;
         for (int moved = 1; moved;) {
             moved = 0;
             for (int b = 0; b < a; b++) {
@@ -84,12 +98,13 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
             }
         }
         p->off[id] = off;
-        if ((size_t)(off + items[a].size) > total) total = (size_t)(off + items[a].size);
+        if (off + items[a].size > total) total = off + items[a].size;
     }
-    p->arena_floats = total;
-    p->arena = malloc(total * sizeof(float));
+    p->arena_bytes = total;
+    p->arena = aligned_alloc(64, total ? total : 64);
     p->work = malloc((size_t)(work ? work : 1) * sizeof(float));
-    if (!p->arena || !p->work) goto nomem;
+    p->input = g->q ? malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out) * batch) : buf(p, 0);
+    if (!p->arena || !p->work || !p->input) goto nomem;
     free(items);
     *out = p;
     return YQ_OK;
@@ -105,28 +120,36 @@ void yq_plan_free(yq_plan *p)
     free(p->owner);
     free(p->last_use);
     free(p->off);
+    if (p->input && p->g->q) free(p->input);
     free(p->arena);
     free(p->work);
     free(p);
 }
 
 int yq_plan_batch(const yq_plan *p) { return p->batch; }
-size_t yq_plan_bytes(const yq_plan *p) { return p->arena_floats * sizeof(float); }
+size_t yq_plan_bytes(const yq_plan *p) { return p->arena_bytes; }
 
-static float *buf(const yq_plan *p, int id) { return p->arena + p->off[p->owner[id]]; }
+
+const void *yq_plan_data(const yq_plan *p, int id)
+{
+    if (id < 0 || id >= p->g->n_nodes) return NULL;
+    return p->last_use[p->owner[id]] == p->g->n_nodes ? yq_plan_buf(p, id) : NULL;
+}
 
 const float *yq_plan_tensor(const yq_plan *p, int id)
 {
-    if (id < 0 || id >= p->g->n_nodes) return NULL;
-    return p->last_use[p->owner[id]] == p->g->n_nodes ? buf(p, id) : NULL;
+    return yq_node_dtype(p->g, id) == YQ_F32 ? yq_plan_data(p, id) : NULL;
 }
 
-float *yq_plan_input(yq_plan *p) { return buf(p, 0); }
+float *yq_plan_input(yq_plan *p) { return p->input; }
+const yq_graph *yq_plan_graph(const yq_plan *p) { return p->g; }
+float *yq_plan_work(const yq_plan *p) { return p->work; }
 
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
 {
     const yq_graph *g = p->g;
     int B = p->batch;
+    if (g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "an int8 graph runs through yq_exec_int8");
     if (input) memcpy(buf(p, 0), input, sizeof(float) * yq_shape_size(g->nodes[0].out) * B);
     if (hook) hook(ctx, g, 0, buf(p, 0), B);
     for (int i = 1; i < g->n_nodes; i++) {

@@ -26,12 +26,19 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
 void      yq_plan_free(yq_plan *p);
 int       yq_plan_batch(const yq_plan *p);
 size_t    yq_plan_bytes(const yq_plan *p);            /* the one activation allocation */
-/* Borrowed: valid until the next run.  NULL if the node's memory was reused. */
+/* Borrowed: valid until the next run.  NULL if the node's memory was reused
+ * (or, for yq_plan_tensor, if the node's output is not float). */
 const float *yq_plan_tensor(const yq_plan *p, int id);
-float    *yq_plan_input(yq_plan *p);                  /* write the batch here, then run with input NULL */
+const void  *yq_plan_data(const yq_plan *p, int id);  /* of the node's dtype */
+float    *yq_plan_input(yq_plan *p);                  /* write the float batch here, then run with input NULL */
+/* For the executors: a node's buffer (live or not), the graph, the conv scratch. */
+void     *yq_plan_buf(const yq_plan *p, int id);
+const yq_graph *yq_plan_graph(const yq_plan *p);
+float    *yq_plan_work(const yq_plan *p);
 
-/* Called after each node has been computed; data is batch x out-shape floats. */
-typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const float *data, int batch);
+/* Called after each node has been computed; data is batch x out-shape values of
+ * the node's dtype (yq_node_dtype: float in an FP32 graph). */
+typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const void *data, int batch);
 
 /* Runs the graph in FP32 on the CPU.  input: batch x C x H x W floats, or NULL
  * when it was written through yq_plan_input. */

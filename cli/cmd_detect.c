@@ -1,0 +1,204 @@
+/* yquant detect MODEL IMAGE...: detections printed, drawn into PNGs, and
+ * written as COCO results JSON. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "datasets/draw.h"
+#include "datasets/labels.h"
+#include "runtime/detector.h"
+
+static const char *help =
+    "usage: yquant detect MODEL IMAGE|DIR... [options]\n"
+    "\n"
+    "Runs the detector on each image: one line per detection (class, confidence, box\n"
+    "x,y,w,h in pixels).\n"
+    "  --conf P          confidence threshold (default 0.25)\n"
+    "  --nms T           per-class NMS IoU threshold (default 0.45)\n"
+    "  --max-dets N      detections kept per image (default 100)\n"
+    "  --letterbox       letterbox the image (aspect kept, grey padding)\n"
+    "  --no-letterbox    plain resize (default unless the cfg sets letter_box=1)\n"
+    "  --out DIR         write DIR/<image>.png with the boxes and class names drawn\n"
+    "  --json FILE       COCO results JSON: image_id, category_id, bbox [x,y,w,h], score\n"
+    "  --weights, --size, --bn  as for inspect\n";
+
+/* COCO file names are the image id ("000000000139.jpg" -> 139); others count from 1. */
+static long image_id(const char *path, long fallback)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *end;
+    long v = strtol(b, &end, 10);
+    return end != b && *end == '.' ? v : fallback;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detection *d, int n,
+                          const char *dir, const char *path, yq_error *err)
+{
+    yq_canvas cv;
+    yq_status st = yq_canvas_from_chw(im->data, im->c, im->w, im->h, &cv, err);
+    if (st != YQ_OK) return st;
+    int thick = im->w > 600 ? 3 : 2, scale = im->w > 600 ? 2 : 1;
+    for (int i = n - 1; i >= 0; i--) {         /* best drawn last, on top */
+        uint8_t rgb[3];
+        yq_class_color(d[i].cls, rgb);
+        yq_draw_box(&cv, d[i].x, d[i].y, d[i].w, d[i].h, thick, rgb[0], rgb[1], rgb[2]);
+        char label[96];
+        const char *name = d[i].cls < g->n_class_names ? g->class_names[d[i].cls] : NULL;
+        if (name) snprintf(label, sizeof label, "%s %.0f%%", name, 100.0 * (double)d[i].score);
+        else snprintf(label, sizeof label, "class %d %.0f%%", d[i].cls, 100.0 * (double)d[i].score);
+        yq_draw_label(&cv, (int)d[i].x, (int)d[i].y, label, scale, rgb[0], rgb[1], rgb[2]);
+    }
+    char out[1024], stem[512];
+    snprintf(stem, sizeof stem, "%s", base_name(path));
+    char *dot = strrchr(stem, '.');
+    if (dot) *dot = 0;
+    snprintf(out, sizeof out, "%s/%s.png", dir, stem);
+    st = yq_png_write(out, &cv, err);
+    yq_canvas_free(&cv);
+    return st;
+}
+
+int cmd_detect(int argc, char **argv)
+{
+    cli_model_opt mo = { 0 };
+    yq_post_opt po = yq_post_defaults();
+    const char *out_dir = NULL, *json = NULL;
+    int letterbox = -1;
+    char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    int n_inputs = 0;
+    if (!inputs) return 1;
+    for (int i = 0; i < argc; i++) {
+        int r = cli_model_arg(&mo, argc, argv, &i);
+        if (r < 0) { free(inputs); return 2; }
+        if (r) continue;
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); free(inputs); return 0; }
+        else if (!strcmp(a, "--conf") && has) po.conf = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--nms") && has) po.nms = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--max-dets") && has) po.max_dets = atoi(argv[++i]);
+        else if (!strcmp(a, "--out") && has) out_dir = argv[++i];
+        else if (!strcmp(a, "--json") && has) json = argv[++i];
+        else if (!strcmp(a, "--letterbox")) letterbox = 1;
+        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
+        else if (a[0] == '-') { free(inputs); return cli_usage_error("detect: unknown option or missing value: %s", a); }
+        else if (!mo.model) mo.model = a;
+        else inputs[n_inputs++] = argv[i];
+    }
+    if (!mo.model || !n_inputs) { free(inputs); return cli_usage_error("detect: needs MODEL and at least one IMAGE"); }
+    if (!(po.conf >= 0 && po.conf < 1) || !(po.nms > 0 && po.nms <= 1) || po.max_dets < 1) {
+        free(inputs);
+        return cli_usage_error("detect: --conf in [0,1), --nms in (0,1], --max-dets >= 1");
+    }
+
+    yq_error err;
+    yq_graph *g = NULL;
+    yq_detector *det = NULL;
+    cJSON *results = json ? cJSON_CreateArray() : NULL;
+    char **paths = NULL;
+    int n_paths = 0, rc = 1, failed = 0, total = 0;
+    yq_detection *dets = malloc(sizeof *dets * (size_t)po.max_dets);
+    if (!dets) goto done;
+    if (cli_load_model(&mo, &g, &err) != YQ_OK || yq_detector_new(g, &det, &err) != YQ_OK) { cli_error(&err); goto done; }
+    if (letterbox < 0) letterbox = g->letter_box;
+    if (out_dir && mkdir(out_dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, "yquant: %s: %s\n", out_dir, strerror(errno));
+        goto done;
+    }
+    /* Expand folders into their images. */
+    for (int i = 0; i < n_inputs; i++) {
+        struct stat sb;
+        char **list = NULL;
+        int n = 0, skipped = 0;
+        if (stat(inputs[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            if (yq_list_images(inputs[i], &list, &n, &skipped, &err) != YQ_OK) { cli_error(&err); goto done; }
+        } else {
+            list = malloc(sizeof *list);
+            if (!list || !(list[0] = strdup(inputs[i]))) { free(list); goto done; }
+            n = 1;
+        }
+        char **np = realloc(paths, sizeof *np * (size_t)(n_paths + n));
+        if (!np) { yq_list_images_free(list, n); goto done; }
+        paths = np;
+        memcpy(paths + n_paths, list, sizeof *list * (size_t)n);
+        n_paths += n;
+        free(list);
+    }
+    fprintf(stderr, "%s, %dx%d, %s, conf %.2f, nms %.2f\n", g->cfg_path, g->nodes[0].out.w, g->nodes[0].out.h,
+            letterbox ? "letterbox" : "plain resize", (double)po.conf, (double)po.nms);
+    for (int i = 0; i < n_paths; i++) {
+        yq_image im;
+        int n;
+        if (yq_image_load(paths[i], &im, &err) != YQ_OK) {
+            fprintf(stderr, "yquant: %s\n", err.msg);
+            failed++;
+            continue;
+        }
+        if (yq_detector_run(det, &im, letterbox, &po, dets, po.max_dets, &n, &err) != YQ_OK) {
+            yq_image_free(&im);
+            cli_error(&err);
+            goto done;
+        }
+        printf("%s: %d detection%s\n", paths[i], n, n == 1 ? "" : "s");
+        for (int k = 0; k < n; k++) {
+            const char *name = dets[k].cls < g->n_class_names ? g->class_names[dets[k].cls] : "?";
+            printf("  %-14s %5.1f%%  x=%.0f y=%.0f w=%.0f h=%.0f\n", name, 100.0 * (double)dets[k].score,
+                   (double)dets[k].x, (double)dets[k].y, (double)dets[k].w, (double)dets[k].h);
+            if (results) {
+                cJSON *r = cJSON_CreateObject();
+                cJSON_AddNumberToObject(r, "image_id", (double)image_id(paths[i], i + 1));
+                int cat = yq_coco_category_id(dets[k].cls);
+                cJSON_AddNumberToObject(r, "category_id", cat > 0 ? cat : dets[k].cls);
+                double bb[4] = { dets[k].x, dets[k].y, dets[k].w, dets[k].h };
+                cJSON_AddItemToObject(r, "bbox", cJSON_CreateDoubleArray(bb, 4));
+                cJSON_AddNumberToObject(r, "score", (double)dets[k].score);
+                cJSON_AddItemToArray(results, r);
+            }
+        }
+        total += n;
+        if (out_dir && draw_png(g, &im, dets, n, out_dir, paths[i], &err) != YQ_OK) {
+            yq_image_free(&im);
+            cli_error(&err);
+            goto done;
+        }
+        yq_image_free(&im);
+    }
+    if (results) {
+        char *s = cJSON_PrintUnformatted(results);
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.tmp", json);
+        FILE *f = s ? fopen(tmp, "w") : NULL;
+        int ok = f && fputs(s, f) >= 0 && fputc('\n', f) >= 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok || rename(tmp, json) != 0) {
+            remove(tmp);
+            fprintf(stderr, "yquant: %s: cannot write\n", json);
+            cJSON_free(s);
+            goto done;
+        }
+        cJSON_free(s);
+    }
+    if (failed) fprintf(stderr, "yquant: %d of %d images could not be read\n", failed, n_paths);
+    rc = failed == n_paths ? 1 : 0;
+    (void)total;
+done:
+    cJSON_Delete(results);
+    for (int i = 0; i < n_paths; i++) free(paths[i]);
+    free(paths);
+    free(inputs);
+    free(dets);
+    yq_detector_free(det);
+    yq_graph_free(g);
+    return rc;
+}

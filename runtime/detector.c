@@ -1,0 +1,66 @@
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/detector.h"
+
+#define MAX_HEADS 16
+
+struct yq_detector {
+    const yq_graph *g;
+    yq_plan *plan;
+    int n_heads, head_src[MAX_HEADS];
+    const float *heads[MAX_HEADS];
+};
+
+yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
+{
+    yq_detector *d = calloc(1, sizeof *d);
+    if (!d) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    d->g = g;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+            if (d->n_heads == MAX_HEADS) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS); }
+            d->head_src[d->n_heads++] = g->nodes[i].src[0];
+        }
+    if (!d->n_heads) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path); }
+    yq_status st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &d->plan, err);
+    if (st != YQ_OK) { free(d); return st; }
+    *out = d;
+    return YQ_OK;
+}
+
+void yq_detector_free(yq_detector *d)
+{
+    if (!d) return;
+    yq_plan_free(d->plan);
+    free(d);
+}
+
+yq_status yq_preprocess(const yq_graph *g, const yq_image *im, int letterbox, float *dst, yq_error *err)
+{
+    yq_shape s = g->nodes[0].out;
+    if (im->c != s.c) return yq_fail(err, YQ_ERR_SHAPE, "image has %d channels, the model takes %d", im->c, s.c);
+    yq_image r;
+    yq_status st = letterbox ? yq_image_letterbox(im, s.w, s.h, &r, err) : yq_image_resize(im, s.w, s.h, &r, err);
+    if (st != YQ_OK) return st;
+    memcpy(dst, r.data, sizeof(float) * yq_shape_size(s));
+    yq_image_free(&r);
+    return YQ_OK;
+}
+
+yq_status yq_detector_run(yq_detector *d, const yq_image *im, int letterbox, const yq_post_opt *o,
+                          yq_detection *dets, int cap, int *n, yq_error *err)
+{
+    yq_status st = yq_preprocess(d->g, im, letterbox, yq_plan_input(d->plan), err);
+    if (st == YQ_OK) st = yq_exec_fp32(d->plan, NULL, NULL, NULL, err);
+    if (st != YQ_OK) return st;
+    for (int k = 0; k < d->n_heads; k++) d->heads[k] = yq_plan_tensor(d->plan, d->head_src[k]);
+    *n = yq_postprocess(d->g, d->heads, 0, im->w, im->h, letterbox, o, dets, cap);
+    if (*n < 0) return yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
+    return YQ_OK;
+}
+
+const float *const *yq_detector_heads(const yq_detector *d, int *n_heads)
+{
+    *n_heads = d->n_heads;
+    return d->heads;
+}
