@@ -37,6 +37,8 @@ LIB      := $(B)/libyq.a
 
 CLI_SRCS := $(wildcard cli/*.c)
 PROGS    := $(B)/yquant
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCHES  := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 # The peer (Debian's darknet) is optional: its dumper is built only where it exists.
@@ -44,7 +46,7 @@ DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
 PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump)
 
 .PHONY: all test bench fuzz clean install-deps
-all: $(LIB) $(PROGS) $(TESTS) $(PEER)
+all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -56,6 +58,9 @@ $(B)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
+# The int8 reference is integer code: -O3 only vectorises it, it cannot change a result.
+$(B)/kernels/cpu_ref.o: OPT = -O3
+
 $(LIB): $(OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -64,6 +69,9 @@ $(B)/yquant: $(CLI_SRCS:%.c=$(B)/%.o) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LIBS)
 
 $(B)/tests/%: $(B)/tests/%.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+
+$(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
 # The darknet peer: darknet's own library, headers shipped under /usr/lib/darknet/include.

@@ -26,7 +26,33 @@ int  cli_parse_size(const char *s, int *w, int *h);
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
 
+/* Terminal progress bar; pass cli_progress as a yq_progress_fn with &bar as ctx. */
+typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;
+void cli_progress_start(cli_bar *p, const char *label);
+void cli_progress(void *ctx, int done, int total);
+
+/* Quantization flags (cli/qflags.c). */
+#include "quant/qconfig.h"
+#include "calib/observe.h"
+typedef struct cli_quant_opt {
+    yq_qconfig qc;
+    const char *calib_dir, *cache;
+    int any;                  /* a qconfig flag was given */
+} cli_quant_opt;
+void cli_quant_init(cli_quant_opt *q);
+int  cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i);   /* as cli_model_arg */
+extern const char *cli_quant_help;
+yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
+
+/* Evaluation helpers (cli/cmd_eval.c). */
+#include "runtime/evaluate.h"
+int cli_print_stats(const double *stats);
+yq_status cli_load_dataset(const char *images, const char *ann, const char *labels, yq_dataset **ds, yq_error *err);
+yq_status cli_evaluate(const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo, const char *label,
+                       double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ static const char *usage =
     "commands:\n"
     "  inspect MODEL        layers, shapes, parameters and GFLOPs of a Darknet model\n"
     "  detect MODEL IMG...  detections: printed, drawn (--out DIR), COCO JSON (--json F)\n"
+    "  eval MODEL ...       COCO mAP on labelled images (FP32, or int8 with --calib DIR)\n"
     "\n"
     "MODEL is a folder with one .cfg and one .weights (and optionally .names), a .cfg\n"
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "detect")) return cmd_detect(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

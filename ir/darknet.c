@@ -146,7 +146,9 @@ static yq_status get_float(cfg *c, const section *s, const char *key, float def,
     return YQ_OK;
 }
 
-/* A comma-separated list of numbers (darknet tolerates a trailing comma). */
+/* A comma-separated list of numbers (darknet tolerates a trailing comma).
+ * Integers are held exactly by a float only up to 2^24; beyond that (say
+ * layers=1e30) the cast to an index would be undefined, so they are refused. */
 static yq_status get_list(cfg *c, const section *s, const char *key, float *vals, int max, int *n,
                           int integers, yq_error *err)
 {
@@ -157,7 +159,8 @@ static yq_status get_list(cfg *c, const section *s, const char *key, float *vals
     while (*p) {
         char *end;
         float v = strtof(p, &end);
-        if (end == p || (*end && *end != ',') || !isfinite(v) || (integers && v != floorf(v)))
+        if (end == p || (*end && *end != ',') || !isfinite(v) ||
+            (integers && (v != floorf(v) || fabsf(v) > 16777216.f)))
             return yq_fail(err, YQ_ERR_FORMAT, "%s:%d: [%s] %s: bad list value near '%.20s'", c->path, k->line, s->name, key, p);
         if (*n == max)
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s:%d: [%s] %s: more than %d values", c->path, k->line, s->name, key, max);
@@ -421,17 +424,24 @@ static yq_status read_floats(reader *r, float *dst, long n, const yq_node *node,
 }
 
 /* BN folding.  Computed in double so the folded weights are the nearest floats
- * to darknet's unfolded arithmetic. */
-static void fold_bn(yq_node *n, const float *scale, const float *mean, const float *var, yq_bn_eps bn)
+ * to darknet's unfolded arithmetic.  Finite inputs can still fold to Inf (a huge
+ * scale over a near-zero variance): returns the first such filter, or -1. */
+static int fold_bn(yq_node *n, const float *scale, const float *mean, const float *var, yq_bn_eps bn)
 {
-    int f = n->p.conv.filters;
+    int f = n->p.conv.filters, bad = -1;
     long per = n->n_w / f;
     for (int o = 0; o < f; o++) {
         double sd = bn == YQ_BN_PJREDDIE ? sqrt((double)var[o]) + 1e-6 : sqrt((double)var[o] + 1e-5);
         double k = (double)scale[o] / sd;
-        for (long i = 0; i < per; i++) n->w[o * per + i] = (float)((double)n->w[o * per + i] * k);
+        int ok = 1;
+        for (long i = 0; i < per; i++) {
+            n->w[o * per + i] = (float)((double)n->w[o * per + i] * k);
+            ok &= isfinite(n->w[o * per + i]) != 0;
+        }
         n->b[o] = (float)((double)n->b[o] - (double)mean[o] * k);
+        if ((!ok || !isfinite(n->b[o])) && bad < 0) bad = o;
     }
+    return bad;
 }
 
 yq_status yq_darknet_read_weights(yq_graph *g, const uint8_t *buf, size_t len,
@@ -488,7 +498,12 @@ yq_status yq_darknet_read_weights(yq_graph *g, const uint8_t *buf, size_t len,
             if (st != YQ_OK) break;
         }
         st = read_floats(&r, n->w, n->n_w, n, "weights", err);
-        if (st == YQ_OK && n->p.conv.batch_normalize) fold_bn(n, tmp, tmp + f, tmp + 2 * f, bn);
+        if (st == YQ_OK && n->p.conv.batch_normalize) {
+            int o = fold_bn(n, tmp, tmp + f, tmp + 2 * f, bn);
+            if (o >= 0)
+                st = yq_fail(err, YQ_ERR_FORMAT, "%s: layer %d (conv, cfg line %d): folding batch-norm of filter %d overflows a float (scale %g, mean %g, variance %g)",
+                             path, n->layer, n->line, o, (double)tmp[o], (double)tmp[f + o], (double)tmp[2 * f + o]);
+        }
     }
     free(tmp);
     if (st == YQ_OK && r.off != r.len)
@@ -532,7 +547,11 @@ static yq_status synth_weights(yq_graph *g, uint32_t seed, yq_error *err)
             for (long k = 0; k < n->n_w; k++) n->w[k] = (float)(a * uniform(&s));
             for (int o = 0; o < f; o++) n->b[o] = (float)(0.1 * uniform(&s));
             double pre = 1.0;
-            m2[i] = n->act == YQ_ACT_LINEAR ? pre : n->act == YQ_ACT_LOGISTIC ? 0.3 : 0.5 * pre;
+            /* E[act(z)^2] for z ~ N(0, pre).  Mish and swish keep less than relu's
+             * half; assuming 0.5 for them lost ~10% per layer, compounding to the
+             * bias floor (RMS 0.06) in yolov4's 72 mish layers. */
+            m2[i] = n->act == YQ_ACT_LINEAR ? pre : n->act == YQ_ACT_LOGISTIC ? 0.3 :
+                    n->act == YQ_ACT_MISH ? 0.452 * pre : n->act == YQ_ACT_SWISH ? 0.356 * pre : 0.5 * pre;
             break;
         }
         case YQ_OP_SHORTCUT: m2[i] = in + m2[n->src[1]]; break;

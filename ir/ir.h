@@ -68,6 +68,7 @@ typedef enum yq_dtype { YQ_F32 = 0, YQ_S8, YQ_U8 } yq_dtype;
  * loader; absent (g->q == NULL) in an FP32 graph.  Real value = q * scale. */
 typedef struct yq_qnode {
     yq_dtype dtype;          /* output type; F32 for layers kept in float and the head convs */
+    int float_op;            /* computed in FP32 (a skipped layer): inputs dequantized, float weights */
     float scale;             /* output scale; for F32 outputs, the scale int8 consumers quantize at */
     float thresh;            /* calibrated threshold (scale = thresh / qmax) */
     int32_t qmin, qmax;      /* output range: [-127, 127] at 8 bits */
@@ -164,6 +165,9 @@ typedef struct yq_model_paths { char cfg[512], weights[512], names[512]; int syn
 yq_status yq_model_resolve(const char *model, const char *weights_arg, yq_model_paths *out, yq_error *err);
 /* Load .names (one class per line) into g. */
 yq_status yq_graph_load_names(yq_graph *g, const char *path, yq_error *err);
+
+/* Progress of a long job (calibration, evaluation): done of total. */
+typedef void (*yq_progress_fn)(void *ctx, int done, int total);
 
 /* --- errors (ir/error.c) ------------------------------------------------ */
 yq_status yq_fail(yq_error *err, yq_status code, const char *fmt, ...)

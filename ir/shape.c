@@ -2,6 +2,10 @@
 #include <stdio.h>
 #include "ir/ir.h"
 
+/* Largest c, h or w a tensor may have.  Checked on every output, so the sizes
+ * feeding the next rule are bounded and c*h*w (as long) cannot overflow. */
+#define MAX_DIM (1 << 20)
+
 #define FAIL(code, ...) do { \
     char m_[300]; snprintf(m_, sizeof m_, __VA_ARGS__); \
     return yq_fail(err, code, "layer %d (%s, cfg line %d): %s", n->layer, yq_op_name(n->op), n->line, m_); \
@@ -44,7 +48,7 @@ yq_status yq_shape_infer(yq_graph *g, int id, yq_error *err)
         const yq_route_p *r = &n->p.route;
         if (r->groups < 1 || r->group_id < 0 || r->group_id >= r->groups)
             FAIL(YQ_ERR_SHAPE, "groups=%d group_id=%d", r->groups, r->group_id);
-        o.c = 0;
+        long oc = 0;
         for (int k = 0; k < n->n_src; k++) {
             yq_shape s = g->nodes[n->src[k]].out;
             if (s.h != in.h || s.w != in.w)
@@ -52,12 +56,16 @@ yq_status yq_shape_infer(yq_graph *g, int id, yq_error *err)
                      s.h, s.w, n->src[k] - 1, in.h, in.w, n->src[0] - 1);
             if (s.c % r->groups)
                 FAIL(YQ_ERR_SHAPE, "groups=%d does not divide %d channels of layer %d", r->groups, s.c, n->src[k] - 1);
-            o.c += s.c / r->groups;
+            oc += s.c / r->groups;
         }
+        if (oc > MAX_DIM) FAIL(YQ_ERR_SHAPE, "concatenates %ld channels (at most %d)", oc, MAX_DIM);
+        o.c = (int)oc;
         break;
     }
     case YQ_OP_UPSAMPLE:
         if (n->p.up.stride < 1) FAIL(YQ_ERR_UNSUPPORTED, "stride=%d (only positive strides)", n->p.up.stride);
+        if ((long)in.h * n->p.up.stride > MAX_DIM || (long)in.w * n->p.up.stride > MAX_DIM)
+            FAIL(YQ_ERR_SHAPE, "%dx%d upsampled x%d is larger than %d", in.h, in.w, n->p.up.stride, MAX_DIM);
         o.h = in.h * n->p.up.stride;
         o.w = in.w * n->p.up.stride;
         break;
@@ -89,7 +97,8 @@ yq_status yq_shape_infer(yq_graph *g, int id, yq_error *err)
     case YQ_OP_COUNT:
         FAIL(YQ_ERR_UNSUPPORTED, "bad op");
     }
-    if (o.c <= 0 || o.h <= 0 || o.w <= 0) FAIL(YQ_ERR_SHAPE, "output size %dx%dx%d", o.c, o.h, o.w);
+    if (o.c <= 0 || o.h <= 0 || o.w <= 0 || o.c > MAX_DIM || o.h > MAX_DIM || o.w > MAX_DIM)
+        FAIL(YQ_ERR_SHAPE, "output size %dx%dx%d", o.c, o.h, o.w);
     n->out = o;
     return YQ_OK;
 }

@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#include <pthread.h>
 #include <cblas.h>
 #include "kernels/cpu_fp32.h"
 
@@ -49,11 +50,43 @@ static int is_depthwise(const yq_graph *g, const yq_node *n)
 
 static int is_pointwise(const yq_conv_p *c) { return c->size == 1 && c->stride == 1 && c->pad == 0; }
 
+/* Dense conv: the sgemm adds the bias itself (C preset to the bias, beta = 1) when K is at
+ * most this.  OpenBLAS then rounds acc + bias once, as the separate pass did, so the result
+ * is unchanged, and it skips its own pass that zeroes C for beta = 0.  Larger K may be
+ * split into blocks whose partial sums OpenBLAS adds into C one at a time, which would
+ * round differently: those keep beta = 0 and the separate bias pass. */
+#define GEMM_BIAS_MAX_K 256
+
+/* Depthwise conv splits its channels over up to this many threads (the OpenBLAS thread
+ * count), each with its own padded plane in the scratch. */
+#ifndef DW_MAX_THREADS
+#define DW_MAX_THREADS 4
+#endif
+
+/* Depthwise scratch: one channel's input, zero-padded by pad on every side, with each
+ * padded row stored as `stride` phases (column c at phase c % stride, index c / stride),
+ * so that output column ox reads phase kx % stride at index ox + kx / stride: unit-stride
+ * loads for every stride. */
+typedef struct dw_geom { int hp, pw, rs; } dw_geom;   /* padded rows, phase width, row stride */
+static dw_geom dw_geometry(yq_shape is, const yq_conv_p *c)
+{
+    dw_geom d;
+    d.hp = is.h + 2 * c->pad;
+    d.pw = (is.w + 2 * c->pad + c->stride - 1) / c->stride;
+    d.rs = d.pw * c->stride;
+    return d;
+}
+
 long yq_f32_conv_work(const yq_graph *g, const yq_node *n)
 {
-    if (n->op != YQ_OP_CONV || is_depthwise(g, n) || is_pointwise(&n->p.conv)) return 0;
+    if (n->op != YQ_OP_CONV) return 0;
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
+    if (is_depthwise(g, n)) {
+        dw_geom d = dw_geometry(is, c);
+        return (long)d.hp * d.rs * DW_MAX_THREADS;
+    }
+    if (is_pointwise(c)) return 0;
     return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
 }
 
@@ -65,41 +98,316 @@ static void im2col(const float *in, int ch, int h, int w, int k, int stride, int
             for (int kx = 0; kx < k; kx++) {
                 float *dst = col + ((long)(c * k + ky) * k + kx) * oh * ow;
                 const float *src = in + (long)c * h * w;
+                /* ox in [x0, x1) reads inside the row; outside it, zeros. */
+                int x0 = 0, x1 = ow;
+                while (x0 < ow && x0 * stride + kx - pad < 0) x0++;
+                while (x1 > x0 && (x1 - 1) * stride + kx - pad >= w) x1--;
                 for (int oy = 0; oy < oh; oy++) {
                     int y = oy * stride + ky - pad;
+                    float *d = dst + (long)oy * ow;
                     if (y < 0 || y >= h) {
-                        memset(dst + (long)oy * ow, 0, sizeof(float) * ow);
+                        memset(d, 0, sizeof(float) * ow);
                         continue;
                     }
-                    for (int ox = 0; ox < ow; ox++) {
-                        int x = ox * stride + kx - pad;
-                        dst[(long)oy * ow + ox] = (x >= 0 && x < w) ? src[(long)y * w + x] : 0.f;
-                    }
+                    const float *s = src + (long)y * w + kx - pad;
+                    for (int ox = 0; ox < x0; ox++) d[ox] = 0.f;
+                    if (stride == 1) memcpy(d + x0, s + x0, sizeof(float) * (x1 - x0));
+                    else for (int ox = x0; ox < x1; ox++) d[ox] = s[(long)ox * stride];
+                    for (int ox = x1; ox < ow; ox++) d[ox] = 0.f;
                 }
             }
 }
 
-static void depthwise(const yq_node *n, yq_shape is, const float *in, float *out)
+/* ---- vector row kernels ----
+ * Written with GCC vector extensions: 8 floats, which is one AVX register where the CPU has
+ * AVX (the *_avx clones, picked at run time) and two SSE registers otherwise.  Every lane
+ * does the scalar code's operations in the scalar code's order (separate multiply and add,
+ * never fused), so the results are bit-identical to the scalar loops they replace. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"   /* 32-byte vectors pass between always_inline helpers only */
+#endif
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* No helper takes a vector by value: GCC notes an ABI change for that even when inlined. */
+ALWAYS_INLINE v8f v8_load(const float *p) { v8f v; memcpy(&v, p, sizeof v); return v; }
+ALWAYS_INLINE void v8_store(float *p, const v8f *v) { memcpy(p, v, sizeof *v); }
+ALWAYS_INLINE v8f v8_set1(float x) { return (v8f){ x, x, x, x, x, x, x, x }; }
+/* x = x > 0 ? x : .1f * x, lane by lane. */
+ALWAYS_INLINE void v8_leaky(v8f *x)
 {
+    v8i m = *x > v8_set1(0.f);
+    v8f t = v8_set1(.1f) * *x;
+    *x = (v8f)(((v8i)*x & m) | ((v8i)t & ~m));
+}
+
+/* y[i] = act(y[i] + bias), i < n: the conv epilogue. */
+ALWAYS_INLINE void bias_act_body(float *y, long n, float bias, yq_act act)
+{
+    long i = 0;
+    v8f vb = v8_set1(bias);
+    if (act == YQ_ACT_LEAKY)
+        for (; i + 8 <= n; i += 8) {
+            v8f v = v8_load(y + i) + vb;
+            v8_leaky(&v);
+            v8_store(y + i, &v);
+        }
+    else if (act == YQ_ACT_LINEAR)
+        for (; i + 8 <= n; i += 8) {
+            v8f v = v8_load(y + i) + vb;
+            v8_store(y + i, &v);
+        }
+    for (; i < n; i++) y[i] = yq_f32_act1(y[i] + bias, act);
+}
+
+/* dst[j] = src[j * s], j < n; src[0 .. avail) is readable. */
+ALWAYS_INLINE void strided_copy(float *dst, const float *src, int n, int s, long avail)
+{
+    int j = 0;
+    if (s == 1) {
+        memcpy(dst, src, sizeof(float) * n);
+        return;
+    }
+    if (s == 2)
+        for (; j + 8 <= n && 2L * j + 16 <= avail; j += 8) {
+            v8f a = v8_load(src + 2 * j), b = v8_load(src + 2 * j + 8);
+#ifdef __clang__
+            v8f e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+            v8f e = __builtin_shuffle(a, b, (v8i){ 0, 2, 4, 6, 8, 10, 12, 14 });
+#endif
+            v8_store(dst + j, &e);
+        }
+    for (; j < n; j++) dst[j] = src[(long)j * s];
+}
+
+/* Copies one channel (h x w at src) into the padded, phase-split layout of dw_geometry:
+ * padded column c = j * s + r goes to row[r * pw + j]. */
+ALWAYS_INLINE void dw_pad_body(const float *src, int h, int w, int p, int s, dw_geom d, float *pad)
+{
+    for (int y = 0; y < d.hp; y++) {
+        float *row = pad + (long)y * d.rs;
+        int iy = y - p;
+        if (iy < 0 || iy >= h) {
+            memset(row, 0, sizeof(float) * d.rs);
+            continue;
+        }
+        const float *in = src + (long)iy * w;
+        for (int r = 0; r < s; r++) {
+            float *ph = row + r * d.pw;
+            /* j in [j0, j1) reads in[j * s + r - p], inside the row. */
+            int j0 = p > r ? (p - r + s - 1) / s : 0;
+            int j1 = (p + w - r + s - 1) / s;
+            if (j1 > d.pw) j1 = d.pw;
+            if (j1 < j0) j1 = j0;
+            for (int j = 0; j < j0; j++) ph[j] = 0.f;
+            if (j1 > j0) {
+                long first = (long)j0 * s + r - p;
+                strided_copy(ph + j0, in + first, j1 - j0, s, w - first);
+            }
+            for (int j = j1; j < d.pw; j++) ph[j] = 0.f;
+        }
+    }
+}
+
+/* One channel of depthwise conv from the padded, phase-split plane (see dw_geometry):
+ *   dst[oy][ox] = act(sum over ky, kx in that order of wk[ky][kx] * in[s*oy+ky-pad][s*ox+kx-pad] + bias)
+ * which is the scalar loop's sum: the padding terms it skipped add w * 0 = +-0 here, and a
+ * float sum that starts at +0 is never -0, so adding +-0 leaves it unchanged.  A row whose
+ * width is not a multiple of 8 ends with a vector that overlaps the previous one (the
+ * overlapped outputs are computed twice, identically). */
+ALWAYS_INLINE void dw_plane_body(const float *pad, dw_geom d, int s, int k, const float *wk, float bias,
+                                 yq_act act, float *dst, int oh, int ow)
+{
+    v8f vw[49];
+    int xo[7];
+    int kk = k <= 7 ? k : 0;   /* the vector path holds up to 7x7 weights */
+    for (int i = 0; i < kk * kk; i++) vw[i] = v8_set1(wk[i]);
+    for (int kx = 0; kx < kk; kx++) xo[kx] = (kx % s) * d.pw + kx / s;
+    v8f vb = v8_set1(bias);
+    for (int oy = 0; oy < oh; oy++) {
+        const float *rows = pad + (long)oy * s * d.rs;
+        float *o = dst + (long)oy * ow;
+        if (kk && ow >= 8) {
+            for (int ox = 0;; ox += 8) {
+                if (ox + 8 > ow) {
+                    if (ox == ow) break;
+                    ox = ow - 8;
+                }
+                v8f acc = v8_set1(0.f);
+                for (int ky = 0; ky < k; ky++) {
+                    const float *r = rows + (long)ky * d.rs + ox;
+                    for (int kx = 0; kx < k; kx++) acc = acc + vw[ky * k + kx] * v8_load(r + xo[kx]);
+                }
+                acc = acc + vb;
+                if (act == YQ_ACT_LEAKY) v8_leaky(&acc);
+                v8_store(o + ox, &acc);
+                if (ox + 8 == ow) break;
+            }
+        } else {
+            for (int ox = 0; ox < ow; ox++) {
+                float acc = 0;
+                for (int ky = 0; ky < k; ky++) {
+                    const float *r = rows + (long)ky * d.rs + ox;
+                    for (int kx = 0; kx < k; kx++) acc += wk[ky * k + kx] * r[(kx % s) * d.pw + kx / s];
+                }
+                acc += bias;
+                o[ox] = act == YQ_ACT_LEAKY ? (acc > 0 ? acc : .1f * acc) : acc;
+            }
+        }
+        if (act != YQ_ACT_LEAKY && act != YQ_ACT_LINEAR)
+            for (int i = 0; i < ow; i++) o[i] = yq_f32_act1(o[i], act);
+    }
+}
+
+/* Pads channel src into work, then convolves it into dst.  The common shapes get constant
+ * k and stride, so the loops above unroll. */
+ALWAYS_INLINE void dw_channel_body(const float *src, int h, int w, int p, dw_geom d, int s, int k, const float *wk,
+                                   float bias, yq_act act, float *work, float *dst, int oh, int ow)
+{
+    if (k == 3 && s == 1) {
+        dw_pad_body(src, h, w, p, 1, d, work);
+        dw_plane_body(work, d, 1, 3, wk, bias, act, dst, oh, ow);
+    } else if (k == 3 && s == 2) {
+        dw_pad_body(src, h, w, p, 2, d, work);
+        dw_plane_body(work, d, 2, 3, wk, bias, act, dst, oh, ow);
+    } else if (k == 5 && s == 1) {
+        dw_pad_body(src, h, w, p, 1, d, work);
+        dw_plane_body(work, d, 1, 5, wk, bias, act, dst, oh, ow);
+    } else if (k == 5 && s == 2) {
+        dw_pad_body(src, h, w, p, 2, d, work);
+        dw_plane_body(work, d, 2, 5, wk, bias, act, dst, oh, ow);
+    } else {
+        dw_pad_body(src, h, w, p, s, d, work);
+        dw_plane_body(work, d, s, k, wk, bias, act, dst, oh, ow);
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define YQ_HAVE_AVX_CLONES 1
+__attribute__((target("avx"))) static void dw_channel_avx(const float *src, int h, int w, int p, dw_geom d, int s,
+                                                         int k, const float *wk, float bias, yq_act act, float *work,
+                                                         float *dst, int oh, int ow)
+{
+    dw_channel_body(src, h, w, p, d, s, k, wk, bias, act, work, dst, oh, ow);
+}
+__attribute__((target("avx"))) static void bias_act_avx(float *y, long n, float bias, yq_act act)
+{
+    bias_act_body(y, n, bias, act);
+}
+static int cpu_has_avx(void)
+{
+    static int has = -1;   /* a cache of a CPU property, set once; racing writers write the same value */
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx") ? 1 : 0;
+    }
+    return has;
+}
+#endif
+
+static void dw_channel(const float *src, int h, int w, int p, dw_geom d, int s, int k, const float *wk, float bias,
+                       yq_act act, float *work, float *dst, int oh, int ow)
+{
+#ifdef YQ_HAVE_AVX_CLONES
+    if (cpu_has_avx()) {
+        dw_channel_avx(src, h, w, p, d, s, k, wk, bias, act, work, dst, oh, ow);
+        return;
+    }
+#endif
+    dw_channel_body(src, h, w, p, d, s, k, wk, bias, act, work, dst, oh, ow);
+}
+
+static void bias_act(float *y, long n, float bias, yq_act act)
+{
+#ifdef YQ_HAVE_AVX_CLONES
+    if (cpu_has_avx()) { bias_act_avx(y, n, bias, act); return; }
+#endif
+    bias_act_body(y, n, bias, act);
+}
+
+static void fill(float *y, long n, float v)
+{
+    for (long i = 0; i < n; i++) y[i] = v;
+}
+
+/* y[i] = act(y[i]) for the conv epilogue when the bias was added by the sgemm. */
+ALWAYS_INLINE void act_body(float *y, long n, yq_act act)
+{
+    long i = 0;
+    if (act == YQ_ACT_LEAKY)
+        for (; i + 8 <= n; i += 8) {
+            v8f v = v8_load(y + i);
+            v8_leaky(&v);
+            v8_store(y + i, &v);
+        }
+    for (; i < n; i++) y[i] = yq_f32_act1(y[i], act);
+}
+#ifdef YQ_HAVE_AVX_CLONES
+__attribute__((target("avx"))) static void act_avx(float *y, long n, yq_act act) { act_body(y, n, act); }
+#endif
+static void activate_rows(float *y, long n, yq_act act)
+{
+#ifdef YQ_HAVE_AVX_CLONES
+    if (cpu_has_avx()) { act_avx(y, n, act); return; }
+#endif
+    act_body(y, n, act);
+}
+
+/* Depthwise conv + bias + activation of channels [c0, c1) of one image. */
+typedef struct dw_task {
+    const yq_node *n;
+    yq_shape is;
+    const float *in;
+    float *out, *work;
+    int c0, c1;
+} dw_task;
+
+static void *dw_run(void *arg)
+{
+    const dw_task *t = arg;
+    const yq_node *n = t->n;
     const yq_conv_p *c = &n->p.conv;
     int k = c->size, oh = n->out.h, ow = n->out.w;
-    for (int ch = 0; ch < is.c; ch++) {
-        const float *src = in + (long)ch * is.h * is.w;
-        const float *wk = n->w + (long)ch * k * k;
-        float *dst = out + (long)ch * oh * ow;
-        for (int oy = 0; oy < oh; oy++)
-            for (int ox = 0; ox < ow; ox++) {
-                float s = 0;
-                for (int ky = 0; ky < k; ky++) {
-                    int y = oy * c->stride + ky - c->pad;
-                    if (y < 0 || y >= is.h) continue;
-                    for (int kx = 0; kx < k; kx++) {
-                        int x = ox * c->stride + kx - c->pad;
-                        if (x >= 0 && x < is.w) s += wk[ky * k + kx] * src[(long)y * is.w + x];
-                    }
-                }
-                dst[(long)oy * ow + ox] = s;
-            }
+    dw_geom d = dw_geometry(t->is, c);
+    for (int ch = t->c0; ch < t->c1; ch++)
+        dw_channel(t->in + (long)ch * t->is.h * t->is.w, t->is.h, t->is.w, c->pad, d, c->stride, k,
+                   n->w + (long)ch * k * k, n->b[ch], n->act, t->work, t->out + (long)ch * oh * ow, oh, ow);
+    return NULL;
+}
+
+/* Depthwise conv + bias + activation of one image; work: yq_f32_conv_work floats.  Channels
+ * are split over min(OpenBLAS's thread count, DW_MAX_THREADS) threads when the layer is big
+ * enough to pay for starting them; each channel is computed the same way on any thread. */
+static void depthwise(const yq_node *n, yq_shape is, const float *in, float *out, float *work)
+{
+    const yq_conv_p *c = &n->p.conv;
+    dw_geom d = dw_geometry(is, c);
+    long plane = (long)d.hp * d.rs;
+    double macs = (double)is.c * n->out.h * n->out.w * c->size * c->size;
+    int nt = openblas_get_num_threads();
+    if (nt > DW_MAX_THREADS) nt = DW_MAX_THREADS;
+    if (nt > is.c) nt = is.c;
+    if (macs < 200e3) nt = 1;   /* about 20 us of work: less than starting a thread costs */
+    dw_task task[DW_MAX_THREADS];
+    pthread_t tid[DW_MAX_THREADS];
+    int started = 0;
+    for (int t = 0; t < nt; t++) {
+        task[t] = (dw_task){ n, is, in, out, work + t * plane, (int)((long)is.c * t / nt),
+                             (int)((long)is.c * (t + 1) / nt) };
+        if (t > 0) {
+            if (pthread_create(&tid[t], NULL, dw_run, &task[t]) != 0) break;
+            started = t;
+        }
+    }
+    dw_run(&task[0]);
+    for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
+    /* Ranges whose thread could not be started run here. */
+    for (int t = started + 1; t < nt; t++) {
+        task[t].work = work;
+        dw_run(&task[t]);
     }
 }
 
@@ -111,53 +419,108 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *ou
     int N = n->out.h * n->out.w;
     long in_sz = yq_shape_size(is), out_sz = yq_shape_size(n->out);
     int dw = is_depthwise(g, n), pw = is_pointwise(c);
+    int bias_in_gemm = K <= GEMM_BIAS_MAX_K;
     for (int b = 0; b < batch; b++) {
         const float *x = in + b * in_sz;
         float *y = out + b * out_sz;
         if (dw) {
-            depthwise(n, is, x, y);
+            depthwise(n, is, x, y, work);   /* bias and activation included */
+            continue;
+        }
+        for (int gi = 0; gi < G; gi++) {
+            const float *xg = x + (long)gi * (is.c / G) * is.h * is.w;
+            const float *col = xg;
+            if (!pw) {
+                im2col(xg, is.c / G, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
+                col = work;
+            }
+            float *yg = y + (long)gi * M * N;
+            if (bias_in_gemm) for (int o = 0; o < M; o++) fill(yg + (long)o * N, N, n->b[gi * M + o]);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f,
+                        n->w + (long)gi * M * K, K, col, N, bias_in_gemm ? 1.f : 0.f, yg, N);
+        }
+        if (bias_in_gemm) {
+            if (n->act != YQ_ACT_LINEAR) activate_rows(y, out_sz, n->act);
         } else {
-            for (int gi = 0; gi < G; gi++) {
-                const float *xg = x + (long)gi * (is.c / G) * is.h * is.w;
-                const float *col = xg;
-                if (!pw) {
-                    im2col(xg, is.c / G, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
-                    col = work;
+            for (int o = 0; o < c->filters; o++) bias_act(y + (long)o * N, N, n->b[o], n->act);
+        }
+    }
+}
+
+/* The max over a size x size window, scanned row by row with `v > m` from -FLT_MAX (so
+ * NaNs and -inf never win, and of equal values, +0 and -0, the first one scanned does). */
+static void maxpool_direct(const float *src, yq_shape is, const yq_pool_p *p, int off, yq_shape os, float *dst)
+{
+    for (int oy = 0; oy < os.h; oy++)
+        for (int ox = 0; ox < os.w; ox++) {
+            float m = -FLT_MAX;
+            for (int ky = 0; ky < p->size; ky++) {
+                int y = off + oy * p->stride + ky;
+                if (y < 0 || y >= is.h) continue;
+                for (int kx = 0; kx < p->size; kx++) {
+                    int x = off + ox * p->stride + kx;
+                    if (x < 0 || x >= is.w) continue;
+                    float v = src[(long)y * is.w + x];
+                    if (v > m) m = v;
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f,
-                            n->w + (long)gi * M * K, K, col, N, 0.f, y + (long)gi * M * N, N);
+            }
+            dst[(long)oy * os.w + ox] = m;
+        }
+}
+
+/* The same max in two passes, over each row's window and then down the column of row
+ * maxima: 2 x size comparisons per output instead of size^2.  It returns the very value
+ * maxpool_direct does: the max of the non-NaN values and -FLT_MAX, and among equal zeros
+ * the first in row-major scan order (the first row holding the max, and in it the first
+ * such element).  rows: room for MAXPOOL_ROWS floats. */
+#define MAXPOOL_ROWS 4096
+static void maxpool_separable(const float *src, yq_shape is, const yq_pool_p *p, int off, yq_shape os, float *dst,
+                              float *rows)
+{
+    int k = p->size, s = p->stride;
+    int band = ((MAXPOOL_ROWS / os.w) - k) / s + 1;   /* output rows per pass; >= 1 (checked by the caller) */
+    for (int oy0 = 0; oy0 < os.h; oy0 += band) {
+        int oy1 = oy0 + band < os.h ? oy0 + band : os.h;
+        int y0 = off + oy0 * s, y1 = off + (oy1 - 1) * s + k;   /* input rows [y0, y1) */
+        for (int y = y0 < 0 ? 0 : y0; y < y1 && y < is.h; y++) {
+            const float *in = src + (long)y * is.w;
+            float *r = rows + (long)(y - y0) * os.w;
+            for (int ox = 0; ox < os.w; ox++) {
+                float m = -FLT_MAX;
+                for (int kx = 0; kx < k; kx++) {
+                    int x = off + ox * s + kx;
+                    if (x < 0 || x >= is.w) continue;
+                    float v = in[x];
+                    if (v > m) m = v;
+                }
+                r[ox] = m;
             }
         }
-        for (int o = 0; o < c->filters; o++) {
-            float *yo = y + (long)o * N, bias = n->b[o];
-            for (int i = 0; i < N; i++) yo[i] += bias;
+        for (int oy = oy0; oy < oy1; oy++) {
+            float *o = dst + (long)oy * os.w;
+            for (int ox = 0; ox < os.w; ox++) o[ox] = -FLT_MAX;
+            for (int ky = 0; ky < k; ky++) {
+                int y = off + oy * s + ky;
+                if (y < 0 || y >= is.h) continue;
+                const float *r = rows + (long)(y - y0) * os.w;
+                for (int ox = 0; ox < os.w; ox++)
+                    if (r[ox] > o[ox]) o[ox] = r[ox];
+            }
         }
-        yq_f32_activate(y, out_sz, n->act);
     }
 }
 
 void yq_f32_maxpool(yq_shape is, const yq_pool_p *p, yq_shape os, const float *in, float *out, int batch)
 {
     int off = -p->pad / 2;   /* darknet: the window starts pad/2 before the image */
+    float rows[MAXPOOL_ROWS];
+    int separable = p->size >= 3 && (long)os.w * p->size <= MAXPOOL_ROWS;
     for (int b = 0; b < batch; b++)
         for (int c = 0; c < is.c; c++) {
             const float *src = in + ((long)b * is.c + c) * is.h * is.w;
             float *dst = out + ((long)b * os.c + c) * os.h * os.w;
-            for (int oy = 0; oy < os.h; oy++)
-                for (int ox = 0; ox < os.w; ox++) {
-                    float m = -FLT_MAX;
-                    for (int ky = 0; ky < p->size; ky++) {
-                        int y = off + oy * p->stride + ky;
-                        if (y < 0 || y >= is.h) continue;
-                        for (int kx = 0; kx < p->size; kx++) {
-                            int x = off + ox * p->stride + kx;
-                            if (x < 0 || x >= is.w) continue;
-                            float v = src[(long)y * is.w + x];
-                            if (v > m) m = v;
-                        }
-                    }
-                    dst[(long)oy * os.w + ox] = m;
-                }
+            if (separable) maxpool_separable(src, is, p, off, os, dst, rows);
+            else maxpool_direct(src, is, p, off, os, dst);
         }
 }
 

@@ -51,7 +51,7 @@ yq_status yq_detector_run(yq_detector *d, const yq_image *im, int letterbox, con
                           yq_detection *dets, int cap, int *n, yq_error *err)
 {
     yq_status st = yq_preprocess(d->g, im, letterbox, yq_plan_input(d->plan), err);
-    if (st == YQ_OK) st = yq_exec_fp32(d->plan, NULL, NULL, NULL, err);
+    if (st == YQ_OK) st = d->g->q ? yq_exec_int8(d->plan, NULL, NULL, NULL, err) : yq_exec_fp32(d->plan, NULL, NULL, NULL, err);
     if (st != YQ_OK) return st;
     for (int k = 0; k < d->n_heads; k++) d->heads[k] = yq_plan_tensor(d->plan, d->head_src[k]);
     *n = yq_postprocess(d->g, d->heads, 0, im->w, im->h, letterbox, o, dets, cap);

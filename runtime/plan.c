@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu_fp32.h"
+#include "kernels/cpu_ref.h"
 #include "runtime/plan.h"
 
 struct yq_plan {
@@ -79,6 +80,10 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
             items[m++] = (item){ i, (bytes + 63) & ~(size_t)63 };
         }
         long w = yq_f32_conv_work(g, &g->nodes[i]);
+        if (g->q) {   /* in floats, rounded up */
+            long wr = (long)((yq_ref_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
+            if (wr > w) w = wr;
+        }
         if (w > work) work = w;
     }
     qsort(items, (size_t)m, sizeof *items, by_size_desc);

@@ -44,4 +44,8 @@ typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const void *d
  * when it was written through yq_plan_input. */
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
 
+/* Runs an int8 graph (g->q set) on the CPU reference kernels (runtime/exec_int8.c).
+ * The float input is quantized into node 0 (uint8 at 1/255 for an image). */
+yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
+
 #endif

@@ -1,0 +1,112 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+#include "calib/observe.h"
+#include "runtime/detector.h"
+
+yq_status yq_calib_stats_new(int n_nodes, const yq_graph *g, yq_calib_stats **out, yq_error *err)
+{
+    yq_calib_stats *cs = calloc(1, sizeof *cs);
+    if (!cs) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    cs->n_nodes = n_nodes;
+    cs->hist = calloc((size_t)n_nodes, sizeof *cs->hist);
+    cs->ch_mean = calloc((size_t)n_nodes, sizeof *cs->ch_mean);
+    if (!cs->hist || !cs->ch_mean) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+    for (int i = 0; i < n_nodes; i++) {
+        yq_status st = yq_hist_init(&cs->hist[i], YQ_CALIB_BINS, err);
+        cs->ch_mean[i] = calloc((size_t)g->nodes[i].out.c, sizeof(double));
+        if (st != YQ_OK || !cs->ch_mean[i]) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+    }
+    *out = cs;
+    return YQ_OK;
+}
+
+void yq_calib_stats_free(yq_calib_stats *cs)
+{
+    if (!cs) return;
+    for (int i = 0; i < cs->n_nodes; i++) {
+        if (cs->hist) yq_hist_free(&cs->hist[i]);
+        if (cs->ch_mean) free(cs->ch_mean[i]);
+    }
+    free(cs->hist);
+    free(cs->ch_mean);
+    free(cs);
+}
+
+void yq_calib_list_hash(char *const *paths, int n, uint8_t out[32])
+{
+    EVP_MD_CTX *mc = EVP_MD_CTX_new();
+    unsigned int len = 0;
+    memset(out, 0, 32);
+    if (!mc || !EVP_DigestInit_ex(mc, EVP_sha256(), NULL)) { EVP_MD_CTX_free(mc); return; }
+    for (int i = 0; i < n; i++) {
+        const char *b = strrchr(paths[i], '/');
+        b = b ? b + 1 : paths[i];
+        struct stat sb;
+        long long size = stat(paths[i], &sb) == 0 ? (long long)sb.st_size : -1;
+        char rec[64];
+        int k = snprintf(rec, sizeof rec, "\t%lld\n", size);
+        EVP_DigestUpdate(mc, b, strlen(b));
+        EVP_DigestUpdate(mc, rec, (size_t)k);
+    }
+    EVP_DigestFinal_ex(mc, out, &len);
+    EVP_MD_CTX_free(mc);
+}
+
+typedef struct obs { yq_calib_stats *cs; } obs;
+
+static void hook(void *ctx, const yq_graph *g, int id, const void *data, int batch)
+{
+    obs *o = ctx;
+    const yq_node *n = &g->nodes[id];
+    if (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) return;  /* aliases */
+    const float *x = data;
+    long sz = yq_shape_size(n->out);
+    yq_hist_add(&o->cs->hist[id], x, sz * batch);
+    long plane = (long)n->out.h * n->out.w;
+    for (int b = 0; b < batch; b++)
+        for (int c = 0; c < n->out.c; c++) {
+            const float *p = x + b * sz + c * plane;
+            double s = 0;
+            for (long i = 0; i < plane; i++) s += (double)p[i];
+            o->cs->ch_mean[id][c] += s / plane;
+        }
+}
+
+yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int letterbox,
+                           yq_progress_fn progress, void *pctx, yq_calib_stats **out, yq_error *err)
+{
+    if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "no calibration images");
+    yq_calib_stats *cs;
+    yq_status st = yq_calib_stats_new(g->n_nodes, g, &cs, err);
+    if (st != YQ_OK) return st;
+    yq_plan *p = NULL;
+    st = yq_plan_new(g, 1, 0, &p, err);
+    obs o = { cs };
+    for (int i = 0; i < n && st == YQ_OK; i++) {
+        yq_image im;
+        yq_error e2;
+        if (yq_image_load(paths[i], &im, &e2) != YQ_OK) {
+            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
+            cs->skipped++;
+            if (cs->skipped * 2 > n)
+                st = yq_fail(err, YQ_ERR_IO, "%d of %d calibration images could not be read (last: %s)", cs->skipped, n, e2.msg);
+            continue;
+        }
+        st = yq_preprocess(g, &im, letterbox, yq_plan_input(p), err);
+        yq_image_free(&im);
+        if (st == YQ_OK) st = yq_exec_fp32(p, NULL, hook, &o, err);
+        if (st == YQ_OK) cs->images++;
+        if (progress) progress(pctx, i + 1, n);
+    }
+    yq_plan_free(p);
+    if (st == YQ_OK && cs->images == 0) st = yq_fail(err, YQ_ERR_IO, "none of the %d calibration images could be read", n);
+    if (st != YQ_OK) { yq_calib_stats_free(cs); return st; }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int c = 0; c < g->nodes[i].out.c; c++) cs->ch_mean[i][c] /= cs->images;
+    yq_calib_list_hash(paths, n, cs->images_sha256);
+    *out = cs;
+    return YQ_OK;
+}

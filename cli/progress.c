@@ -1,0 +1,37 @@
+/* A progress bar on a terminal (stderr); nothing when stderr is not a tty. */
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli/cli.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_start(cli_bar *p, const char *label)
+{
+    p->label = label;
+    p->t0 = now();
+    p->tty = isatty(2);
+    p->last = -1;
+}
+
+void cli_progress(void *ctx, int done, int total)
+{
+    cli_bar *p = ctx;
+    if (!p->tty || total <= 0) return;
+    int pct = (int)(100.0 * done / total);
+    if (pct == p->last && done != total) return;
+    p->last = pct;
+    double el = now() - p->t0, eta = done ? el * (total - done) / done : 0;
+    char bar[31];
+    int fill = 30 * done / total;
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r%-12s [%s] %3d%% %d/%d  %.1fs elapsed, %.1fs left ", p->label, bar, pct, done, total, el, eta);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}

@@ -1,0 +1,84 @@
+/* The quantization flags shared by quantize, eval, detect and sweep, and the
+ * calibrate-then-rewrite step they share. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "calib/observe.h"
+#include "cli/cli.h"
+#include "datasets/image.h"
+#include "quant/rewrite.h"
+
+void cli_quant_init(cli_quant_opt *q)
+{
+    memset(q, 0, sizeof *q);
+    yq_qconfig_defaults(&q->qc);
+}
+
+int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
+{
+    static const struct { const char *flag, *key; } map[] = {
+        { "--bits", "bits" }, { "--calib-method", "calib" }, { "--weight-scale", "weight_scale" },
+        { "--skip-layers", "skip_layers" }, { "--rounding", "rounding" }, { "--head", "head" },
+        { "--first", "first" }, { "--bias-correction", "bias_correction" }, { "--search", "search" },
+    };
+    const char *a = argv[*i];
+    yq_error err;
+    if (!strcmp(a, "--calib") || !strcmp(a, "--qconfig") || !strcmp(a, "--set") || !strcmp(a, "--calib-cache")) {
+        if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
+        const char *v = argv[++*i];
+        if (!strcmp(a, "--calib")) q->calib_dir = v;
+        else if (!strcmp(a, "--calib-cache")) q->cache = v;
+        else if (!strcmp(a, "--qconfig")) {
+            if (yq_qconfig_load(&q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
+            q->any = 1;
+        } else {
+            char key[128];
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || (size_t)(eq - v) >= sizeof key) { cli_usage_error("--set %s: expected key=value", v); return -1; }
+            snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
+            if (yq_qconfig_set(&q->qc, key, eq + 1, "--set", &err) != YQ_OK) { cli_error(&err); return -1; }
+            q->any = 1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--per-tensor") || !strcmp(a, "--per-channel")) {
+        q->qc.per_channel = !strcmp(a, "--per-channel");
+        q->any = 1;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+        if (!strcmp(a, map[k].flag)) {
+            if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
+            if (yq_qconfig_set(&q->qc, map[k].key, argv[++*i], a, &err) != YQ_OK) { cli_error(&err); return -1; }
+            q->any = 1;
+            return 1;
+        }
+    return 0;
+}
+
+const char *cli_quant_help =
+    "quantization (int8 through the CPU reference):\n"
+    "  --calib DIR            calibration images (a folder)\n"
+    "  --bits N               2..8 (default 8)\n"
+    "  --calib-method M       max | percentile:P | kl | mse (default percentile:99.99)\n"
+    "  --per-tensor           per-tensor weight scales (default per channel)\n"
+    "  --weight-scale S       max | power2 | mse\n"
+    "  --head int8|float      the convs feeding the heads (default float)\n"
+    "  --first int8|float     the first conv (default int8, reading the uint8 image)\n"
+    "  --skip-layers L,L,...  layers kept in float\n"
+    "  --rounding nearest|even, --bias-correction on|off, --search on|off\n"
+    "  --qconfig FILE         key = value lines (README: qconfig keys)\n"
+    "  --set KEY=VALUE        any qconfig key, e.g. --set layer.12.bits=6\n";
+
+yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
+{
+    char **paths;
+    int n, skipped;
+    yq_status st = yq_list_images(q->calib_dir, &paths, &n, &skipped, err);
+    if (st != YQ_OK) return st;
+    cli_bar bar;
+    cli_progress_start(&bar, "calibrating");
+    st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    yq_list_images_free(paths, n);
+    return st;
+}

@@ -1,0 +1,405 @@
+/* Boxes, labels and PNG output on an RGB8 canvas (see draw.h). */
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/draw.h"
+#include "ir/ir.h"
+
+/* --- font ----------------------------------------------------------------
+ * 5x8 cells for ASCII 32..126, drawn for this file.  One byte per row, top row
+ * first; bit 4 (0x10) is the leftmost column.  Rows 0-6 hold capitals and digits,
+ * row 7 the descenders of g j p q y , _.  For example 'A':
+ *
+ *     .###.  0x0e
+ *     #...#  0x11
+ *     #...#  0x11
+ *     #####  0x1f
+ *     #...#  0x11
+ *     #...#  0x11
+ *     #...#  0x11
+ *     .....  0x00
+ */
+#define FONT_W     5
+#define FONT_H     8
+#define FONT_FIRST 32
+#define FONT_LAST  126
+#define FONT_ADV   (FONT_W + 1)   /* one blank column between glyphs */
+#define LABEL_PAD  1              /* blank font pixels around the text */
+#define LABEL_SCALE_MAX 64
+
+static const uint8_t font5x8[FONT_LAST - FONT_FIRST + 1][FONT_H] = {
+    {0x00,0x00,0x00,0x00,0x00,0x00,0x00,0x00},  /* space */
+    {0x04,0x04,0x04,0x04,0x04,0x00,0x04,0x00},  /* ! */
+    {0x0a,0x0a,0x0a,0x00,0x00,0x00,0x00,0x00},  /* " */
+    {0x0a,0x0a,0x1f,0x0a,0x1f,0x0a,0x0a,0x00},  /* # */
+    {0x04,0x0f,0x14,0x0e,0x05,0x1e,0x04,0x00},  /* $ */
+    {0x18,0x19,0x02,0x04,0x08,0x13,0x03,0x00},  /* % */
+    {0x0c,0x12,0x14,0x08,0x15,0x12,0x0d,0x00},  /* & */
+    {0x04,0x04,0x08,0x00,0x00,0x00,0x00,0x00},  /* quote */
+    {0x02,0x04,0x08,0x08,0x08,0x04,0x02,0x00},  /* ( */
+    {0x08,0x04,0x02,0x02,0x02,0x04,0x08,0x00},  /* ) */
+    {0x00,0x04,0x15,0x0e,0x15,0x04,0x00,0x00},  /* star */
+    {0x00,0x04,0x04,0x1f,0x04,0x04,0x00,0x00},  /* + */
+    {0x00,0x00,0x00,0x00,0x00,0x0c,0x04,0x08},  /* , */
+    {0x00,0x00,0x00,0x1f,0x00,0x00,0x00,0x00},  /* - */
+    {0x00,0x00,0x00,0x00,0x00,0x0c,0x0c,0x00},  /* . */
+    {0x00,0x01,0x02,0x04,0x08,0x10,0x00,0x00},  /* slash */
+    {0x0e,0x11,0x13,0x15,0x19,0x11,0x0e,0x00},  /* 0 */
+    {0x04,0x0c,0x04,0x04,0x04,0x04,0x0e,0x00},  /* 1 */
+    {0x0e,0x11,0x01,0x02,0x04,0x08,0x1f,0x00},  /* 2 */
+    {0x1f,0x02,0x04,0x02,0x01,0x11,0x0e,0x00},  /* 3 */
+    {0x02,0x06,0x0a,0x12,0x1f,0x02,0x02,0x00},  /* 4 */
+    {0x1f,0x10,0x1e,0x01,0x01,0x11,0x0e,0x00},  /* 5 */
+    {0x06,0x08,0x10,0x1e,0x11,0x11,0x0e,0x00},  /* 6 */
+    {0x1f,0x01,0x02,0x04,0x08,0x08,0x08,0x00},  /* 7 */
+    {0x0e,0x11,0x11,0x0e,0x11,0x11,0x0e,0x00},  /* 8 */
+    {0x0e,0x11,0x11,0x0f,0x01,0x02,0x0c,0x00},  /* 9 */
+    {0x00,0x0c,0x0c,0x00,0x0c,0x0c,0x00,0x00},  /* : */
+    {0x00,0x0c,0x0c,0x00,0x0c,0x04,0x08,0x00},  /* ; */
+    {0x02,0x04,0x08,0x10,0x08,0x04,0x02,0x00},  /* < */
+    {0x00,0x00,0x1f,0x00,0x1f,0x00,0x00,0x00},  /* = */
+    {0x08,0x04,0x02,0x01,0x02,0x04,0x08,0x00},  /* > */
+    {0x0e,0x11,0x01,0x02,0x04,0x00,0x04,0x00},  /* ? */
+    {0x0e,0x11,0x01,0x0d,0x15,0x15,0x0e,0x00},  /* @ */
+    {0x0e,0x11,0x11,0x1f,0x11,0x11,0x11,0x00},  /* A */
+    {0x1e,0x11,0x11,0x1e,0x11,0x11,0x1e,0x00},  /* B */
+    {0x0e,0x11,0x10,0x10,0x10,0x11,0x0e,0x00},  /* C */
+    {0x1c,0x12,0x11,0x11,0x11,0x12,0x1c,0x00},  /* D */
+    {0x1f,0x10,0x10,0x1e,0x10,0x10,0x1f,0x00},  /* E */
+    {0x1f,0x10,0x10,0x1e,0x10,0x10,0x10,0x00},  /* F */
+    {0x0e,0x11,0x10,0x17,0x11,0x11,0x0f,0x00},  /* G */
+    {0x11,0x11,0x11,0x1f,0x11,0x11,0x11,0x00},  /* H */
+    {0x0e,0x04,0x04,0x04,0x04,0x04,0x0e,0x00},  /* I */
+    {0x07,0x02,0x02,0x02,0x02,0x12,0x0c,0x00},  /* J */
+    {0x11,0x12,0x14,0x18,0x14,0x12,0x11,0x00},  /* K */
+    {0x10,0x10,0x10,0x10,0x10,0x10,0x1f,0x00},  /* L */
+    {0x11,0x1b,0x15,0x15,0x11,0x11,0x11,0x00},  /* M */
+    {0x11,0x11,0x19,0x15,0x13,0x11,0x11,0x00},  /* N */
+    {0x0e,0x11,0x11,0x11,0x11,0x11,0x0e,0x00},  /* O */
+    {0x1e,0x11,0x11,0x1e,0x10,0x10,0x10,0x00},  /* P */
+    {0x0e,0x11,0x11,0x11,0x15,0x12,0x0d,0x00},  /* Q */
+    {0x1e,0x11,0x11,0x1e,0x14,0x12,0x11,0x00},  /* R */
+    {0x0f,0x10,0x10,0x0e,0x01,0x01,0x1e,0x00},  /* S */
+    {0x1f,0x04,0x04,0x04,0x04,0x04,0x04,0x00},  /* T */
+    {0x11,0x11,0x11,0x11,0x11,0x11,0x0e,0x00},  /* U */
+    {0x11,0x11,0x11,0x11,0x11,0x0a,0x04,0x00},  /* V */
+    {0x11,0x11,0x11,0x15,0x15,0x15,0x0a,0x00},  /* W */
+    {0x11,0x11,0x0a,0x04,0x0a,0x11,0x11,0x00},  /* X */
+    {0x11,0x11,0x0a,0x04,0x04,0x04,0x04,0x00},  /* Y */
+    {0x1f,0x01,0x02,0x04,0x08,0x10,0x1f,0x00},  /* Z */
+    {0x0e,0x08,0x08,0x08,0x08,0x08,0x0e,0x00},  /* [ */
+    {0x00,0x10,0x08,0x04,0x02,0x01,0x00,0x00},  /* backslash */
+    {0x0e,0x02,0x02,0x02,0x02,0x02,0x0e,0x00},  /* ] */
+    {0x04,0x0a,0x11,0x00,0x00,0x00,0x00,0x00},  /* ^ */
+    {0x00,0x00,0x00,0x00,0x00,0x00,0x00,0x1f},  /* _ */
+    {0x08,0x04,0x02,0x00,0x00,0x00,0x00,0x00},  /* ` */
+    {0x00,0x00,0x0e,0x01,0x0f,0x11,0x0f,0x00},  /* a */
+    {0x10,0x10,0x16,0x19,0x11,0x11,0x1e,0x00},  /* b */
+    {0x00,0x00,0x0e,0x10,0x10,0x11,0x0e,0x00},  /* c */
+    {0x01,0x01,0x0d,0x13,0x11,0x11,0x0f,0x00},  /* d */
+    {0x00,0x00,0x0e,0x11,0x1f,0x10,0x0e,0x00},  /* e */
+    {0x06,0x09,0x08,0x1c,0x08,0x08,0x08,0x00},  /* f */
+    {0x00,0x00,0x0f,0x11,0x11,0x0f,0x01,0x0e},  /* g */
+    {0x10,0x10,0x16,0x19,0x11,0x11,0x11,0x00},  /* h */
+    {0x04,0x00,0x0c,0x04,0x04,0x04,0x0e,0x00},  /* i */
+    {0x02,0x00,0x06,0x02,0x02,0x02,0x12,0x0c},  /* j */
+    {0x10,0x10,0x12,0x14,0x18,0x14,0x12,0x00},  /* k */
+    {0x0c,0x04,0x04,0x04,0x04,0x04,0x0e,0x00},  /* l */
+    {0x00,0x00,0x1a,0x15,0x15,0x11,0x11,0x00},  /* m */
+    {0x00,0x00,0x16,0x19,0x11,0x11,0x11,0x00},  /* n */
+    {0x00,0x00,0x0e,0x11,0x11,0x11,0x0e,0x00},  /* o */
+    {0x00,0x00,0x1e,0x11,0x11,0x1e,0x10,0x10},  /* p */
+    {0x00,0x00,0x0f,0x11,0x11,0x0f,0x01,0x01},  /* q */
+    {0x00,0x00,0x16,0x19,0x10,0x10,0x10,0x00},  /* r */
+    {0x00,0x00,0x0f,0x10,0x0e,0x01,0x1e,0x00},  /* s */
+    {0x08,0x08,0x1c,0x08,0x08,0x09,0x06,0x00},  /* t */
+    {0x00,0x00,0x11,0x11,0x11,0x13,0x0d,0x00},  /* u */
+    {0x00,0x00,0x11,0x11,0x11,0x0a,0x04,0x00},  /* v */
+    {0x00,0x00,0x11,0x11,0x15,0x15,0x0a,0x00},  /* w */
+    {0x00,0x00,0x11,0x0a,0x04,0x0a,0x11,0x00},  /* x */
+    {0x00,0x00,0x11,0x11,0x11,0x0f,0x01,0x0e},  /* y */
+    {0x00,0x00,0x1f,0x02,0x04,0x08,0x1f,0x00},  /* z */
+    {0x02,0x04,0x04,0x08,0x04,0x04,0x02,0x00},  /* { */
+    {0x04,0x04,0x04,0x04,0x04,0x04,0x04,0x00},  /* | */
+    {0x08,0x04,0x04,0x02,0x04,0x04,0x08,0x00},  /* } */
+    {0x00,0x00,0x08,0x15,0x02,0x00,0x00,0x00},  /* ~ */
+};
+
+/* --- canvas --------------------------------------------------------------- */
+
+yq_status yq_canvas_from_chw(const float *chw, int c, int w, int h, yq_canvas *out, yq_error *err)
+{
+    if (!chw || !out)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "canvas: NULL %s", chw ? "output" : "input");
+    if (c != 1 && c != 3)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "canvas: %d channels (1 or 3 expected)", c);
+    if (w <= 0 || h <= 0)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "canvas: bad size %dx%d", w, h);
+    size_t plane = (size_t)w * (size_t)h;
+    if (plane > SIZE_MAX / 3 / sizeof(float))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "canvas: %dx%d is too large", w, h);
+    uint8_t *rgb = malloc(plane * 3);
+    if (!rgb)
+        return yq_fail(err, YQ_ERR_NOMEM, "canvas: out of memory for %dx%d", w, h);
+    for (size_t i = 0; i < plane; i++) {
+        for (int k = 0; k < 3; k++) {
+            float v = chw[(c == 3 ? (size_t)k * plane : 0) + i];
+            if (!(v > 0.0f)) v = 0.0f;            /* NaN too */
+            if (v > 1.0f) v = 1.0f;
+            rgb[i * 3 + (size_t)k] = (uint8_t)(v * 255.0f + 0.5f);
+        }
+    }
+    out->w = w;
+    out->h = h;
+    out->rgb = rgb;
+    return YQ_OK;
+}
+
+void yq_canvas_free(yq_canvas *c)
+{
+    if (!c) return;
+    free(c->rgb);
+    c->rgb = NULL;
+    c->w = c->h = 0;
+}
+
+static int canvas_ok(const yq_canvas *c)
+{
+    return c && c->rgb && c->w > 0 && c->h > 0;
+}
+
+/* Columns x0..x1 (inclusive) of row y; the caller clips (0 <= x0, x1 < w, 0 <= y < h). */
+static void span(yq_canvas *c, int y, int x0, int x1, uint8_t r, uint8_t g, uint8_t b)
+{
+    uint8_t *p = c->rgb + ((size_t)y * (size_t)c->w + (size_t)x0) * 3;
+    for (int x = x0; x <= x1; x++, p += 3) {
+        p[0] = r;
+        p[1] = g;
+        p[2] = b;
+    }
+}
+
+/* A filled rectangle; 64-bit coordinates so callers may pass sums of huge ints. */
+static void fill_rect(yq_canvas *c, long long x, long long y, long long w, long long h,
+                      uint8_t r, uint8_t g, uint8_t b)
+{
+    long long x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
+    long long x1 = x + w > c->w ? c->w : x + w;   /* exclusive */
+    long long y1 = y + h > c->h ? c->h : y + h;
+    for (long long yy = y0; yy < y1; yy++)
+        if (x0 < x1) span(c, (int)yy, (int)x0, (int)(x1 - 1), r, g, b);
+}
+
+/* --- boxes ---------------------------------------------------------------- */
+
+/* NaN goes to lo: callers reject NaN first, but an int conversion of NaN is undefined. */
+static double clampd(double v, double lo, double hi)
+{
+    return v >= lo ? (v <= hi ? v : hi) : lo;
+}
+
+static int mini(int a, int b) { return a < b ? a : b; }
+static int maxi(int a, int b) { return a > b ? a : b; }
+
+void yq_draw_box(yq_canvas *c, float x, float y, float w, float h, int thickness,
+                 uint8_t r, uint8_t g, uint8_t b)
+{
+    if (!canvas_ok(c)) return;
+    /* Doubles: x + w cannot overflow for any pair of finite floats. */
+    double l = x, rt = (double)x + (double)w, t = y, bt = (double)y + (double)h;
+    if (isnan(l) || isnan(rt) || isnan(t) || isnan(bt)) return;
+    if (rt < l) { double s = l; l = rt; rt = s; }
+    if (bt < t) { double s = t; t = bt; bt = s; }
+    /* Inclusive pixel bounds; a box thinner than a pixel is still a 1-pixel line. */
+    l = floor(l + 0.5);
+    rt = floor(rt + 0.5) - 1.0;
+    t = floor(t + 0.5);
+    bt = floor(bt + 0.5) - 1.0;
+    if (rt < l) rt = l;
+    if (bt < t) bt = t;
+    double tk = thickness < 1 ? 1.0 : (double)thickness;
+    /* The outline is the outer rectangle minus the inner one (inclusive bounds below).
+     * Clamping every bound to [-1, size] keeps which in-canvas pixels lie inside each,
+     * and makes the int conversions safe whatever the input. */
+    double W = c->w, H = c->h;
+    int L = (int)clampd(l, -1, W), R = (int)clampd(rt, -1, W);
+    int T = (int)clampd(t, -1, H), B = (int)clampd(bt, -1, H);
+    int IL = (int)clampd(l + tk, -1, W), IR = (int)clampd(rt - tk, -1, W);
+    int IT = (int)clampd(t + tk, -1, H), IB = (int)clampd(bt - tk, -1, H);
+    int x0 = maxi(L, 0), x1 = mini(R, c->w - 1);
+    if (x0 > x1) return;
+    for (int yy = maxi(T, 0); yy <= mini(B, c->h - 1); yy++) {
+        if (yy >= IT && yy <= IB && IL <= IR) {
+            int a = mini(x1, IL - 1), s = maxi(x0, IR + 1);
+            if (x0 <= a) span(c, yy, x0, a, r, g, b);
+            if (s <= x1) span(c, yy, s, x1, r, g, b);
+        } else {
+            span(c, yy, x0, x1, r, g, b);
+        }
+    }
+}
+
+/* --- labels --------------------------------------------------------------- */
+
+static int label_scale(int scale)
+{
+    return scale < 1 ? 1 : scale > LABEL_SCALE_MAX ? LABEL_SCALE_MAX : scale;
+}
+
+static void label_dims(size_t n, int s, long long *w, long long *h)
+{
+    if (n == 0) { *w = *h = 0; return; }
+    if (n > (size_t)1 << 24) n = (size_t)1 << 24;   /* wider than any canvas; keeps w in range */
+    *w = (2LL * LABEL_PAD + (long long)n * FONT_ADV - 1) * s;
+    *h = (2LL * LABEL_PAD + FONT_H) * s;
+}
+
+void yq_label_size(const char *text, int scale, int *w, int *h)
+{
+    long long lw, lh;
+    label_dims(text ? strlen(text) : 0, label_scale(scale), &lw, &lh);
+    if (w) *w = lw > INT32_MAX ? INT32_MAX : (int)lw;
+    if (h) *h = (int)lh;
+}
+
+void yq_draw_label(yq_canvas *c, int x, int y, const char *text, int scale,
+                   uint8_t r, uint8_t g, uint8_t b)
+{
+    if (!canvas_ok(c) || !text || !*text) return;
+    int s = label_scale(scale);
+    size_t n = strlen(text);
+    long long lw, lh;
+    label_dims(n, s, &lw, &lh);
+    long long left = x, top = (long long)y - lh;
+    if (top < 0) top = y;                          /* no room above: inside the box */
+    if (left + lw > c->w) left = (long long)c->w - lw;
+    if (left < 0) left = 0;
+    fill_rect(c, left, top, lw, lh, r, g, b);
+
+    /* Rec. 601 luma: dark text on light boxes, white on dark. */
+    uint8_t fg = (299 * r + 587 * g + 114 * b) / 1000 >= 128 ? 0 : 255;
+    long long gy = top + (long long)LABEL_PAD * s;
+    for (size_t i = 0; i < n; i++) {
+        long long gx = left + ((long long)LABEL_PAD + (long long)i * FONT_ADV) * s;
+        if (gx >= c->w) break;                     /* left >= 0, so the rest is off too */
+        unsigned ch = (unsigned char)text[i];
+        if (ch < FONT_FIRST || ch > FONT_LAST) ch = '?';
+        const uint8_t *rows = font5x8[ch - FONT_FIRST];
+        for (int ry = 0; ry < FONT_H; ry++)
+            for (int rx = 0; rx < FONT_W; rx++)
+                if (rows[ry] & (0x10 >> rx))
+                    fill_rect(c, gx + (long long)rx * s, gy + (long long)ry * s, s, s, fg, fg, fg);
+    }
+}
+
+/* --- class colours -------------------------------------------------------- */
+
+void yq_class_color(int cls, uint8_t rgb[3])
+{
+    /* Golden-ratio steps around the hue circle: any run of consecutive classes is
+     * spread evenly, unlike darknet's 6-colour table which needs the class count. */
+    double hue = fmod((double)(unsigned)cls * 0.618033988749895, 1.0) * 6.0;
+    const double sat = 0.8, val = 0.95;
+    int sector = (int)hue;
+    double f = hue - sector;
+    double p = val * (1 - sat), q = val * (1 - sat * f), t = val * (1 - sat * (1 - f));
+    double rr, gg, bb;
+    switch (sector) {
+    case 0:  rr = val; gg = t;   bb = p;   break;
+    case 1:  rr = q;   gg = val; bb = p;   break;
+    case 2:  rr = p;   gg = val; bb = t;   break;
+    case 3:  rr = p;   gg = q;   bb = val; break;
+    case 4:  rr = t;   gg = p;   bb = val; break;
+    default: rr = val; gg = p;   bb = q;   break;
+    }
+    rgb[0] = (uint8_t)(rr * 255 + 0.5);
+    rgb[1] = (uint8_t)(gg * 255 + 0.5);
+    rgb[2] = (uint8_t)(bb * 255 + 0.5);
+}
+
+/* --- PNG ------------------------------------------------------------------ */
+
+typedef struct png_ctx { char msg[200]; } png_ctx;
+
+static void png_on_error(png_structp png, png_const_charp msg)
+{
+    png_ctx *ctx = png_get_error_ptr(png);
+    snprintf(ctx->msg, sizeof ctx->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void png_on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;   /* warnings do not stop the write; the library prints nothing */
+}
+
+/* Everything libpng touches between setjmp and a longjmp is set up before setjmp
+ * and not modified after, so no local needs to be volatile. */
+static int png_encode(FILE *f, const yq_canvas *c, png_ctx *ctx)
+{
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, png_on_error,
+                                              png_on_warning);
+    if (!png) {
+        snprintf(ctx->msg, sizeof ctx->msg, "libpng: out of memory");
+        return -1;
+    }
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        snprintf(ctx->msg, sizeof ctx->msg, "libpng: out of memory");
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < c->h; y++)
+        png_write_row(png, c->rgb + (size_t)y * (size_t)c->w * 3);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
+yq_status yq_png_write(const char *path, const yq_canvas *c, yq_error *err)
+{
+    if (!path || !*path)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "png: no output path");
+    if (!canvas_ok(c))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: empty canvas", path);
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 5);
+    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp", 5);
+
+    yq_status st = YQ_OK;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        st = yq_fail(err, YQ_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    png_ctx ctx = { { 0 } };
+    int bad = png_encode(f, c, &ctx);
+    /* fclose flushes: a full disk shows up here, not in png_write_row. */
+    int write_err = ferror(f);
+    int close_err = fclose(f);
+    if (bad)
+        st = yq_fail(err, YQ_ERR_IO, "%s: %s", path, ctx.msg[0] ? ctx.msg : "libpng error");
+    else if (write_err || close_err)
+        st = yq_fail(err, YQ_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    else if (rename(tmp, path) != 0)
+        st = yq_fail(err, YQ_ERR_IO, "%s: rename from %s: %s", path, tmp, strerror(errno));
+    if (st != YQ_OK) remove(tmp);
+    free(tmp);
+    return st;
+}

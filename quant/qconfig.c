@@ -1,0 +1,235 @@
+/* qconfig parsing: one table of keys, shared by files and flags. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant/qconfig.h"
+
+void yq_qconfig_defaults(yq_qconfig *qc)
+{
+    memset(qc, 0, sizeof *qc);
+    qc->bits = 8;
+    qc->per_channel = 1;
+    qc->wscale = YQ_WSCALE_MAX;
+    qc->calib.kind = YQ_CALIB_PERCENTILE;
+    qc->calib.percentile = 99.99;
+    qc->head_float = 1;
+    qc->first_float = 0;
+    qc->bias_correction = 1;
+    qc->search = 1;
+}
+
+static yq_status bad(yq_error *err, const char *origin, const char *key, const char *value, const char *valid)
+{
+    return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: %s = %s: expected %s", origin, key, value, valid);
+}
+
+static int parse_int(const char *s, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(s, &end, 10);
+    return !errno && end != s && !*end;
+}
+
+static yq_status parse_onoff(const char *v, int *out)
+{
+    if (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "true")) { *out = 1; return YQ_OK; }
+    if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false")) { *out = 0; return YQ_OK; }
+    return YQ_ERR_INVALID_ARG;
+}
+
+static yq_layer_qc *layer_slot(yq_qconfig *qc, long idx)
+{
+    if (idx < 0 || idx >= YQ_QC_MAX_LAYERS) return NULL;
+    while (qc->n_layers <= idx) {
+        yq_layer_qc *l = &qc->layer[qc->n_layers++];
+        l->bits = 0;
+        l->per_channel = l->wscale = l->skip = -1;
+        l->has_calib = 0;
+    }
+    return &qc->layer[idx];
+}
+
+static yq_status set_layer(yq_qconfig *qc, long idx, const char *key, const char *value, const char *origin, yq_error *err)
+{
+    char full[64];
+    snprintf(full, sizeof full, "layer.%ld.%s", idx, key);
+    yq_layer_qc *l = layer_slot(qc, idx);
+    if (!l) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: %s: layer index out of range", origin, full);
+    long v;
+    int b;
+    if (!strcmp(key, "bits")) {
+        if (!parse_int(value, &v) || v < 2 || v > 8) return bad(err, origin, full, value, "an integer in 2..8");
+        l->bits = (int)v;
+    } else if (!strcmp(key, "weights")) {
+        if (!strcmp(value, "per_channel")) l->per_channel = 1;
+        else if (!strcmp(value, "per_tensor")) l->per_channel = 0;
+        else return bad(err, origin, full, value, "per_channel or per_tensor");
+    } else if (!strcmp(key, "weight_scale")) {
+        if (!strcmp(value, "max")) l->wscale = YQ_WSCALE_MAX;
+        else if (!strcmp(value, "power2")) l->wscale = YQ_WSCALE_POWER2;
+        else if (!strcmp(value, "mse")) l->wscale = YQ_WSCALE_MSE;
+        else return bad(err, origin, full, value, "max, power2 or mse");
+    } else if (!strcmp(key, "calib")) {
+        yq_error e2;
+        if (yq_calib_method_parse(value, &l->calib, &e2) != YQ_OK) return bad(err, origin, full, value, "max, percentile:P, kl or mse");
+        l->has_calib = 1;
+    } else if (!strcmp(key, "skip")) {
+        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, full, value, "on or off");
+        l->skip = b;
+    } else {
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown per-layer key '%s' (bits, weights, weight_scale, calib, skip)", origin, full);
+    }
+    return YQ_OK;
+}
+
+yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, const char *origin, yq_error *err)
+{
+    long v;
+    int b;
+    if (!strncmp(key, "layer.", 6)) {
+        char *end;
+        errno = 0;
+        long idx = strtol(key + 6, &end, 10);
+        if (errno || end == key + 6 || *end != '.')
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: '%s': expected layer.N.key", origin, key);
+        return set_layer(qc, idx, end + 1, value, origin, err);
+    }
+    if (!strcmp(key, "bits")) {
+        if (!parse_int(value, &v) || v < 2 || v > 8) return bad(err, origin, key, value, "an integer in 2..8");
+        qc->bits = (int)v;
+    } else if (!strcmp(key, "weights")) {
+        if (!strcmp(value, "per_channel")) qc->per_channel = 1;
+        else if (!strcmp(value, "per_tensor")) qc->per_channel = 0;
+        else return bad(err, origin, key, value, "per_channel or per_tensor");
+    } else if (!strcmp(key, "weight_scale")) {
+        if (!strcmp(value, "max")) qc->wscale = YQ_WSCALE_MAX;
+        else if (!strcmp(value, "power2")) qc->wscale = YQ_WSCALE_POWER2;
+        else if (!strcmp(value, "mse")) qc->wscale = YQ_WSCALE_MSE;
+        else return bad(err, origin, key, value, "max, power2 or mse");
+    } else if (!strcmp(key, "calib")) {
+        yq_error e2;
+        if (yq_calib_method_parse(value, &qc->calib, &e2) != YQ_OK) return bad(err, origin, key, value, "max, percentile:P (0 < P <= 100), kl or mse");
+    } else if (!strcmp(key, "skip_layers")) {
+        /* Replaces earlier skip_layers; per-layer skip overrides set with layer.N.skip stay. */
+        for (int i = 0; i < qc->n_layers; i++) if (qc->layer[i].skip == 2) qc->layer[i].skip = -1;
+        const char *p = value;
+        while (*p) {
+            char *end;
+            errno = 0;
+            long idx = strtol(p, &end, 10);
+            if (errno || end == p || (*end && *end != ',')) return bad(err, origin, key, value, "a comma list of layer indices");
+            yq_layer_qc *l = layer_slot(qc, idx);
+            if (!l) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: skip_layers: layer %ld out of range", origin, idx);
+            if (l->skip < 0) l->skip = 2;    /* 2: from skip_layers */
+            p = *end ? end + 1 : end;
+        }
+    } else if (!strcmp(key, "rounding")) {
+        if (!strcmp(value, "nearest")) qc->round_even = 0;
+        else if (!strcmp(value, "even")) qc->round_even = 1;
+        else return bad(err, origin, key, value, "nearest or even");
+    } else if (!strcmp(key, "head")) {
+        if (!strcmp(value, "float")) qc->head_float = 1;
+        else if (!strcmp(value, "int8")) qc->head_float = 0;
+        else return bad(err, origin, key, value, "int8 or float");
+    } else if (!strcmp(key, "first")) {
+        if (!strcmp(value, "float")) qc->first_float = 1;
+        else if (!strcmp(value, "int8")) qc->first_float = 0;
+        else return bad(err, origin, key, value, "int8 or float");
+    } else if (!strcmp(key, "bias_correction")) {
+        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
+        qc->bias_correction = b;
+    } else if (!strcmp(key, "search")) {
+        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
+        qc->search = b;
+    } else {
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
+                       "rounding, head, first, bias_correction, search, layer.N.*)", origin, key);
+    }
+    return YQ_OK;
+}
+
+yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
+    char line[1024];
+    int ln = 0;
+    yq_status st = YQ_OK;
+    while (st == YQ_OK && fgets(line, sizeof line, f)) {
+        ln++;
+        char *h = strchr(line, '#');
+        if (h) *h = 0;
+        char *s = line;
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        char origin[600];
+        snprintf(origin, sizeof origin, "%s:%d", path, ln);
+        if (!eq) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: expected key = value", origin); break; }
+        *eq = 0;
+        char *k = s, *v = eq + 1;
+        for (char *e = k + strlen(k); e > k && isspace((unsigned char)e[-1]);) *--e = 0;
+        while (isspace((unsigned char)*v)) v++;
+        for (char *e = v + strlen(v); e > v && isspace((unsigned char)e[-1]);) *--e = 0;
+        st = yq_qconfig_set(qc, k, v, origin, err);
+    }
+    if (st == YQ_OK && ferror(f)) st = yq_fail(err, YQ_ERR_IO, "%s: read error", path);
+    fclose(f);
+    return st;
+}
+
+yq_status yq_qconfig_validate(const yq_qconfig *qc, const yq_graph *g, yq_error *err)
+{
+    int layers = g->n_nodes - 1;
+    for (int i = layers; i < qc->n_layers; i++) {
+        const yq_layer_qc *l = &qc->layer[i];
+        if (l->bits || l->per_channel >= 0 || l->wscale >= 0 || l->skip >= 0 || l->has_calib)
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "qconfig names layer %d, but the model has layers 0..%d", i, layers - 1);
+    }
+    return YQ_OK;
+}
+
+static const yq_layer_qc *L(const yq_qconfig *qc, int layer)
+{
+    return layer >= 0 && layer < qc->n_layers ? &qc->layer[layer] : NULL;
+}
+int yq_qc_bits(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->bits ? l->bits : qc->bits; }
+int yq_qc_per_channel(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->per_channel >= 0 ? l->per_channel : qc->per_channel; }
+yq_wscale yq_qc_wscale(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->wscale >= 0 ? (yq_wscale)l->wscale : qc->wscale; }
+int yq_qc_skip(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->skip > 0; }
+yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->has_calib ? l->calib : qc->calib; }
+
+size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
+{
+    static const char *ws[] = { "max", "power2", "mse" };
+    char cm[64];
+    yq_calib_method_str(&qc->calib, cm, sizeof cm);
+    size_t n = (size_t)snprintf(buf, cap,
+        "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
+        "bias_correction = %s\nsearch = %s\n",
+        qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
+        qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
+        qc->bias_correction ? "on" : "off", qc->search ? "on" : "off");
+    int first = 1;
+    for (int i = 0; i < qc->n_layers && n < cap; i++)
+        if (qc->layer[i].skip == 2) {
+            n += (size_t)snprintf(buf + n, cap - n, "%s%d", first ? "skip_layers = " : ",", i);
+            first = 0;
+        }
+    if (!first && n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n");
+    for (int i = 0; i < qc->n_layers && n < cap; i++) {
+        const yq_layer_qc *l = &qc->layer[i];
+        if (l->bits && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.bits = %d\n", i, l->bits);
+        if (l->per_channel >= 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.weights = %s\n", i, l->per_channel ? "per_channel" : "per_tensor");
+        if (l->wscale >= 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.weight_scale = %s\n", i, ws[l->wscale]);
+        if (l->skip == 0 || l->skip == 1) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.skip = %s\n", i, l->skip ? "on" : "off");
+        if (l->has_calib && n < cap) {
+            yq_calib_method_str(&l->calib, cm, sizeof cm);
+            n += (size_t)snprintf(buf + n, cap - n, "layer.%d.calib = %s\n", i, cm);
+        }
+    }
+    return n < cap ? n : cap;
+}

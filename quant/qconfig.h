@@ -1,0 +1,69 @@
+/* The qconfig: what to quantize and how.  A file of `key = value` lines
+ * (# comments), with per-layer overrides `layer.N.key = value`; the same keys as
+ * command-line flags (`--bits 6`, `--calib kl`, `--skip-layers 0,105`).
+ *
+ *     yq_qconfig qc;
+ *     yq_qconfig_defaults(&qc);
+ *     yq_qconfig_load(&qc, "my.qconfig", &err);     // optional
+ *     yq_qconfig_set(&qc, "bits", "6", "--bits", &err);
+ *     yq_qconfig_validate(&qc, g, &err);           // layer indices exist
+ *
+ * Keys (README: "qconfig keys"):
+ *   bits            2..8            activation and weight bits (symmetric, zero point 0)
+ *   weights         per_channel | per_tensor
+ *   weight_scale    max | power2 | mse
+ *   calib           max | percentile:P | kl | mse
+ *   skip_layers     comma list of layer indices kept in float
+ *   rounding        nearest | even  (ties away from zero | ties to even, for weights and biases)
+ *   head            int8 | float    the convs feeding the [yolo]/[region] heads
+ *   first           int8 | float    the first conv (int8: it reads the uint8 image directly)
+ *   bias_correction on | off        fold the mean shift the weight rounding causes into the bias
+ *   search          on | off        refine each layer's threshold against its own output error
+ *   per-layer:      layer.N.bits, layer.N.calib, layer.N.weights, layer.N.weight_scale, layer.N.skip
+ */
+#ifndef YQ_QCONFIG_H
+#define YQ_QCONFIG_H
+
+#include "calib/hist.h"
+
+typedef enum yq_wscale { YQ_WSCALE_MAX = 0, YQ_WSCALE_POWER2, YQ_WSCALE_MSE } yq_wscale;
+
+typedef struct yq_layer_qc {
+    int bits;                  /* 0: the global value */
+    int per_channel;           /* -1: global */
+    int wscale;                /* -1: global */
+    int skip;                  /* -1: global (skip_layers), 0/1 */
+    int has_calib;
+    yq_calib_method calib;
+} yq_layer_qc;
+
+#define YQ_QC_MAX_LAYERS 4096
+
+typedef struct yq_qconfig {
+    int bits;
+    int per_channel;
+    yq_wscale wscale;
+    yq_calib_method calib;
+    int round_even;
+    int head_float, first_float;
+    int bias_correction, search;
+    int n_layers;              /* entries of layer[] used (max index + 1) */
+    yq_layer_qc layer[YQ_QC_MAX_LAYERS];
+} yq_qconfig;
+
+void yq_qconfig_defaults(yq_qconfig *qc);
+/* origin names where the value came from in errors ("my.qc:12", "--bits"). */
+yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, const char *origin, yq_error *err);
+yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err);
+/* Per-layer overrides and skip_layers must name existing layers. */
+yq_status yq_qconfig_validate(const yq_qconfig *qc, const yq_graph *g, yq_error *err);
+/* The effective settings of darknet layer L. */
+int  yq_qc_bits(const yq_qconfig *qc, int layer);
+int  yq_qc_per_channel(const yq_qconfig *qc, int layer);
+yq_wscale yq_qc_wscale(const yq_qconfig *qc, int layer);
+int  yq_qc_skip(const yq_qconfig *qc, int layer);
+yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer);
+/* The whole config as `key = value` text (the package stores it). Returns bytes written. */
+size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,266 @@
+/* FP32 graph -> int8 graph.  See ../shared/DESIGN.md "Numerics": symmetric
+ * int8 with zero point 0, per-channel weights, int32 bias, a requantize with the
+ * activation fused after every conv, shared scales across route/maxpool/upsample
+ * so that those ops are copies, a rescaling add for shortcuts, dequantization in
+ * the epilogue of the convs that feed the heads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant/rewrite.h"
+
+static float qround(float v, int even) { return even ? rintf(v) : roundf(v); }
+
+static double quant_err(const float *w, long n, float scale, int qmax, int even)
+{
+    double e = 0;
+    for (long i = 0; i < n; i++) {
+        float q = qround(w[i] / scale, even);
+        if (q > qmax) q = (float)qmax;
+        if (q < -qmax) q = (float)-qmax;
+        double d = (double)w[i] - (double)(q * scale);
+        e += d * d;
+    }
+    return e;
+}
+
+float yq_quant_weights(const float *w, long n, int qmax, yq_wscale mode, int round_even, int8_t *q)
+{
+    float amax = 0;
+    for (long i = 0; i < n; i++) amax = fmaxf(amax, fabsf(w[i]));
+    float scale = amax > 0 ? amax / qmax : 1.f;   /* an all-zero channel: any scale, all zeros */
+    if (amax > 0 && mode == YQ_WSCALE_POWER2) {
+        scale = exp2f(ceilf(log2f(scale)));
+    } else if (amax > 0 && mode == YQ_WSCALE_MSE) {
+        double best = quant_err(w, n, scale, qmax, round_even);
+        float best_s = scale;
+        for (int k = 1; k < 60; k++) {           /* clip at 100% .. 41% of the max */
+            float s = scale * (1.f - 0.01f * k);
+            double e = quant_err(w, n, s, qmax, round_even);
+            if (e < best) { best = e; best_s = s; }
+        }
+        scale = best_s;
+    }
+    for (long i = 0; i < n; i++) {
+        float v = qround(w[i] / scale, round_even);
+        q[i] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax : (int)v);
+    }
+    return scale;
+}
+
+/* ---- scale classes: nodes whose outputs must share one scale ---------------- */
+
+static int find(int *par, int x)
+{
+    while (par[x] != x) x = par[x] = par[par[x]];
+    return x;
+}
+static void unite(int *par, int a, int b)
+{
+    a = find(par, a);
+    b = find(par, b);
+    if (a != b) par[a < b ? b : a] = a < b ? a : b;
+}
+
+static int is_head(yq_op op) { return op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+static int int8_act(yq_act a) { return a == YQ_ACT_LINEAR || a == YQ_ACT_LEAKY || a == YQ_ACT_RELU; }
+
+static yq_rq neg_rq(yq_act a, double m)
+{
+    if (a == YQ_ACT_LEAKY) return yq_rq_encode(0.1 * m);
+    if (a == YQ_ACT_RELU) return yq_rq_encode(0);
+    return yq_rq_encode(m);
+}
+
+void yq_unquantize_graph(yq_graph *g) { g->q = NULL; }
+
+static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
+{
+    yq_node *n = &g->nodes[id];
+    yq_qnode *q = &g->q[id];
+    int src = n->src[0];
+    int F = n->p.conv.filters, L = n->layer;
+    long per = n->n_w / F;
+    int qmax_w = (1 << (yq_qc_bits(qc, L) - 1)) - 1;
+    float s_in = g->q[src].scale;
+    q->wq = yq_arena_alloc(g, (size_t)n->n_w);
+    q->bq = yq_arena_alloc(g, sizeof(int32_t) * (size_t)F);
+    q->w_scale = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
+    yq_wscale mode = yq_qc_wscale(qc, L);
+    if (yq_qc_per_channel(qc, L)) {
+        for (int o = 0; o < F; o++)
+            q->w_scale[o] = yq_quant_weights(n->w + o * per, per, qmax_w, mode, qc->round_even, q->wq + o * per);
+    } else {
+        float s = yq_quant_weights(n->w, n->n_w, qmax_w, mode, qc->round_even, q->wq);
+        for (int o = 0; o < F; o++) q->w_scale[o] = s;
+    }
+    /* Bias correction: the rounding of the weights shifts each output's mean by
+     * sum (wq*s - w) * E[x]; fold the opposite into the bias (E[x] per input
+     * channel from calibration; padding ignored). */
+    yq_shape is = g->nodes[src].out;
+    int cin = is.c / n->p.conv.groups, kk = n->p.conv.size * n->p.conv.size;
+    int per_group = F / n->p.conv.groups;
+    for (int o = 0; o < F; o++) {
+        double b = n->b[o];
+        if (qc->bias_correction && cs) {
+            const double *mean = cs->ch_mean[src];
+            int c0 = (o / per_group) * cin;
+            double d = 0;
+            for (int ci = 0; ci < cin; ci++) {
+                double e = 0;
+                for (int k = 0; k < kk; k++) {
+                    long wi = o * per + (long)ci * kk + k;
+                    e += (double)q->wq[wi] * (double)q->w_scale[o] - (double)n->w[wi];
+                }
+                d += e * mean[c0 + ci];
+            }
+            b -= d;
+        }
+        double acc_scale = (double)s_in * (double)q->w_scale[o];
+        double bq = llround(b / acc_scale);
+        q->bq[o] = (int32_t)(bq > 2147483647.0 ? 2147483647.0 : bq < -2147483647.0 ? -2147483647.0 : bq);
+        q->deq[o] = (float)acc_scale;
+        double m = acc_scale / (double)q->scale;
+        q->rq_pos[o] = yq_rq_encode(m);
+        q->rq_neg[o] = neg_rq(n->act, m);
+    }
+    return YQ_OK;
+}
+
+yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
+{
+    int N = g->n_nodes;
+    if (cs && cs->n_nodes != N) return yq_fail(err, YQ_ERR_INVALID_ARG, "calibration statistics are for another graph");
+    yq_status st = yq_qconfig_validate(qc, g, err);
+    if (st != YQ_OK) return st;
+    yq_qnode *q = yq_arena_alloc(g, sizeof *q * (size_t)N);
+    int *par = malloc(sizeof *par * (size_t)N);
+    int *consumers_int8 = calloc((size_t)N, sizeof *consumers_int8);
+    int *consumers = calloc((size_t)N, sizeof *consumers);
+    int *head_feed = calloc((size_t)N, sizeof *head_feed);
+    float *cls_t = calloc((size_t)N, sizeof *cls_t);
+    if (!q || !par || !consumers_int8 || !consumers || !head_feed || !cls_t) {
+        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+
+    /* 1. Which nodes run in float. */
+    int first_conv = -1;
+    for (int i = 1; i < N; i++)
+        if (g->nodes[i].op == YQ_OP_CONV) { first_conv = i; break; }
+    for (int i = 1; i < N; i++) {
+        yq_node *n = &g->nodes[i];
+        if (is_head(n->op)) head_feed[n->src[0]] = 1;
+    }
+    for (int i = 1; i < N; i++) {
+        yq_node *n = &g->nodes[i];
+        int fl = yq_qc_skip(qc, n->layer);
+        if (n->op == YQ_OP_CONV) {
+            if (!n->w) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv without weights", n->layer); goto done; }
+            if (!int8_act(n->act)) fl = 1;            /* mish/swish/logistic: kept in float */
+            if (head_feed[i] && qc->head_float) fl = 1;
+            if (i == first_conv && qc->first_float) fl = 1;
+        }
+        if (n->op == YQ_OP_SHORTCUT && !int8_act(n->act)) fl = 1;
+        q[i].float_op = fl;
+    }
+    /* A node whose inputs all come from float ops stays in float too when it is a
+     * pure data-movement op (maxpool/upsample/route/dropout): converting there gains nothing. */
+    for (int i = 1; i < N; i++) {
+        yq_node *n = &g->nodes[i];
+        if (n->op == YQ_OP_MAXPOOL || n->op == YQ_OP_UPSAMPLE || n->op == YQ_OP_ROUTE || n->op == YQ_OP_DROPOUT ||
+            is_head(n->op)) {
+            int all_f = 1;
+            for (int k = 0; k < n->n_src; k++) all_f &= n->src[k] > 0 && q[n->src[k]].float_op;
+            if (all_f) q[i].float_op = 1;
+        }
+    }
+    for (int i = 1; i < N; i++)
+        for (int k = 0; k < g->nodes[i].n_src; k++) {
+            consumers[g->nodes[i].src[k]]++;
+            if (!q[i].float_op && !is_head(g->nodes[i].op)) consumers_int8[g->nodes[i].src[k]]++;
+        }
+
+    /* 2. Thresholds, then shared-scale classes. */
+    for (int i = 0; i < N; i++) par[i] = i;
+    for (int i = 1; i < N; i++) {
+        yq_node *n = &g->nodes[i];
+        int L = n->layer;
+        int bits = yq_qc_bits(qc, L);
+        q[i].qmax = (1 << (bits - 1)) - 1;
+        q[i].qmin = -q[i].qmax;
+        yq_calib_method m = yq_qc_calib(qc, L);
+        q[i].thresh = cs ? yq_thresh(&cs->hist[i], &m, bits) : 1.f;
+        switch (n->op) {
+        case YQ_OP_ROUTE:
+            for (int k = 0; k < n->n_src; k++) if (n->src[k] > 0) unite(par, i, n->src[k]);
+            break;
+        case YQ_OP_MAXPOOL: case YQ_OP_UPSAMPLE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+            if (n->src[0] > 0) unite(par, i, n->src[0]);
+            break;
+        default: break;
+        }
+    }
+    for (int i = 1; i < N; i++) {
+        int r = find(par, i);
+        if (g->nodes[i].op == YQ_OP_DROPOUT || is_head(g->nodes[i].op)) continue;  /* aliases: no data of their own */
+        if (q[i].thresh > cls_t[r]) cls_t[r] = q[i].thresh;
+    }
+    /* The input: the uint8 image (scale 1/255) when an int8 op reads it. */
+    q[0].dtype = consumers_int8[0] ? YQ_U8 : YQ_F32;
+    q[0].scale = 1.f / 255.f;
+    q[0].thresh = 1.f;
+    q[0].qmin = 0;
+    q[0].qmax = 255;
+    for (int i = 1; i < N; i++) {
+        int r = find(par, i);
+        float t = cls_t[r] > 0 ? cls_t[r] : q[i].thresh;
+        if (!(t > 0) || !isfinite(t)) t = 1e-6f;
+        q[i].thresh = t;
+        q[i].scale = t / q[i].qmax;
+    }
+
+    /* 3. Output types. */
+    for (int i = 1; i < N; i++) {
+        yq_node *n = &g->nodes[i];
+        if (q[i].float_op) q[i].dtype = YQ_F32;
+        else if (is_head(n->op)) q[i].dtype = YQ_F32;                   /* heads decode floats */
+        else if (n->op == YQ_OP_CONV && head_feed[i] && consumers[i] == consumers_int8[i] + 0 &&
+                 consumers_int8[i] == 0) q[i].dtype = YQ_F32;           /* dequantizing epilogue */
+        else q[i].dtype = YQ_S8;
+    }
+    /* Dropout keeps its source's type (it is an alias). */
+    for (int i = 1; i < N; i++)
+        if (g->nodes[i].op == YQ_OP_DROPOUT) q[i] = q[g->nodes[i].src[0]];
+
+    g->q = q;
+    /* 4. Per-op integer parameters. */
+    for (int i = 1; i < N && st == YQ_OK; i++) {
+        yq_node *n = &g->nodes[i];
+        if (q[i].float_op) continue;
+        if (n->op == YQ_OP_CONV) {
+            st = quant_conv(g, i, cs, qc, err);
+        } else if (n->op == YQ_OP_SHORTCUT) {
+            double ma = (double)q[n->src[0]].scale / (double)q[i].scale, mb = (double)q[n->src[1]].scale / (double)q[i].scale;
+            double mx = fmax(ma, mb);
+            int shift = 0;
+            while (shift < 40 && mx * ldexp(1.0, shift + 1) < 4194304.0) shift++;   /* multipliers < 2^22 */
+            q[i].ma = (int32_t)llround(ldexp(ma, shift));
+            q[i].mb = (int32_t)llround(ldexp(mb, shift));
+            q[i].shift = shift;
+            q[i].neg_q31 = n->act == YQ_ACT_LEAKY ? 214748365 : n->act == YQ_ACT_RELU ? 0 : 0x7fffffff;
+        }
+    }
+    if (st != YQ_OK) g->q = NULL;
+done:
+    free(par);
+    free(consumers_int8);
+    free(consumers);
+    free(head_feed);
+    free(cls_t);
+    return st;
+}

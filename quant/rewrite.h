@@ -1,0 +1,22 @@
+/* The rewrite: an FP32 graph plus calibration statistics plus a qconfig become
+ * an int8 graph (g->q filled in place; the float weights stay for layers kept in
+ * float and for per-layer reports).
+ *
+ *     yq_quantize_graph(g, stats, &qc, &err);
+ *     yq_plan_new(g, 1, 0, &p, &err);  yq_exec_int8(p, input, ...);
+ */
+#ifndef YQ_REWRITE_H
+#define YQ_REWRITE_H
+
+#include "calib/observe.h"
+#include "quant/qconfig.h"
+
+yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err);
+/* Drops g->q (back to FP32); the arena keeps the memory until the graph is freed. */
+void yq_unquantize_graph(yq_graph *g);
+
+/* Symmetric weight quantization of one output channel (exposed for tests):
+ * returns the scale; q receives n values in [-qmax, qmax]. */
+float yq_quant_weights(const float *w, long n, int qmax, yq_wscale mode, int round_even, int8_t *q);
+
+#endif

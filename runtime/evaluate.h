@@ -1,0 +1,29 @@
+/* Detection accuracy of a graph (FP32 or int8) on a labelled dataset: run every
+ * image, collect detections in COCO form, and score them with datasets/coco_eval.
+ *
+ *     yq_eval_opt o = yq_eval_defaults();      // conf 0.005, nms 0.45, 100 per image
+ *     yq_det *dets; int n;
+ *     yq_eval_detect(g, ds, &o, &dets, &n, &err);
+ *     yq_coco_eval(ds, dets, n, stats, NULL, NULL, &err);
+ */
+#ifndef YQ_EVALUATE_H
+#define YQ_EVALUATE_H
+
+#include "datasets/coco_eval.h"
+#include "runtime/detector.h"
+
+typedef struct yq_eval_opt {
+    yq_post_opt post;
+    int letterbox;               /* 1 letterbox, 0 plain resize */
+    yq_progress_fn progress;     /* NULL: none */
+    void *progress_ctx;
+} yq_eval_opt;
+
+yq_eval_opt yq_eval_defaults(void);
+
+/* Unreadable images are skipped with a warning and counted in *skipped; it fails
+ * only when none can be read.  *dets is malloc'ed (yq_coco_dets_free). */
+yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *o,
+                         yq_det **dets, int *n, int *skipped, yq_error *err);
+
+#endif

@@ -1,0 +1,138 @@
+/* Runs an int8 graph on the CPU through the reference kernels.
+ *
+ * Each node runs in its own domain: int8 ops read int8 inputs (quantizing a
+ * float producer at that producer's scale), float ops (layers the qconfig keeps
+ * in float) read float inputs (dequantizing int8 producers).  The conversions at
+ * those boundaries use temporaries; in an all-int8 graph there are none. */
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu_fp32.h"
+#include "kernels/cpu_ref.h"
+#include "runtime/plan.h"
+
+typedef struct tmp { void *p[YQ_MAX_SRC]; int n; } tmp;
+
+static void *tmp_alloc(tmp *t, size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (p) t->p[t->n++] = p;
+    return p;
+}
+static void tmp_free(tmp *t)
+{
+    for (int i = 0; i < t->n; i++) free(t->p[i]);
+    t->n = 0;
+}
+
+/* Source k of node id as want (F32 or S8); U8 passes through when allow_u8. */
+static const void *input_as(yq_plan *p, int id, int k, yq_dtype want, int allow_u8, yq_dtype *got, tmp *t)
+{
+    const yq_graph *g = yq_plan_graph(p);
+    int s = g->nodes[id].src[k];
+    yq_dtype have = yq_node_dtype(g, s);
+    const void *data = yq_plan_buf(p, s);
+    long n = yq_shape_size(g->nodes[s].out) * yq_plan_batch(p);
+    *got = have;
+    if (have == want || (have == YQ_U8 && allow_u8)) return data;
+    const yq_qnode *qs = &g->q[s];
+    if (want == YQ_F32) {
+        float *f = tmp_alloc(t, (size_t)n * sizeof(float));
+        if (f) yq_dequantize(data, have, n, qs->scale, f);
+        *got = YQ_F32;
+        return f;
+    }
+    const float *f = data;
+    if (have == YQ_U8) {
+        float *ff = tmp_alloc(t, (size_t)n * sizeof(float));
+        if (!ff) return NULL;
+        yq_dequantize(data, have, n, qs->scale, ff);
+        f = ff;
+    }
+    int8_t *q = tmp_alloc(t, (size_t)n);
+    if (q) yq_quantize(f, n, qs->scale, qs->qmin, qs->qmax, q);
+    *got = YQ_S8;
+    return q;
+}
+
+yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
+{
+    const yq_graph *g = yq_plan_graph(p);
+    if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "not an int8 graph");
+    int B = yq_plan_batch(p);
+    long in_n = yq_shape_size(g->nodes[0].out) * B;
+    const float *x0 = input ? input : yq_plan_input(p);
+    if (g->q[0].dtype == YQ_U8) yq_quantize_u8(x0, in_n, g->q[0].scale, yq_plan_buf(p, 0));
+    else if (g->q[0].dtype == YQ_S8) yq_quantize(x0, in_n, g->q[0].scale, g->q[0].qmin, g->q[0].qmax, yq_plan_buf(p, 0));
+    else memcpy(yq_plan_buf(p, 0), x0, sizeof(float) * (size_t)in_n);
+    if (hook) hook(ctx, g, 0, yq_plan_buf(p, 0), B);
+
+    tmp t = { { 0 }, 0 };
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        const yq_qnode *q = &g->q[i];
+        void *y = yq_plan_buf(p, i);
+        yq_shape is = yq_node_in_shape(g, n);
+        yq_dtype got;
+        int fl = q->float_op;
+        const void *x;
+        switch (n->op) {
+        case YQ_OP_CONV:
+            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
+            if (!x) goto nomem;
+            if (fl) yq_f32_conv(g, n, x, y, yq_plan_work(p), B);
+            else yq_ref_conv(g, n, q, x, got, y, yq_plan_work(p), B);
+            break;
+        case YQ_OP_SHORTCUT: {
+            const void *b;
+            yq_dtype got_b;
+            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            b = input_as(p, i, 1, fl ? YQ_F32 : YQ_S8, 0, &got_b, &t);
+            if (!x || !b) goto nomem;
+            if (fl) yq_f32_shortcut(yq_shape_size(n->out), x, b, n->act, y, B);
+            else yq_ref_shortcut(yq_shape_size(n->out), x, b, q, y, B);
+            break;
+        }
+        case YQ_OP_ROUTE: {
+            int c_off = 0;
+            for (int k = 0; k < n->n_src; k++) {
+                yq_shape ss = g->nodes[n->src[k]].out;
+                x = input_as(p, i, k, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+                if (!x) goto nomem;
+                if (fl) yq_f32_route_copy(ss, &n->p.route, x, n->out, c_off, y, B);
+                else yq_ref_route_copy(ss, &n->p.route, x, n->out, c_off, y, B);
+                c_off += ss.c / n->p.route.groups;
+            }
+            break;
+        }
+        case YQ_OP_UPSAMPLE:
+            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            if (!x) goto nomem;
+            if (fl) yq_f32_upsample(is, n->p.up.stride, x, y, B);
+            else yq_ref_upsample(is, n->p.up.stride, x, y, B);
+            break;
+        case YQ_OP_MAXPOOL:
+            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            if (!x) goto nomem;
+            if (fl) yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B);
+            else yq_ref_maxpool(is, &n->p.pool, n->out, x, y, B);
+            break;
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+            /* An alias unless the dtype changes: then the head dequantizes its input. */
+            if (yq_node_dtype(g, i) != yq_node_dtype(g, n->src[0])) {
+                x = input_as(p, i, 0, q->dtype, 0, &got, &t);
+                if (!x) goto nomem;
+                memcpy(y, x, (size_t)yq_shape_size(n->out) * B * yq_dtype_size(q->dtype));
+            }
+            break;
+        case YQ_OP_INPUT: case YQ_OP_COUNT:
+            tmp_free(&t);
+            return yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", n->layer, yq_op_name(n->op));
+        }
+        tmp_free(&t);
+        if (hook) hook(ctx, g, i, y, B);
+    }
+    return YQ_OK;
+nomem:
+    tmp_free(&t);
+    return yq_fail(err, YQ_ERR_NOMEM, "out of memory converting inputs");
+}

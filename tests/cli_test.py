@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""`yquant inspect` on broken input: an error line, never a crash or a leak.
+
+For every broken fixture in tests/fixtures/ (cfg files, read with --weights
+synthetic) and every broken weights file (generated here, in a temp folder
+beside a copy of tests/fixtures/tiny.cfg), build/yquant must
+  - exit with status 1 (a load error; 2 is kept for usage errors), not a signal,
+  - write exactly one line on stderr, starting with "yquant: " and naming the file,
+  - write nothing on stderr that mentions "Sanitizer" or "Segmentation",
+and under valgrind (when installed) report no memory error and no definite or
+indirect leak.  Valid inputs (tiny.cfg with good v0.2 and v0.1 weights) exit 0.
+Also: inspect of yolov3 at 416 (65.86 GFLOPs, 107 layers, JSON), --help, and
+an unknown option.
+
+Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.
+Run from anywhere; paths are relative to the repository root.
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+YQ = os.path.join(ROOT, "build", "yquant")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+DATA = os.path.abspath(os.path.join(ROOT, os.environ.get("YQ_DATA") or "../shared"))
+VALGRIND = shutil.which("valgrind")
+VG_ARGS = ["--leak-check=full", "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99", "-q"]
+VG_STATUS = 99
+
+# The broken cfg fixtures: (file, what the one error line must contain besides the name)
+BROKEN_CFGS = [
+    ("unknown_section.cfg", ":8:"),
+    ("unsupported_section.cfg", ":8:"),
+    ("bad_value.cfg", ":7:"),
+    ("not_integer.cfg", ":7:"),
+    ("route_missing.cfg", ":8:"),
+    ("route_ahead.cfg", ":8:"),
+    ("shortcut_missing.cfg", ":8:"),
+    ("channel_mismatch.cfg", ":11:"),
+    ("groups_mismatch.cfg", ":6:"),
+    ("head_mismatch.cfg", ":9:"),
+    ("no_net.cfg", ":1:"),
+    ("empty.cfg", "no sections"),
+    ("bad_activation.cfg", ":7:"),
+    ("malformed_section.cfg", ":5:"),
+]
+
+# tiny.cfg needs 333 floats; see tests/test_ir.c for the layout.
+TINY_FLOATS = 333
+L0_VAR, L0_W, L2_B = 12, 16, 124
+
+results = []  # (status, name, why), printed in order at the end
+
+
+def report(status, name, why=""):
+    results.append((status, name, why))
+
+
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(args, prefix=(), timeout=300):
+    """Runs build/yquant ARGS (under PREFIX, e.g. valgrind) from the repository root."""
+    env = dict(os.environ, YQ_DATA=DATA)
+    p = subprocess.run(list(prefix) + [YQ] + list(args), cwd=ROOT, env=env, capture_output=True,
+                       timeout=timeout, preexec_fn=no_core)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def tiny_floats():
+    return [0.05 + 0.01 * (i % 11) for i in range(TINY_FLOATS)]
+
+
+def weights_bytes(floats, header="v2"):
+    if header == "v2":
+        h = struct.pack("<iiiq", 0, 2, 0, 123456)
+    else:  # version 0.1: 'seen' is 32 bits
+        h = struct.pack("<iiii", 0, 1, 0, 4242)
+    return h + struct.pack("<%df" % len(floats), *floats)
+
+
+def weights_cases(tmp):
+    """(name, args, file named in the message or None for a valid case) for each weights fixture."""
+    def folder(case, data):
+        d = os.path.join(tmp, case)
+        os.mkdir(d)
+        shutil.copy(os.path.join(FIX, "tiny.cfg"), d)
+        if data is not None:
+            with open(os.path.join(d, case + ".weights"), "wb") as f:
+                f.write(data)
+        return d
+
+    f = tiny_floats()
+    out = []
+    out.append(("weights_valid", ["inspect", folder("valid", weights_bytes(f))], None))
+    out.append(("weights_old_header", ["inspect", folder("old_header", weights_bytes(f, "v1"))], None))
+    out.append(("weights_truncated", ["inspect", folder("truncated", weights_bytes(f[:-1]))], "truncated.weights"))
+    out.append(("weights_overlong", ["inspect", folder("overlong", weights_bytes(f + [1.0]))], "overlong.weights"))
+    g = list(f); g[L0_W + 5] = float("nan")
+    out.append(("weights_nan", ["inspect", folder("nan", weights_bytes(g))], "nan.weights"))
+    g = list(f); g[L2_B + 1] = float("inf")
+    out.append(("weights_inf_bias", ["inspect", folder("inf_bias", weights_bytes(g))], "inf_bias.weights"))
+    g = list(f); g[L0_VAR + 1] = -0.25
+    out.append(("weights_negative_variance", ["inspect", folder("negative_variance", weights_bytes(g))],
+                "negative_variance.weights"))
+    g = list(f); g[4 + 2] = 1e38; g[L0_VAR + 2] = 0.0  # finite, but folding BN overflows
+    out.append(("weights_bn_overflow", ["inspect", folder("bn_overflow", weights_bytes(g))], "bn_overflow.weights"))
+    out.append(("weights_empty", ["inspect", folder("empty", b"")], "empty.weights"))
+    # A folder without weights is read as cfg only (inspect allows that), so name the missing file.
+    d = folder("missing", None)
+    out.append(("weights_missing", ["inspect", os.path.join(d, "tiny.cfg"), "--weights",
+                                    os.path.join(d, "missing.weights")], "missing.weights"))
+    return out
+
+
+def check_error_run(name, rc, err, fname, must):
+    """None if the run is a proper error run, else why not."""
+    if rc < 0:
+        return "killed by signal %d" % -rc
+    if rc != 1:
+        return "exit status %d, expected 1" % rc
+    for bad in ("Sanitizer", "Segmentation"):
+        if bad in err:
+            return "stderr mentions %s: %r" % (bad, err[:300])
+    lines = err.splitlines()
+    if len(lines) != 1:
+        return "%d lines on stderr, expected 1: %r" % (len(lines), err[:300])
+    if not lines[0].startswith("yquant: "):
+        return "stderr does not start with 'yquant: ': %r" % lines[0]
+    if fname not in lines[0]:
+        return "stderr does not name %s: %r" % (fname, lines[0])
+    if must and must not in lines[0]:
+        return "stderr does not say %r: %r" % (must, lines[0])
+    return None
+
+
+def check_case(name, args, fname, must=None):
+    rc, out, err = run(args)
+    if fname is None:  # a valid input
+        if rc != 0 or err:
+            report("FAIL", name, "exit %d, stderr %r" % (rc, err[:300]))
+        elif "total: 8 layers (3 conv), 321 params" not in out:
+            report("FAIL", name, "unexpected table: %r" % out[-300:])
+        else:
+            report("PASS", name)
+        return
+    why = check_error_run(name, rc, err, fname, must)
+    report("FAIL" if why else "PASS", name, why or "")
+
+
+def valgrind_case(name, args, fname):
+    """(status, name, why) for one case under valgrind."""
+    try:
+        rc, _, err = run(args, prefix=[VALGRIND] + VG_ARGS, timeout=600)
+    except subprocess.TimeoutExpired:
+        return ("FAIL", "valgrind_" + name, "timed out")
+    if rc == VG_STATUS:
+        return ("FAIL", "valgrind_" + name, "valgrind errors: %s" % err[-1500:])
+    want = 0 if fname is None else 1
+    if rc != want:
+        return ("FAIL", "valgrind_" + name, "exit status %d under valgrind, expected %d" % (rc, want))
+    return ("PASS", "valgrind_" + name, "")
+
+
+def check_yolov3():
+    cfg = os.path.join(DATA, "models", "cfg-only", "yolov3.cfg")
+    if not os.path.exists(cfg):
+        for n in ("inspect_yolov3_416", "inspect_yolov3_json_file", "inspect_yolov3_json_stdout"):
+            report("SKIP", n, "%s not found (set YQ_DATA)" % cfg)
+        return
+    rc, out, err = run(["inspect", "yolov3", "--size", "416"])
+    if rc != 0 or err:
+        report("FAIL", "inspect_yolov3_416", "exit %d, stderr %r" % (rc, err[:300]))
+    elif not re.search(r"^total: 107 layers \(75 conv\), .* 65\.86 GFLOPs at 416x416$", out, re.M):
+        report("FAIL", "inspect_yolov3_416", "no '107 layers (75 conv) ... 65.86 GFLOPs at 416x416' line: %r" % out[-300:])
+    else:
+        report("PASS", "inspect_yolov3_416")
+
+    def check_json(name, text):
+        try:
+            j = json.loads(text)
+        except ValueError as e:
+            return "not valid JSON (%s); starts %r" % (e, text[:80])
+        layers = j.get("layers")
+        if not isinstance(layers, list) or len(layers) != 107 or j.get("layers_total") != 107:
+            return "%s layers, layers_total %s, expected 107" % (len(layers) if isinstance(layers, list) else None,
+                                                                 j.get("layers_total"))
+        if j.get("convs") != 75 or round(j.get("gflops", 0), 2) != 65.86:
+            return "convs %s, gflops %s" % (j.get("convs"), j.get("gflops"))
+        if j.get("input") != {"width": 416, "height": 416, "channels": 3}:
+            return "input %s" % j.get("input")
+        return None
+
+    with tempfile.TemporaryDirectory(prefix="yq_cli_json.") as tmp:
+        path = os.path.join(tmp, "yolov3.json")
+        rc, out, err = run(["inspect", "yolov3", "--size", "416", "--json", path])
+        why = "exit %d, stderr %r" % (rc, err[:300]) if rc or err else None
+        if not why:
+            with open(path) as f:
+                why = check_json("file", f.read())
+        report("FAIL" if why else "PASS", "inspect_yolov3_json_file", why or "")
+    # '--json -': stdout must be the JSON document alone, so that it can be piped.
+    rc, out, err = run(["inspect", "yolov3", "--size", "416", "--json", "-"])
+    why = "exit %d, stderr %r" % (rc, err[:300]) if rc or err else check_json("stdout", out)
+    report("FAIL" if why else "PASS", "inspect_yolov3_json_stdout", why or "")
+
+
+def check_usage():
+    for name, args in (("help", ["--help"]), ("inspect_help", ["inspect", "--help"])):
+        rc, out, err = run(args)
+        if rc != 0 or err or not out.startswith(("yquant", "usage: yquant")):
+            report("FAIL", name, "exit %d, stdout %r, stderr %r" % (rc, out[:80], err[:200]))
+        else:
+            report("PASS", name)
+    for name, args, opt in (("inspect_unknown_option", ["inspect", "tests/fixtures/tiny.cfg", "--frobnicate"], "--frobnicate"),
+                            ("unknown_command_option", ["--frobnicate"], "--frobnicate")):
+        rc, out, err = run(args)
+        lines = err.splitlines()
+        if rc != 2:
+            report("FAIL", name, "exit %d, expected 2" % rc)
+        elif len(lines) != 1 or not lines[0].startswith("yquant: ") or opt not in lines[0]:
+            report("FAIL", name, "stderr %r" % err[:300])
+        else:
+            report("PASS", name)
+
+
+def main():
+    if not os.access(YQ, os.X_OK):
+        print("FAIL cli_binary: %s not built (make build/yquant)" % YQ)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="yq_cli_test.") as tmp:
+        cases = [("cfg_" + f[:-4], ["inspect", os.path.join("tests", "fixtures", f), "--weights", "synthetic"], f, must)
+                 for f, must in BROKEN_CFGS]
+        cases += [(n, a, fn, None) for n, a, fn in weights_cases(tmp)]
+        for name, args, fname, must in cases:
+            check_case(name, args, fname, must)
+        if VALGRIND:
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+                for r in ex.map(lambda c: valgrind_case(c[0], c[1], c[2]), cases):
+                    results.append(r)
+        else:
+            for name, _, _, _ in cases:
+                report("SKIP", "valgrind_" + name, "valgrind not installed")
+    check_yolov3()
+    check_usage()
+    for status, name, why in results:
+        print("%s %s%s" % (status, name, ": " + why if why else ""))
+    return 1 if any(s == "FAIL" for s, _, _ in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
