@@ -1,3 +1,4 @@
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,13 @@ yq_status yq_calib_stats_new(int n_nodes, const yq_graph *g, yq_calib_stats **ou
     cs->n_nodes = n_nodes;
     cs->hist = calloc((size_t)n_nodes, sizeof *cs->hist);
     cs->ch_mean = calloc((size_t)n_nodes, sizeof *cs->ch_mean);
-    if (!cs->hist || !cs->ch_mean) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+    cs->ch_max = calloc((size_t)n_nodes, sizeof *cs->ch_max);
+    if (!cs->hist || !cs->ch_mean || !cs->ch_max) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
     for (int i = 0; i < n_nodes; i++) {
         yq_status st = yq_hist_init(&cs->hist[i], YQ_CALIB_BINS, err);
         cs->ch_mean[i] = calloc((size_t)g->nodes[i].out.c, sizeof(double));
-        if (st != YQ_OK || !cs->ch_mean[i]) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+        cs->ch_max[i] = calloc((size_t)g->nodes[i].out.c, sizeof(float));
+        if (st != YQ_OK || !cs->ch_mean[i] || !cs->ch_max[i]) { yq_calib_stats_free(cs); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
     }
     *out = cs;
     return YQ_OK;
@@ -29,7 +32,9 @@ void yq_calib_stats_free(yq_calib_stats *cs)
     for (int i = 0; i < cs->n_nodes; i++) {
         if (cs->hist) yq_hist_free(&cs->hist[i]);
         if (cs->ch_mean) free(cs->ch_mean[i]);
+        if (cs->ch_max) free(cs->ch_max[i]);
     }
+    free(cs->ch_max);
     free(cs->hist);
     free(cs->ch_mean);
     free(cs);
@@ -70,8 +75,13 @@ static void hook(void *ctx, const yq_graph *g, int id, const void *data, int bat
         for (int c = 0; c < n->out.c; c++) {
             const float *p = x + b * sz + c * plane;
             double s = 0;
-            for (long i = 0; i < plane; i++) s += (double)p[i];
+            float m = o->cs->ch_max[id][c];
+            for (long i = 0; i < plane; i++) {
+                s += (double)p[i];
+                m = fmaxf(m, fabsf(p[i]));
+            }
             o->cs->ch_mean[id][c] += s / plane;
+            o->cs->ch_max[id][c] = m;
         }
 }
 

@@ -19,6 +19,7 @@ typedef struct yq_calib_stats {
     int images, skipped;     /* images observed; unreadable ones skipped */
     yq_hist *hist;           /* per node */
     double **ch_mean;        /* per node: out.c channel means */
+    float **ch_max;          /* per node: out.c channel max |x| */
     uint8_t images_sha256[32];  /* of the sorted list of image file names and sizes */
 } yq_calib_stats;
 

@@ -42,7 +42,11 @@ typedef struct cli_quant_opt {
 void cli_quant_init(cli_quant_opt *q);
 int  cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i);   /* as cli_model_arg */
 extern const char *cli_quant_help;
-yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
+/* Per-layer SQNR of int8 vs FP32 on the first n_images of dir; prints the worst top. */
+#include "calib/compare.h"
+yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
+                           yq_layer_err **out, yq_error *err);
+yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
 /* Evaluation helpers (cli/cmd_eval.c). */
 #include "runtime/evaluate.h"

@@ -17,6 +17,7 @@ static const char *help =
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
     "  --json FILE       {\"map\": .., \"map50\": .., \"images\": N, \"stats\": {..}}\n"
     "  --dets FILE       the detections as COCO results JSON\n"
+    "  --layers N        (int8) the N layers with the largest int8-vs-FP32 error\n"
     "With --calib DIR the model is quantized first and the int8 graph is evaluated.\n";
 
 static int write_json(const char *path, cJSON *root)
@@ -75,7 +76,7 @@ int cmd_eval(int argc, char **argv)
     cli_quant_init(&qo);
     yq_eval_opt eo = yq_eval_defaults();
     const char *images = NULL, *ann = NULL, *labels = NULL, *json = NULL, *dets_path = NULL;
-    int letterbox = -1;
+    int letterbox = -1, report = 0;
     for (int i = 0; i < argc; i++) {
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
@@ -91,6 +92,7 @@ int cmd_eval(int argc, char **argv)
         else if (!strcmp(a, "--dets") && has) dets_path = argv[++i];
         else if (!strcmp(a, "--conf") && has) eo.post.conf = strtof(argv[++i], NULL);
         else if (!strcmp(a, "--nms") && has) eo.post.nms = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--layers") && has) report = atoi(argv[++i]);
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
         else if (a[0] == '-') return cli_usage_error("eval: unknown option or missing value: %s", a);
@@ -118,6 +120,10 @@ int cmd_eval(int argc, char **argv)
             cli_error(&err);
             goto done;
         }
+    }
+    if (g->q && report > 0 && cli_layer_report(g, qo.calib_dir, 8, eo.letterbox, report, NULL, &err) != YQ_OK) {
+        cli_error(&err);
+        goto done;
     }
     const char *what = g->q ? "int8" : "fp32";
     if (cli_evaluate(g, ds, &eo, what, stats, dets_path, &err) != YQ_OK) { cli_error(&err); goto done; }

@@ -6,6 +6,7 @@
 #include "calib/observe.h"
 #include "cli/cli.h"
 #include "datasets/image.h"
+#include "quant/equalize.h"
 #include "quant/rewrite.h"
 
 void cli_quant_init(cli_quant_opt *q)
@@ -19,7 +20,7 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
     static const struct { const char *flag, *key; } map[] = {
         { "--bits", "bits" }, { "--calib-method", "calib" }, { "--weight-scale", "weight_scale" },
         { "--skip-layers", "skip_layers" }, { "--rounding", "rounding" }, { "--head", "head" },
-        { "--first", "first" }, { "--bias-correction", "bias_correction" }, { "--search", "search" },
+        { "--first", "first" }, { "--equalize", "equalize" }, { "--bias-correction", "bias_correction" }, { "--search", "search" },
     };
     const char *a = argv[*i];
     yq_error err;
@@ -66,11 +67,11 @@ const char *cli_quant_help =
     "  --head int8|float      the convs feeding the heads (default float)\n"
     "  --first int8|float     the first conv (default int8, reading the uint8 image)\n"
     "  --skip-layers L,L,...  layers kept in float\n"
-    "  --rounding nearest|even, --bias-correction on|off, --search on|off\n"
+    "  --rounding nearest|even, --equalize on|off, --bias-correction on|off, --search on|off\n"
     "  --qconfig FILE         key = value lines (README: qconfig keys)\n"
     "  --set KEY=VALUE        any qconfig key, e.g. --set layer.12.bits=6\n";
 
-yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
+yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
 {
     char **paths;
     int n, skipped;
@@ -79,6 +80,78 @@ yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox
     cli_bar bar;
     cli_progress_start(&bar, "calibrating");
     st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    if (st == YQ_OK && q->qc.equalize) {
+        /* Equalizing moves the ranges: observe the equalized graph again. */
+        int pairs = 0;
+        st = yq_equalize(g, *cs, &pairs, err);
+        yq_calib_stats_free(*cs);
+        *cs = NULL;
+        if (st == YQ_OK) {
+            cli_progress_start(&bar, "recalibrating");
+            st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+        }
+    }
     yq_list_images_free(paths, n);
     return st;
+}
+
+#include "calib/compare.h"
+#include "runtime/detector.h"
+
+typedef struct rank { int id; double db; } rank;
+static int by_db(const void *a, const void *b)
+{
+    const rank *x = a, *y = b;
+    return x->db < y->db ? -1 : x->db > y->db;
+}
+
+yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
+                           yq_layer_err **out, yq_error *err)
+{
+    char **paths;
+    int n, skipped;
+    yq_status st = yq_list_images(dir, &paths, &n, &skipped, err);
+    if (st != YQ_OK) return st;
+    if (n > n_images) n = n_images;
+    long in_sz = yq_shape_size(g->nodes[0].out);
+    float *inputs = malloc(sizeof(float) * (size_t)(in_sz * n));
+    int got = 0;
+    for (int i = 0; i < n && inputs && st == YQ_OK; i++) {
+        yq_image im;
+        yq_error e2;
+        if (yq_image_load(paths[i], &im, &e2) != YQ_OK) continue;
+        st = yq_preprocess(g, &im, letterbox, inputs + got * in_sz, err);
+        yq_image_free(&im);
+        got++;
+    }
+    yq_list_images_free(paths, n_images > n ? n : n_images);
+    yq_layer_err *e = NULL;
+    if (!inputs) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) st = yq_compare_layers(g, inputs, got, &e, err);
+    free(inputs);
+    if (st != YQ_OK) return st;
+    rank *r = malloc(sizeof *r * (size_t)g->n_nodes);
+    int m = 0;
+    for (int i = 1; r && i < g->n_nodes; i++) {
+        yq_op op = g->nodes[i].op;
+        if (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) continue;
+        r[m++] = (rank){ i, e[i].sqnr_db };
+    }
+    if (r && top > 0) {
+        qsort(r, (size_t)m, sizeof *r, by_db);
+        printf("per-layer int8 vs FP32 error on %d images (SQNR, worst first):\n", got);
+        printf("  %5s  %-9s %-14s %-5s %9s %10s\n", "layer", "type", "output", "dtype", "SQNR dB", "max|err|");
+        for (int k = 0; k < m && k < top; k++) {
+            const yq_node *nd = &g->nodes[r[k].id];
+            char shp[32];
+            snprintf(shp, sizeof shp, "%dx%dx%d", nd->out.w, nd->out.h, nd->out.c);
+            const yq_qnode *q = &g->q[r[k].id];
+            printf("  %5d  %-9s %-14s %-5s %9.2f %10.4f\n", nd->layer, yq_op_name(nd->op), shp,
+                   q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", r[k].db, e[r[k].id].max_abs);
+        }
+    }
+    free(r);
+    if (out) *out = e;
+    else free(e);
+    return YQ_OK;
 }

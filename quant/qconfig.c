@@ -16,6 +16,7 @@ void yq_qconfig_defaults(yq_qconfig *qc)
     qc->calib.percentile = 99.99;
     qc->head_float = 1;
     qc->first_float = 0;
+    qc->equalize = 1;
     qc->bias_correction = 1;
     qc->search = 1;
 }
@@ -138,6 +139,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         if (!strcmp(value, "float")) qc->first_float = 1;
         else if (!strcmp(value, "int8")) qc->first_float = 0;
         else return bad(err, origin, key, value, "int8 or float");
+    } else if (!strcmp(key, "equalize")) {
+        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
+        qc->equalize = b;
     } else if (!strcmp(key, "bias_correction")) {
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
         qc->bias_correction = b;
@@ -146,7 +150,7 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         qc->search = b;
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
-                       "rounding, head, first, bias_correction, search, layer.N.*)", origin, key);
+                       "rounding, head, first, equalize, bias_correction, search, layer.N.*)", origin, key);
     }
     return YQ_OK;
 }
@@ -209,10 +213,10 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
     size_t n = (size_t)snprintf(buf, cap,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
-        "bias_correction = %s\nsearch = %s\n",
+        "equalize = %s\nbias_correction = %s\nsearch = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
-        qc->bias_correction ? "on" : "off", qc->search ? "on" : "off");
+        qc->equalize ? "on" : "off", qc->bias_correction ? "on" : "off", qc->search ? "on" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers && n < cap; i++)
         if (qc->layer[i].skip == 2) {

@@ -17,6 +17,7 @@
  *   rounding        nearest | even  (ties away from zero | ties to even, for weights and biases)
  *   head            int8 | float    the convs feeding the [yolo]/[region] heads
  *   first           int8 | float    the first conv (int8: it reads the uint8 image directly)
+ *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
  *   bias_correction on | off        fold the mean shift the weight rounding causes into the bias
  *   search          on | off        refine each layer's threshold against its own output error
  *   per-layer:      layer.N.bits, layer.N.calib, layer.N.weights, layer.N.weight_scale, layer.N.skip
@@ -46,7 +47,7 @@ typedef struct yq_qconfig {
     yq_calib_method calib;
     int round_even;
     int head_float, first_float;
-    int bias_correction, search;
+    int equalize, bias_correction, search;
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
 } yq_qconfig;

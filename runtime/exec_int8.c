@@ -57,7 +57,7 @@ static const void *input_as(yq_plan *p, int id, int k, yq_dtype want, int allow_
 yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
 {
     const yq_graph *g = yq_plan_graph(p);
-    if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "not an int8 graph");
+    if (!g->q || !yq_plan_quantized(p)) return yq_fail(err, YQ_ERR_INVALID_ARG, "not an int8 plan");
     int B = yq_plan_batch(p);
     long in_n = yq_shape_size(g->nodes[0].out) * B;
     const float *x0 = input ? input : yq_plan_input(p);

@@ -15,15 +15,21 @@ struct yq_plan {
     size_t arena_bytes;
     float *work;
     float *input;        /* the float batch as given (an int8 graph quantizes it into node 0) */
+    int quant;           /* buffers are typed by g->q */
 };
 
 /* Dropout and the heads pass their input on; in an int8 graph a head whose input
  * is int8 dequantizes it, and then needs a buffer of its own. */
-static int is_alias(const yq_graph *g, int id)
+static yq_dtype dtype(const yq_plan *p, int id)
 {
-    yq_op op = g->nodes[id].op;
+    return p->flags & YQ_PLAN_FLOAT ? YQ_F32 : yq_node_dtype(p->g, id);
+}
+
+static int is_alias(const yq_plan *p, int id)
+{
+    yq_op op = p->g->nodes[id].op;
     return (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) &&
-           yq_node_dtype(g, id) == yq_node_dtype(g, g->nodes[id].src[0]);
+           dtype(p, id) == dtype(p, p->g->nodes[id].src[0]);
 }
 
 void *yq_plan_buf(const yq_plan *p, int id) { return p->arena + p->off[p->owner[id]]; }
@@ -54,7 +60,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     if (!p->owner || !p->last_use || !p->off) goto nomem;
 
     for (int i = 0; i < n; i++) {
-        p->owner[i] = is_alias(g, i) ? p->owner[g->nodes[i].src[0]] : i;
+        p->owner[i] = is_alias(p, i) ? p->owner[g->nodes[i].src[0]] : i;
         p->last_use[i] = i;
     }
     for (int i = 0; i < n; i++) {
@@ -76,11 +82,11 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     long work = 0;
     for (int i = 0; i < n; i++) {
         if (p->owner[i] == i) {
-            size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * batch * yq_dtype_size(yq_node_dtype(g, i));
+            size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * batch * yq_dtype_size(dtype(p, i));
             items[m++] = (item){ i, (bytes + 63) & ~(size_t)63 };
         }
         long w = yq_f32_conv_work(g, &g->nodes[i]);
-        if (g->q) {   /* in floats, rounded up */
+        if (g->q && !(flags & YQ_PLAN_FLOAT)) {   /* in floats, rounded up */
             long wr = (long)((yq_ref_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
             if (wr > w) w = wr;
         }
@@ -108,7 +114,8 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     p->arena_bytes = total;
     p->arena = aligned_alloc(64, total ? total : 64);
     p->work = malloc((size_t)(work ? work : 1) * sizeof(float));
-    p->input = g->q ? malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out) * batch) : buf(p, 0);
+    p->quant = g->q && !(flags & YQ_PLAN_FLOAT);
+    p->input = p->quant ? malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out) * batch) : buf(p, 0);
     if (!p->arena || !p->work || !p->input) goto nomem;
     free(items);
     *out = p;
@@ -125,7 +132,7 @@ void yq_plan_free(yq_plan *p)
     free(p->owner);
     free(p->last_use);
     free(p->off);
-    if (p->input && p->g->q) free(p->input);
+    if (p->input && p->quant) free(p->input);
     free(p->arena);
     free(p->work);
     free(p);
@@ -143,18 +150,19 @@ const void *yq_plan_data(const yq_plan *p, int id)
 
 const float *yq_plan_tensor(const yq_plan *p, int id)
 {
-    return yq_node_dtype(p->g, id) == YQ_F32 ? yq_plan_data(p, id) : NULL;
+    return dtype(p, id) == YQ_F32 ? yq_plan_data(p, id) : NULL;
 }
 
 float *yq_plan_input(yq_plan *p) { return p->input; }
 const yq_graph *yq_plan_graph(const yq_plan *p) { return p->g; }
+int yq_plan_quantized(const yq_plan *p) { return p->quant; }
 float *yq_plan_work(const yq_plan *p) { return p->work; }
 
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
 {
     const yq_graph *g = p->g;
     int B = p->batch;
-    if (g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "an int8 graph runs through yq_exec_int8");
+    if (p->quant) return yq_fail(err, YQ_ERR_INVALID_ARG, "an int8 graph runs through yq_exec_int8 (or plan it with YQ_PLAN_FLOAT)");
     if (input) memcpy(buf(p, 0), input, sizeof(float) * yq_shape_size(g->nodes[0].out) * B);
     if (hook) hook(ctx, g, 0, buf(p, 0), B);
     for (int i = 1; i < g->n_nodes; i++) {

@@ -1,0 +1,23 @@
+/* Cross-layer equalization (after Nagel et al., "Data-Free Quantization", 2019),
+ * driven by calibrated activation ranges.
+ *
+ * For a conv P whose output feeds only conv C, channel i of P's output can be
+ * divided by s_i > 0 and C's weights reading it multiplied by s_i without
+ * changing the network's function (P's activation is linear, leaky or ReLU,
+ * all positively homogeneous).  Depthwise+BN folding leaves channels whose
+ * ranges differ by 100x inside one per-tensor activation scale; equalizing them
+ * is what makes those tensors quantizable:
+ *   - C depthwise: s_i = r_i / max_j r_j, every channel then spans the range;
+ *   - C dense:     s_i = sqrt(r_i / w_i) with w_i = max |C[:, i]|, balancing the
+ *                  activation range against the weight range (DFQ's rule).
+ * The FP32 graph changes only by float rounding; the calibration must be run
+ * again afterwards (the ranges moved). */
+#ifndef YQ_EQUALIZE_H
+#define YQ_EQUALIZE_H
+
+#include "calib/observe.h"
+
+/* Returns the number of conv pairs equalized in *pairs. */
+yq_status yq_equalize(yq_graph *g, const yq_calib_stats *cs, int *pairs, yq_error *err);
+
+#endif
