@@ -97,3 +97,22 @@ clean:
 	rm -rf $(B)
 
 -include $(OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d) $(TEST_SRCS:tests/%.c=$(B)/tests/%.d)
+
+# ---- gpu-test: the GPU test alone, for a machine with a GPU but without the
+# OpenCV/HDF5/cJSON development packages (the lent device machines).  It links only
+# what tests/test_cuda.c needs, with OpenBLAS, OpenSSL's libcrypto and the C++/Fortran
+# runtimes static, so a binary built here also runs there.  `make gpu-test`, then
+# `YQ_DATA=... build/gpu/test_cuda`.  NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
+# builds for one chip only (faster).
+GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) \
+                   calib/hist.c calib/methods.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c) \
+                 $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
+GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
+                 -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
+
+.PHONY: gpu-test
+gpu-test: $(B)/gpu/test_cuda
+
+$(B)/gpu/test_cuda: $(B)/tests/test_cuda.o $(GPU_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ $(GPU_TEST_LIBS)

@@ -9,8 +9,8 @@
  * bench/darknet_peer/bench_darknet.c uses), run --warmup times (default 3) and then --runs
  * times (default 50) under a monotonic clock.  --threads sets OpenBLAS's thread count
  * (openblas_set_num_threads; default: what OpenBLAS picked from OPENBLAS_NUM_THREADS or the
- * core count).  yquant's depthwise conv splits channels over the same count (at most 4);
- * its other kernels (pooling, shortcut, route, upsample) run on the calling thread.  The
+ * core count), which is what sgemm (dense and 1x1 conv) runs on; yquant's own kernels
+ * (depthwise conv, pooling, shortcut, route, upsample) run on the calling thread.  The
  * process's CPU time over wall time during the timed runs is printed as CPU/wall.
  *
  * Printed: median and mean ms per batch, ms per image and images/s; then a profile from
@@ -206,8 +206,7 @@ int main(int argc, char **argv)
     printf("model:   %s (%s)\n", model, mp.cfg);
     printf("input:   %dx%dx%d, batch %d, %.3f GFLOP/image, activations %.1f MiB\n", in.c, in.h, in.w,
            batch, gflop, (double)yq_plan_bytes(p) / (1 << 20));
-    printf("threads: %d for OpenBLAS sgemm and depthwise conv (at most 4), 1 for the other kernels; %s\n",
-           blas_threads, openblas_get_config());
+    printf("threads: %d for OpenBLAS sgemm, 1 for yquant's own kernels; %s\n", blas_threads, openblas_get_config());
 
     for (int r = 0; r < warmup; r++)
         if (yq_exec_fp32(p, input, NULL, NULL, &err) != YQ_OK) return die_err(&err);
@@ -221,13 +220,14 @@ int main(int argc, char **argv)
         t[r] = now_ms() - t0;
         sum += t[r];
     }
-    double cpu_util = (cpu_ms() - c0) / (now_ms() - w0);
+    double cpu_total = cpu_ms() - c0, cpu_util = cpu_total / (now_ms() - w0);
+    double cpu_per_img = cpu_total / ((double)runs * batch);
     double mean = sum / runs, med = median(t, runs), tmin = t[0], tmax = t[runs - 1];
     double img_s = batch * 1e3 / med;
     printf("timed:   %d runs after %d warm-up: median %.3f ms/batch, mean %.3f, min %.3f, max %.3f\n",
            runs, warmup, med, mean, tmin, tmax);
-    printf("         %.3f ms/image, %.1f images/s, %.2f GFLOP/s, CPU/wall %.2f\n", med / batch, img_s,
-           gflop * img_s, cpu_util);
+    printf("         %.3f ms/image, %.1f images/s, %.2f GFLOP/s, CPU/wall %.2f, CPU %.3f ms/image\n", med / batch,
+           img_s, gflop * img_s, cpu_util, cpu_per_img);
 
     /* Profile: per-node time from the hook. */
     prof pr = { g->n_nodes, calloc((size_t)g->n_nodes, sizeof(double)), 0 };
@@ -276,16 +276,16 @@ int main(int argc, char **argv)
     }
 
     printf("\nRESULT engine=yquant model=%s batch=%d threads=%d median_ms=%.3f mean_ms=%.3f min_ms=%.3f ms_per_img=%.3f "
-           "min_ms_per_img=%.3f img_s=%.2f cpu_util=%.2f\n",
-           model, batch, blas_threads, med, mean, tmin, med / batch, tmin / batch, img_s, cpu_util);
+           "min_ms_per_img=%.3f cpu_ms_per_img=%.3f img_s=%.2f cpu_util=%.2f\n",
+           model, batch, blas_threads, med, mean, tmin, med / batch, tmin / batch, cpu_per_img, img_s, cpu_util);
 
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) { fprintf(stderr, "bench_cpu: %s: %s\n", json, strerror(errno)); return 1; }
         fprintf(f, "{\"engine\":\"yquant\",\"model\":\"%s\",\"cfg\":\"%s\",\"batch\":%d,\"threads\":%d,"
                    "\"runs\":%d,\"warmup\":%d,\"median_ms\":%.4f,\"mean_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,"
-                   "\"ms_per_img\":%.4f,\"img_s\":%.3f,\"gflop_per_img\":%.5f,\"cpu_util\":%.3f,\"op_types\":[",
-                model, mp.cfg, batch, blas_threads, runs, warmup, med, mean, tmin, tmax, med / batch, img_s, gflop,
+                   "\"ms_per_img\":%.4f,\"cpu_ms_per_img\":%.4f,\"img_s\":%.3f,\"gflop_per_img\":%.5f,\"cpu_util\":%.3f,\"op_types\":[",
+                model, mp.cfg, batch, blas_threads, runs, warmup, med, mean, tmin, tmax, med / batch, cpu_per_img, img_s, gflop,
                 cpu_util);
         int first = 1;
         for (int k = 0; k < K_COUNT; k++) {

@@ -11,8 +11,9 @@
 #
 # Threads, stated in the table for every row: Debian's darknet has its own gemm and no
 # OpenMP, so it runs on one thread (its CPU/wall column shows it).  Ours runs with
-# OPENBLAS_NUM_THREADS=1 and =2: sgemm and the depthwise conv use that many threads, the
-# other kernels one.  The ratio that compares like with like is the 1-thread row's.
+# OPENBLAS_NUM_THREADS=1 and =2: OpenBLAS's sgemm (dense and 1x1 conv) uses that many
+# threads, yquant's own kernels (depthwise conv, pooling, ...) one.  The ratio that compares
+# like with like is the 1-thread row's.
 # The machine may be shared: CPU/wall well under the thread count means the run was starved
 # and its times are pessimistic.
 set -euo pipefail
@@ -42,14 +43,14 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # field NAME FILE: the value of NAME=... on the RESULT line of FILE
 field() { sed -n "s/^RESULT .*[ ]$1=\([^ ]*\).*/\1/p" "$2"; }
 
-rows=()   # "engine|batch|threads|ms_per_img|min_ms_per_img|img_s|cpu_util"
+rows=()   # "engine|batch|threads|ms_per_img|min_ms_per_img|cpu_ms_per_img|img_s|cpu_util"
 if [ "$peer" = 1 ]; then
     cfg=$(ls "$mdir"/*.cfg | head -1)
     weights=$(ls "$mdir"/*.weights | head -1)
     echo "== darknet: $cfg, $dn_runs runs"
     build/bench/bench_darknet "$cfg" "$weights" --runs "$dn_runs" 2>/dev/null | tee "$log/dn.txt" | grep -v '^RESULT'
     f="$log/dn.txt"
-    rows+=("darknet (Debian 2018)|1|1 (no OpenMP)|$(field ms_per_img "$f")|$(field min_ms_per_img "$f")|$(field img_s "$f")|$(field cpu_util "$f")")
+    rows+=("darknet (Debian 2018)|1|1 (no OpenMP)|$(field ms_per_img "$f")|$(field min_ms_per_img "$f")|$(field cpu_ms_per_img "$f")|$(field img_s "$f")|$(field cpu_util "$f")")
 fi
 for b in 1 "$big"; do
     for t in 1 2; do
@@ -58,7 +59,7 @@ for b in 1 "$big"; do
             --json "$log/yq_b${b}_t$t.json" > "$log/yq_b${b}_t$t.txt"
         grep -E '^(timed| {9})' "$log/yq_b${b}_t$t.txt"
         f="$log/yq_b${b}_t$t.txt"
-        rows+=("yquant FP32|$b|$t|$(field ms_per_img "$f")|$(field min_ms_per_img "$f")|$(field img_s "$f")|$(field cpu_util "$f")")
+        rows+=("yquant FP32|$b|$t|$(field ms_per_img "$f")|$(field min_ms_per_img "$f")|$(field cpu_ms_per_img "$f")|$(field img_s "$f")|$(field cpu_util "$f")")
     done
 done
 
@@ -67,16 +68,16 @@ dn_ms=""; dn_min=""
 # The ratio is images/s over darknet's: on medians (the headline), and on the fastest run of
 # each (less sensitive to other load on a shared machine).
 table() {
-    echo "| engine | batch | threads | ms/img median | ms/img min | img/s (median) | x darknet (median) | x darknet (min) | CPU/wall |"
-    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+    echo "| engine | batch | threads | ms/img median | ms/img min | CPU ms/img | img/s (median) | x darknet (median) | x darknet (min) | CPU/wall |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
     for r in "${rows[@]}"; do
-        IFS='|' read -r e b t ms mn ips cu <<< "$r"
+        IFS='|' read -r e b t ms mn cpu ips cu <<< "$r"
         ratio="-"; ratio_min="-"
         if [ -n "$dn_ms" ]; then
             ratio=$(awk -v a="$ms" -v d="$dn_ms" 'BEGIN { printf "%.2f", d / a }')
             ratio_min=$(awk -v a="$mn" -v d="$dn_min" 'BEGIN { printf "%.2f", d / a }')
         fi
-        printf "| %s | %s | %s | %.2f | %.2f | %.1f | %s | %s | %.2f |\n" "$e" "$b" "$t" "$ms" "$mn" "$ips" "$ratio" "$ratio_min" "$cu"
+        printf "| %s | %s | %s | %.2f | %.2f | %.2f | %.1f | %s | %s | %.2f |\n" "$e" "$b" "$t" "$ms" "$mn" "$cpu" "$ips" "$ratio" "$ratio_min" "$cu"
     done
 }
 echo
@@ -97,14 +98,16 @@ blas=$(sed -n 's/^threads: .*; //p' "$log/yq_b1_t1.txt")
     echo "- machine: $cpu, nproc $(nproc), load average before the run $load_before"
     echo "- OpenBLAS: $(pkg-config --modversion openblas 2>/dev/null || echo '?') ($blas)"
     echo "- darknet: $(dpkg-query -W -f='${Package} ${Version}' darknet 2>/dev/null || echo 'not installed'), own gemm, no OpenMP: 1 thread"
-    echo "- yquant: git $commit; threads = OPENBLAS_NUM_THREADS for sgemm and depthwise conv, 1 for the other kernels"
+    echo "- yquant: git $commit; threads = OPENBLAS_NUM_THREADS for OpenBLAS sgemm (dense, 1x1 conv), 1 for yquant's own kernels (depthwise conv, pooling, shortcut, route, upsample)"
     echo "- runs: darknet $dn_runs, yquant $runs (after warm-up), same deterministic input, median per run"
     echo "- command: bench/run.sh (YQ_BENCH_MODEL=$model YQ_BENCH_RUNS=$runs YQ_BENCH_DN_RUNS=$dn_runs YQ_BENCH_BATCH=$big)"
     echo
     table
     echo
     echo "CPU/wall is the process's CPU time over wall time during the timed runs: about the thread"
-    echo "count when the run had the cores to itself, less when the machine was busy."
+    echo "count when the run had the cores to itself, less when the machine was busy (then the wall"
+    echo "times are pessimistic; for 1-thread rows CPU ms/img is close to what a free core would give)."
+    echo "With 2 threads CPU ms/img also counts OpenBLAS's worker spinning between calls."
     echo
     echo "## yquant profile, batch 1, 1 thread (per-node clock hook)"
     echo

@@ -25,6 +25,9 @@ int  cli_parse_size(const char *s, int *w, int *h);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
+/* Writes a cJSON tree to path ("-": stdout) through path.tmp; 0 on success. */
+struct cJSON;
+int  cli_write_json(const char *path, struct cJSON *root);
 
 /* Terminal progress bar; pass cli_progress as a yq_progress_fn with &bar as ctx. */
 typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;
@@ -58,5 +61,6 @@ yq_status cli_evaluate(const yq_graph *g, const yq_dataset *ds, const yq_eval_op
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

@@ -20,21 +20,6 @@ static const char *help =
     "  --layers N        (int8) the N layers with the largest int8-vs-FP32 error\n"
     "With --calib DIR the model is quantized first and the int8 graph is evaluated.\n";
 
-static int write_json(const char *path, cJSON *root)
-{
-    char *s = cJSON_Print(root);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = s ? (strcmp(path, "-") ? fopen(tmp, "w") : stdout) : NULL;
-    int ok = f && fputs(s, f) >= 0 && fputc('\n', f) >= 0;
-    if (f && f != stdout && fclose(f) != 0) ok = 0;
-    if (ok && f != stdout && rename(tmp, path) != 0) ok = 0;
-    if (!ok && f != stdout) remove(tmp);
-    cJSON_free(s);
-    if (!ok) fprintf(stderr, "yquant: %s: cannot write\n", path);
-    return ok ? 0 : 1;
-}
-
 int cli_print_stats(const double *s)
 {
     printf("  mAP@[.5:.95] %.4f   mAP@.5 %.4f   mAP@.75 %.4f\n", s[YQ_COCO_AP], s[YQ_COCO_AP50], s[YQ_COCO_AP75]);
@@ -141,7 +126,7 @@ int cmd_eval(int argc, char **argv)
         cJSON_AddBoolToObject(root, "letterbox", eo.letterbox);
         cJSON *st = cJSON_AddObjectToObject(root, "stats");
         for (int k = 0; k < YQ_COCO_NSTATS; k++) cJSON_AddNumberToObject(st, yq_coco_stat_name(k), stats[k]);
-        rc = write_json(json, root);
+        rc = cli_write_json(json, root);
         cJSON_Delete(root);
     }
 done:

@@ -60,9 +60,10 @@ int cmd_inspect(int argc, char **argv)
     yq_graph *g;
     if (cli_load_model(&mo, &g, &err) != YQ_OK) return cli_error(&err);
 
+    FILE *t = json && !strcmp(json, "-") ? stderr : stdout;   /* keep stdout pure JSON with --json - */
     const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
-    printf("model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
-    printf("%5s  %-9s %-26s %-14s    %-14s %10s %8s\n", "layer", "type", "", "input", "output", "params", "GFLOPs");
+    fprintf(t, "model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
+    fprintf(t, "%5s  %-9s %-26s %-14s    %-14s %10s %8s\n", "layer", "type", "", "input", "output", "params", "GFLOPs");
     double flops = 0;
     long params = 0;
     int convs = 0;
@@ -88,9 +89,9 @@ int cmd_inspect(int argc, char **argv)
         params += p;
         convs += n->op == YQ_OP_CONV;
         if (n->op == YQ_OP_CONV)
-            printf("%5d  %-9s %-26s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), d, a, b, p, f * 1e-9);
+            fprintf(t, "%5d  %-9s %-26s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), d, a, b, p, f * 1e-9);
         else
-            printf("%5d  %-9s %-26s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), d, a, b);
+            fprintf(t, "%5d  %-9s %-26s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), d, a, b);
         if (layers) {
             cJSON *l = cJSON_CreateObject();
             cJSON_AddNumberToObject(l, "index", n->layer);
@@ -108,7 +109,7 @@ int cmd_inspect(int argc, char **argv)
             cJSON_AddItemToArray(layers, l);
         }
     }
-    printf("total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
+    fprintf(t, "total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
            flops * 1e-9, g->nodes[0].out.w, g->nodes[0].out.h);
     int rc = 0;
     if (root) {

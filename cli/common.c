@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <cjson/cJSON.h>
 #include "cli/cli.h"
 
 const char *cli_data_dir(void)
@@ -110,3 +111,19 @@ yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err)
     }
     return st;
 }
+
+int cli_write_json(const char *path, cJSON *root)
+{
+    char *s = cJSON_Print(root);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = s ? (strcmp(path, "-") ? fopen(tmp, "w") : stdout) : NULL;
+    int ok = f && fputs(s, f) >= 0 && fputc('\n', f) >= 0;
+    if (f && f != stdout && fclose(f) != 0) ok = 0;
+    if (ok && f != stdout && rename(tmp, path) != 0) ok = 0;
+    if (!ok && f != stdout) remove(tmp);
+    cJSON_free(s);
+    if (!ok) fprintf(stderr, "yquant: %s: cannot write\n", path);
+    return ok ? 0 : 1;
+}
+

@@ -1,8 +1,11 @@
 /* The quantization flags shared by quantize, eval, detect and sweep, and the
  * calibrate-then-rewrite step they share. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "calib/cache.h"
 #include "calib/observe.h"
 #include "cli/cli.h"
 #include "datasets/image.h"
@@ -20,7 +23,7 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
     static const struct { const char *flag, *key; } map[] = {
         { "--bits", "bits" }, { "--calib-method", "calib" }, { "--weight-scale", "weight_scale" },
         { "--skip-layers", "skip_layers" }, { "--rounding", "rounding" }, { "--head", "head" },
-        { "--first", "first" }, { "--equalize", "equalize" }, { "--bias-correction", "bias_correction" }, { "--search", "search" },
+        { "--first", "first" }, { "--equalize", "equalize" }, { "--bias-correction", "bias_correction" },
     };
     const char *a = argv[*i];
     yq_error err;
@@ -60,6 +63,8 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
 const char *cli_quant_help =
     "quantization (int8 through the CPU reference):\n"
     "  --calib DIR            calibration images (a folder)\n"
+    "  --calib-cache FILE     calibration cache (default ~/.cache/yquant/calib.h5): a second\n"
+    "                         run on the same model and images skips the FP32 pass\n"
     "  --bits N               2..8 (default 8)\n"
     "  --calib-method M       max | percentile:P | kl | mse (default percentile:99.99)\n"
     "  --per-tensor           per-tensor weight scales (default per channel)\n"
@@ -67,9 +72,89 @@ const char *cli_quant_help =
     "  --head int8|float      the convs feeding the heads (default float)\n"
     "  --first int8|float     the first conv (default int8, reading the uint8 image)\n"
     "  --skip-layers L,L,...  layers kept in float\n"
-    "  --rounding nearest|even, --equalize on|off, --bias-correction on|off, --search on|off\n"
+    "  --rounding nearest|even, --equalize on|off, --bias-correction on|off\n"
     "  --qconfig FILE         key = value lines (README: qconfig keys)\n"
     "  --set KEY=VALUE        any qconfig key, e.g. --set layer.12.bits=6\n";
+
+/* The calibration cache (calib/cache.h): --calib-cache FILE, else the user's
+ * cache folder.  It only saves time, so a cache that cannot be read or written
+ * costs one warning and the run goes on without it. */
+typedef struct calib_cache {
+    const char *path;         /* NULL: no cache */
+    int no_store, warned;
+    char buf[1024];
+} calib_cache;
+
+static void cache_warn(calib_cache *c, const char *msg, int reading)
+{
+    if (!c->warned) fprintf(stderr, "warning: calibration cache: %s (continuing without it)\n", msg);
+    c->warned = 1;
+    if (reading) c->path = NULL;
+    c->no_store = 1;
+}
+
+/* mkdir -p; 0 when dir exists as a folder afterwards. */
+static int make_dirs(char *dir)
+{
+    for (char *s = dir + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        int r = mkdir(dir, 0700);
+        int e = errno;
+        *s = c;
+        if (r != 0 && e != EEXIST) return -1;
+        if (!c) break;
+    }
+    struct stat sb;
+    return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+}
+
+static void cache_open(calib_cache *c, const char *flag)
+{
+    memset(c, 0, sizeof *c);
+    if (flag) { c->path = flag; return; }
+    /* $XDG_CACHE_HOME/yquant, ~/.cache/yquant (XDG: a relative XDG_CACHE_HOME is ignored) */
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[sizeof c->buf - 16];
+    if (x && x[0] == '/') snprintf(dir, sizeof dir, "%s/yquant", x);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/yquant", home);
+    else return;                                  /* nowhere to keep it */
+    if (make_dirs(dir) != 0) {
+        char msg[sizeof dir + 64];
+        snprintf(msg, sizeof msg, "cannot create %s (%s)", dir, strerror(errno));
+        cache_warn(c, msg, 1);
+        return;
+    }
+    snprintf(c->buf, sizeof c->buf, "%s/calib.h5", dir);
+    c->path = c->buf;
+}
+
+/* One calibration pass: the cached statistics for (g as it is now, the images,
+ * letterbox, stage), else observe and store them. */
+static yq_status calib_stage(calib_cache *c, const yq_graph *g, char *const *paths, int n,
+                             const uint8_t list_sha[32], int letterbox, int stage,
+                             yq_calib_stats **cs, yq_error *err)
+{
+    uint8_t key[32];
+    yq_error e2;
+    *cs = NULL;
+    if (c->path) {
+        yq_calib_key(g, list_sha, letterbox, stage, key);
+        if (yq_calib_cache_load(c->path, key, g, cs, &e2) != YQ_OK) {
+            cache_warn(c, e2.msg, 1);
+        } else if (*cs) {
+            fprintf(stderr, "%s: cache hit (%s)\n", stage ? "recalibration" : "calibration", c->path);
+            return YQ_OK;
+        }
+    }
+    cli_bar bar;
+    cli_progress_start(&bar, stage ? "recalibrating" : "calibrating");
+    yq_status st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    if (st == YQ_OK && c->path && !c->no_store && yq_calib_cache_store(c->path, key, g, *cs, &e2) != YQ_OK)
+        cache_warn(c, e2.msg, 0);
+    return st;
+}
 
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
 {
@@ -77,19 +162,21 @@ yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_c
     int n, skipped;
     yq_status st = yq_list_images(q->calib_dir, &paths, &n, &skipped, err);
     if (st != YQ_OK) return st;
-    cli_bar bar;
-    cli_progress_start(&bar, "calibrating");
-    st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    calib_cache cache;
+    cache_open(&cache, q->cache);
+    /* Names and sizes only: a hit decodes no image. */
+    uint8_t list_sha[32];
+    yq_calib_list_hash(paths, n, list_sha);
+    st = calib_stage(&cache, g, paths, n, list_sha, letterbox, 0, cs, err);
     if (st == YQ_OK && q->qc.equalize) {
-        /* Equalizing moves the ranges: observe the equalized graph again. */
+        /* Equalizing moves the ranges: observe the equalized graph again.  It is
+         * deterministic, so cached stage-0 statistics give the same weights and
+         * so the same stage-1 key. */
         int pairs = 0;
         st = yq_equalize(g, *cs, &pairs, err);
         yq_calib_stats_free(*cs);
         *cs = NULL;
-        if (st == YQ_OK) {
-            cli_progress_start(&bar, "recalibrating");
-            st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
-        }
+        if (st == YQ_OK) st = calib_stage(&cache, g, paths, n, list_sha, letterbox, 1, cs, err);
     }
     yq_list_images_free(paths, n);
     return st;

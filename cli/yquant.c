@@ -12,6 +12,9 @@ static const char *usage =
     "  inspect MODEL        layers, shapes, parameters and GFLOPs of a Darknet model\n"
     "  detect MODEL IMG...  detections: printed, drawn (--out DIR), COCO JSON (--json F)\n"
     "  eval MODEL ...       COCO mAP on labelled images (FP32, or int8 with --calib DIR)\n"
+    "  quantize MODEL --calib DIR   calibrate, rewrite to int8, validate, write a .yqp package\n"
+    "\n"
+    "  yquant --calib DIR [--bits 8] ...   quantize the default model (yolo-fastest-1.1-xl)\n"
     "\n"
     "MODEL is a folder with one .cfg and one .weights (and optionally .names), a .cfg\n"
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
@@ -25,9 +28,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
     const char *cmd = argv[1];
+    if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "detect")) return cmd_detect(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

@@ -410,3 +410,58 @@ done:
     *out = ds;
     return YQ_OK;
 }
+
+yq_status yq_dataset_pick(yq_dataset *const *parts, const yq_ds_pick *pick, int n, yq_dataset **out, yq_error *err)
+{
+    int max_parts = 0, nb = 0, ncat = 0;
+    for (int k = 0; k < n; k++) {
+        if (pick[k].part < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "pick %d: bad part", k);
+        if (pick[k].image < 0 || pick[k].image >= parts[pick[k].part]->n_images)
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "pick %d: image index out of range", k);
+        if (pick[k].part + 1 > max_parts) max_parts = pick[k].part + 1;
+    }
+    for (int pi = 0; pi < max_parts; pi++) ncat += parts[pi]->n_categories;
+    /* Boxes per picked image, found by scanning the part (boxes are in file order, not by image). */
+    for (int k = 0; k < n; k++) {
+        const yq_dataset *p = parts[pick[k].part];
+        for (int b = 0; b < p->n_boxes; b++) nb += p->boxes[b].image == pick[k].image;
+    }
+    yq_dataset *ds = calloc(1, sizeof *ds);
+    yq_status st = YQ_OK;
+    if (ds) {
+        ds->images = calloc((size_t)n + 1, sizeof *ds->images);
+        ds->boxes = calloc((size_t)nb + 1, sizeof *ds->boxes);
+        ds->category_ids = malloc(sizeof(int) * ((size_t)ncat + 1));
+    }
+    if (!ds || !ds->images || !ds->boxes || !ds->category_ids) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n && st == YQ_OK; k++) {
+        const yq_dataset *p = parts[pick[k].part];
+        const yq_ds_image *src = &p->images[pick[k].image];
+        char path[4096];
+        if ((st = yq_dataset_image_path(p, pick[k].image, path, sizeof path, err)) != YQ_OK) break;
+        ds->images[k] = (yq_ds_image){ strdup(path), k + 1, src->width, src->height };
+        if (!ds->images[k].file) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); break; }
+        ds->n_images = k + 1;
+        for (int b = 0; b < p->n_boxes; b++)
+            if (p->boxes[b].image == pick[k].image) {
+                yq_gt_box gb = p->boxes[b];
+                gb.image = k;
+                gb.id = ds->n_boxes + 1;
+                ds->boxes[ds->n_boxes++] = gb;
+            }
+    }
+    if (st == YQ_OK) {
+        int m = 0;
+        for (int pi = 0; pi < max_parts; pi++)
+            for (int c = 0; c < parts[pi]->n_categories; c++) ds->category_ids[m++] = parts[pi]->category_ids[c];
+        qsort(ds->category_ids, (size_t)m, sizeof *ds->category_ids, cmp_int);
+        int u = 0;
+        for (int j = 0; j < m; j++)
+            if (u == 0 || ds->category_ids[u - 1] != ds->category_ids[j]) ds->category_ids[u++] = ds->category_ids[j];
+        ds->n_categories = u;
+        st = build_index(ds, "picked dataset", err);
+    }
+    if (st != YQ_OK) { yq_dataset_free(ds); return st; }
+    *out = ds;
+    return YQ_OK;
+}

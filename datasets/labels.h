@@ -73,6 +73,12 @@ int yq_dataset_find_image(const yq_dataset *ds, int64_t id);
 yq_status yq_dataset_image_path(const yq_dataset *ds, int i, char *buf, size_t size, yq_error *err);
 
 /* darknet class 0..79 <-> COCO category id (1..90 with gaps); -1 when there is none. */
+/* A dataset of images picked from parts (concatenation, subsets, bootstrap
+ * resamples: an image may be picked twice).  Images get ids 1..n in pick order
+ * and full paths; boxes follow their images; categories are the union. */
+typedef struct yq_ds_pick { int part, image; } yq_ds_pick;
+yq_status yq_dataset_pick(yq_dataset *const *parts, const yq_ds_pick *pick, int n, yq_dataset **out, yq_error *err);
+
 int yq_coco_category_id(int cls);
 int yq_coco_class(int category_id);
 

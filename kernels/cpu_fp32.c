@@ -1,9 +1,14 @@
 /* FP32 CPU kernels.  Conv is im2col + OpenBLAS sgemm per group; depthwise is a
- * direct loop (sgemm on one channel would be all overhead). */
+ * direct loop (sgemm on one channel would be all overhead) over a zero-padded copy of
+ * each channel, vectorized across output columns.
+ *
+ * Every kernel here gives bit-identical results to the plain scalar loops it replaced
+ * (each output is computed with the same operations in the same order); the comments at
+ * each say why.  That assumes no FMA contraction, which is GCC's default under -std=c11
+ * (-ffp-contract=off); the AVX clones could not contract anyway (AVX has no FMA). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
-#include <pthread.h>
 #include <cblas.h>
 #include "kernels/cpu_fp32.h"
 
@@ -57,12 +62,6 @@ static int is_pointwise(const yq_conv_p *c) { return c->size == 1 && c->stride =
  * round differently: those keep beta = 0 and the separate bias pass. */
 #define GEMM_BIAS_MAX_K 256
 
-/* Depthwise conv splits its channels over up to this many threads (the OpenBLAS thread
- * count), each with its own padded plane in the scratch. */
-#ifndef DW_MAX_THREADS
-#define DW_MAX_THREADS 4
-#endif
-
 /* Depthwise scratch: one channel's input, zero-padded by pad on every side, with each
  * padded row stored as `stride` phases (column c at phase c % stride, index c / stride),
  * so that output column ox reads phase kx % stride at index ox + kx / stride: unit-stride
@@ -84,7 +83,7 @@ long yq_f32_conv_work(const yq_graph *g, const yq_node *n)
     const yq_conv_p *c = &n->p.conv;
     if (is_depthwise(g, n)) {
         dw_geom d = dw_geometry(is, c);
-        return (long)d.hp * d.rs * DW_MAX_THREADS;
+        return (long)d.hp * d.rs;
     }
     if (is_pointwise(c)) return 0;
     return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
@@ -328,9 +327,22 @@ static void bias_act(float *y, long n, float bias, yq_act act)
     bias_act_body(y, n, bias, act);
 }
 
+ALWAYS_INLINE void fill_body(float *y, long n, float v)
+{
+    long i = 0;
+    v8f vv = v8_set1(v);
+    for (; i + 8 <= n; i += 8) v8_store(y + i, &vv);
+    for (; i < n; i++) y[i] = v;
+}
+#ifdef YQ_HAVE_AVX_CLONES
+__attribute__((target("avx"))) static void fill_avx(float *y, long n, float v) { fill_body(y, n, v); }
+#endif
 static void fill(float *y, long n, float v)
 {
-    for (long i = 0; i < n; i++) y[i] = v;
+#ifdef YQ_HAVE_AVX_CLONES
+    if (cpu_has_avx()) { fill_avx(y, n, v); return; }
+#endif
+    fill_body(y, n, v);
 }
 
 /* y[i] = act(y[i]) for the conv epilogue when the bias was added by the sgemm. */
@@ -356,59 +368,17 @@ static void activate_rows(float *y, long n, yq_act act)
     act_body(y, n, act);
 }
 
-/* Depthwise conv + bias + activation of channels [c0, c1) of one image. */
-typedef struct dw_task {
-    const yq_node *n;
-    yq_shape is;
-    const float *in;
-    float *out, *work;
-    int c0, c1;
-} dw_task;
-
-static void *dw_run(void *arg)
-{
-    const dw_task *t = arg;
-    const yq_node *n = t->n;
-    const yq_conv_p *c = &n->p.conv;
-    int k = c->size, oh = n->out.h, ow = n->out.w;
-    dw_geom d = dw_geometry(t->is, c);
-    for (int ch = t->c0; ch < t->c1; ch++)
-        dw_channel(t->in + (long)ch * t->is.h * t->is.w, t->is.h, t->is.w, c->pad, d, c->stride, k,
-                   n->w + (long)ch * k * k, n->b[ch], n->act, t->work, t->out + (long)ch * oh * ow, oh, ow);
-    return NULL;
-}
-
-/* Depthwise conv + bias + activation of one image; work: yq_f32_conv_work floats.  Channels
- * are split over min(OpenBLAS's thread count, DW_MAX_THREADS) threads when the layer is big
- * enough to pay for starting them; each channel is computed the same way on any thread. */
+/* Depthwise conv + bias + activation of one image; work: yq_f32_conv_work floats.
+ * (Splitting the channels over threads was tried: on the bench's 2-core machine,
+ * starting threads per layer cost more than it saved.) */
 static void depthwise(const yq_node *n, yq_shape is, const float *in, float *out, float *work)
 {
     const yq_conv_p *c = &n->p.conv;
+    int k = c->size, oh = n->out.h, ow = n->out.w;
     dw_geom d = dw_geometry(is, c);
-    long plane = (long)d.hp * d.rs;
-    double macs = (double)is.c * n->out.h * n->out.w * c->size * c->size;
-    int nt = openblas_get_num_threads();
-    if (nt > DW_MAX_THREADS) nt = DW_MAX_THREADS;
-    if (nt > is.c) nt = is.c;
-    if (macs < 200e3) nt = 1;   /* about 20 us of work: less than starting a thread costs */
-    dw_task task[DW_MAX_THREADS];
-    pthread_t tid[DW_MAX_THREADS];
-    int started = 0;
-    for (int t = 0; t < nt; t++) {
-        task[t] = (dw_task){ n, is, in, out, work + t * plane, (int)((long)is.c * t / nt),
-                             (int)((long)is.c * (t + 1) / nt) };
-        if (t > 0) {
-            if (pthread_create(&tid[t], NULL, dw_run, &task[t]) != 0) break;
-            started = t;
-        }
-    }
-    dw_run(&task[0]);
-    for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
-    /* Ranges whose thread could not be started run here. */
-    for (int t = started + 1; t < nt; t++) {
-        task[t].work = work;
-        dw_run(&task[t]);
-    }
+    for (int ch = 0; ch < is.c; ch++)
+        dw_channel(in + (long)ch * is.h * is.w, is.h, is.w, c->pad, d, c->stride, k, n->w + (long)ch * k * k,
+                   n->b[ch], n->act, work, out + (long)ch * oh * ow, oh, ow);
 }
 
 void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *out, float *work, int batch)

@@ -18,7 +18,6 @@ void yq_qconfig_defaults(yq_qconfig *qc)
     qc->first_float = 0;
     qc->equalize = 1;
     qc->bias_correction = 1;
-    qc->search = 1;
 }
 
 static yq_status bad(yq_error *err, const char *origin, const char *key, const char *value, const char *valid)
@@ -145,12 +144,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
     } else if (!strcmp(key, "bias_correction")) {
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
         qc->bias_correction = b;
-    } else if (!strcmp(key, "search")) {
-        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
-        qc->search = b;
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
-                       "rounding, head, first, equalize, bias_correction, search, layer.N.*)", origin, key);
+                       "rounding, head, first, equalize, bias_correction, layer.N.*)", origin, key);
     }
     return YQ_OK;
 }
@@ -213,10 +209,10 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
     size_t n = (size_t)snprintf(buf, cap,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
-        "equalize = %s\nbias_correction = %s\nsearch = %s\n",
+        "equalize = %s\nbias_correction = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
-        qc->equalize ? "on" : "off", qc->bias_correction ? "on" : "off", qc->search ? "on" : "off");
+        qc->equalize ? "on" : "off", qc->bias_correction ? "on" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers && n < cap; i++)
         if (qc->layer[i].skip == 2) {

@@ -229,8 +229,8 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
         yq_node *n = &g->nodes[i];
         if (q[i].float_op) q[i].dtype = YQ_F32;
         else if (is_head(n->op)) q[i].dtype = YQ_F32;                   /* heads decode floats */
-        else if (n->op == YQ_OP_CONV && head_feed[i] && consumers[i] == consumers_int8[i] + 0 &&
-                 consumers_int8[i] == 0) q[i].dtype = YQ_F32;           /* dequantizing epilogue */
+        else if (n->op == YQ_OP_CONV && head_feed[i] && consumers_int8[i] == 0)
+            q[i].dtype = YQ_F32;                                        /* dequantizing epilogue */
         else q[i].dtype = YQ_S8;
     }
     /* Dropout keeps its source's type (it is an alias). */

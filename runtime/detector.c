@@ -19,7 +19,7 @@ yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
             if (d->n_heads == MAX_HEADS) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS); }
-            d->head_src[d->n_heads++] = g->nodes[i].src[0];
+            d->head_src[d->n_heads++] = i;   /* the head node: an alias of its input, or its dequantized copy */
         }
     if (!d->n_heads) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path); }
     yq_status st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &d->plan, err);

@@ -13,7 +13,8 @@ Also: inspect of yolov3 at 416 (65.86 GFLOPs, 107 layers, JSON), --help, and
 an unknown option.
 
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.
-Run from anywhere; paths are relative to the repository root.
+Run from anywhere; paths are relative to the repository root.  YQ_BIN overrides
+the binary (default build/yquant); YQ_DATA the data folder (default ../shared).
 """
 import json
 import os
@@ -27,7 +28,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-YQ = os.path.join(ROOT, "build", "yquant")
+YQ = os.path.abspath(os.environ.get("YQ_BIN") or os.path.join(ROOT, "build", "yquant"))  # the binary under test
 FIX = os.path.join(ROOT, "tests", "fixtures")
 DATA = os.path.abspath(os.path.join(ROOT, os.environ.get("YQ_DATA") or "../shared"))
 VALGRIND = shutil.which("valgrind")

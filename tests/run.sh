@@ -28,6 +28,19 @@ for t in tests/*_test.py; do
         echo "FAIL $(basename "$t"): exited with status $rc" | tee -a "$log"
     fi
 done
+# The fuzzers (libFuzzer; clang): 60 s each in CI, 10 s locally unless YQ_FUZZ_TIME says.
+if command -v clang >/dev/null && [ -z "${YQ_TEST_ONLY:-}" ]; then
+    ft=${YQ_FUZZ_TIME:-$([ "${CI:-}" = true ] && echo 60 || echo 10)}
+    echo "== fuzzers, ${ft} s each"
+    if [ "$ft" -gt 0 ] && make -s fuzz FUZZ_TIME="$ft" > build/fuzz.log 2>&1; then
+        echo "PASS fuzz (cfg parser and weights reader, ${ft} s each)" | tee -a "$log"
+    elif [ "$ft" -gt 0 ]; then
+        tail -30 build/fuzz.log
+        echo "FAIL fuzz: see build/fuzz.log and build/fuzz/artifacts/" | tee -a "$log"
+    fi
+else
+    echo "SKIP fuzz: clang not found" | tee -a "$log"
+fi
 p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
 echo
 grep '^FAIL ' "$log" || true

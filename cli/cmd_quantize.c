@@ -1,0 +1,286 @@
+/* yquant quantize MODEL --calib DIR: calibrate, rewrite, validate, write the package.
+ * Also `yquant --calib DIR --bits 8` (the default model and validation sets). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "datasets/bootstrap.h"
+#include "datasets/labels.h"
+#include "quant/rewrite.h"
+#include "runtime/package.h"
+
+static const char *help =
+    "usage: yquant quantize MODEL --calib DIR [qconfig flags] [--val DIR (--ann F | --labels D)]...\n"
+    "                       [-o OUT.yqp] [--json FILE] [--layers N] [--bootstrap N]\n"
+    "       yquant --calib DIR [--bits 8] ...   (MODEL: yolo-fastest-1.1-xl from $YQ_DATA)\n"
+    "\n"
+    "Calibrates on the images of DIR, rewrites the model into int8 as the qconfig says,\n"
+    "measures FP32 and int8 COCO mAP on the validation sets (default: every labelled set\n"
+    "under $YQ_DATA/datasets), prints the table and the per-layer error (SQNR, worst\n"
+    "first), and writes the int8 deploy package (default: MODELNAME-int8.yqp).\n"
+    "  --val DIR         labelled images; follow with --ann COCO.json or --labels DIR\n"
+    "  --no-val          skip the accuracy check (the package records none)\n"
+    "  --bootstrap N     resamples for the 95% interval of the drop (default 200, 0: none)\n"
+    "  --layers N        rows of the per-layer error report (default 10)\n"
+    "  -o FILE           the package\n"
+    "  --json FILE       the table and the per-layer report as JSON\n";
+
+typedef struct valset { const char *images, *ann, *labels; } valset;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* The shared labelled sets, when present: coco-mini val2017 + train2017 and coco128. */
+static int default_vals(valset *v, char bufs[][1024])
+{
+    const char *d = cli_data_dir();
+    int n = 0;
+    snprintf(bufs[0], 1024, "%s/datasets/coco-mini/val2017/images", d);
+    snprintf(bufs[1], 1024, "%s/datasets/coco-mini/annotations/instances_val2017_mini.json", d);
+    snprintf(bufs[2], 1024, "%s/datasets/coco-mini/train2017/images", d);
+    snprintf(bufs[3], 1024, "%s/datasets/coco-mini/annotations/instances_train2017_mini.json", d);
+    snprintf(bufs[4], 1024, "%s/datasets/coco128/images", d);
+    snprintf(bufs[5], 1024, "%s/datasets/coco128/annotations/instances_train2017_coco128.json", d);
+    for (int k = 0; k < 3; k++)
+        if (exists(bufs[2 * k]) && exists(bufs[2 * k + 1])) v[n++] = (valset){ bufs[2 * k], bufs[2 * k + 1], NULL };
+    return n;
+}
+
+typedef struct acc { double s[YQ_COCO_NSTATS]; double ms; yq_det *dets; int n; } acc;
+
+static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox, const char *label, acc *a, yq_error *err)
+{
+    yq_eval_opt eo = yq_eval_defaults();
+    eo.letterbox = letterbox;
+    cli_bar bar;
+    cli_progress_start(&bar, label);
+    eo.progress = cli_progress;
+    eo.progress_ctx = &bar;
+    int skipped;
+    double t0 = now_s();
+    yq_status st = yq_eval_detect(g, ds, &eo, &a->dets, &a->n, &skipped, err);
+    a->ms = 1e3 * (now_s() - t0) / ds->n_images;
+    if (st == YQ_OK) st = yq_coco_eval(ds, a->dets, a->n, a->s, NULL, NULL, err);
+    return st;
+}
+
+static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, const double ci[2][2])
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "name", name);
+    cJSON_AddNumberToObject(r, "map", a->s[YQ_COCO_AP]);
+    cJSON_AddNumberToObject(r, "map50", a->s[YQ_COCO_AP50]);
+    cJSON_AddNumberToObject(r, "cpu_ms_per_image", a->ms);
+    if (ref) {
+        cJSON_AddNumberToObject(r, "drop_map", ref->s[YQ_COCO_AP] - a->s[YQ_COCO_AP]);
+        cJSON_AddNumberToObject(r, "drop_map50", ref->s[YQ_COCO_AP50] - a->s[YQ_COCO_AP50]);
+    }
+    if (ci) {
+        double m[2] = { ci[0][0], ci[0][1] }, m50[2] = { ci[1][0], ci[1][1] };
+        cJSON_AddItemToObject(r, "drop_map_ci95", cJSON_CreateDoubleArray(m, 2));
+        cJSON_AddItemToObject(r, "drop_map50_ci95", cJSON_CreateDoubleArray(m50, 2));
+    }
+    cJSON_AddItemToArray(arr, r);
+}
+
+static void print_row(const char *name, const acc *a, const acc *ref, const double ci[2][2])
+{
+    printf("  %-26s %8.2f %8.2f", name, 100 * a->s[YQ_COCO_AP], 100 * a->s[YQ_COCO_AP50]);
+    if (ref) {
+        printf("   %6.2f %6.2f", 100 * (ref->s[YQ_COCO_AP] - a->s[YQ_COCO_AP]), 100 * (ref->s[YQ_COCO_AP50] - a->s[YQ_COCO_AP50]));
+        if (ci) printf("   [%.2f, %.2f] [%.2f, %.2f]", 100 * ci[0][0], 100 * ci[0][1], 100 * ci[1][0], 100 * ci[1][1]);
+    }
+    printf("   %8.1f\n", a->ms);
+}
+
+static void default_out(const yq_graph *g, char *buf, size_t cap)
+{
+    const char *b = strrchr(g->cfg_path, '/');
+    b = b ? b + 1 : g->cfg_path;
+    const char *dot = strrchr(b, '.');
+    snprintf(buf, cap, "%.*s-int8.yqp", dot ? (int)(dot - b) : (int)strlen(b), b);
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    cli_model_opt mo = { 0 };
+    cli_quant_opt qo;
+    cli_quant_init(&qo);
+    valset vals[16];
+    char defbufs[6][1024];
+    int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
+    const char *out = NULL, *json = NULL;
+    for (int i = 0; i < argc; i++) {
+        int r = cli_model_arg(&mo, argc, argv, &i);
+        if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r) continue;
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); return 0; }
+        else if (!strcmp(a, "--val") && has) {
+            if (n_vals == 16) return cli_usage_error("quantize: at most 16 --val sets");
+            vals[n_vals++] = (valset){ argv[++i], NULL, NULL };
+        } else if ((!strcmp(a, "--ann") || !strcmp(a, "--labels")) && has) {
+            if (!n_vals) return cli_usage_error("quantize: %s must follow a --val DIR", a);
+            if (vals[n_vals - 1].ann || vals[n_vals - 1].labels) return cli_usage_error("quantize: one --ann or --labels per --val");
+            if (!strcmp(a, "--ann")) vals[n_vals - 1].ann = argv[++i];
+            else vals[n_vals - 1].labels = argv[++i];
+        } else if (!strcmp(a, "--no-val")) no_val = 1;
+        else if (!strcmp(a, "--layers") && has) top = atoi(argv[++i]);
+        else if (!strcmp(a, "--bootstrap") && has) boots = atoi(argv[++i]);
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
+        else if (!strcmp(a, "--json") && has) json = argv[++i];
+        else if (!strcmp(a, "--letterbox")) letterbox = 1;
+        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
+        else if (a[0] == '-') return cli_usage_error("quantize: unknown option or missing value: %s", a);
+        else if (!mo.model) mo.model = a;
+        else return cli_usage_error("quantize: one MODEL only");
+    }
+    if (!mo.model) mo.model = "yolo-fastest-1.1-xl";
+    if (!qo.calib_dir) return cli_usage_error("quantize: --calib DIR is required (a folder of calibration images)");
+    for (int k = 0; k < n_vals; k++)
+        if (!vals[k].ann && !vals[k].labels) return cli_usage_error("quantize: --val %s needs --ann or --labels", vals[k].images);
+    if (!n_vals && !no_val) n_vals = default_vals(vals, defbufs);
+    if (no_val) n_vals = 0;
+    if (boots < 0 || top < 0) return cli_usage_error("quantize: --bootstrap and --layers take counts >= 0");
+
+    yq_error err;
+    yq_graph *g = NULL;
+    yq_calib_stats *cs = NULL;
+    yq_dataset *parts[16] = { 0 }, *ds = NULL;
+    yq_layer_err *le = NULL;
+    acc fp = { 0 }, q8 = { 0 }, all8 = { 0 };
+    int have_all8 = 0, rc = 1;
+    double ci[2][2], ci_all[2][2];
+    cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "rows");
+    char outbuf[1024], *qtext = NULL, *acc_json = NULL;
+
+    if (cli_load_model(&mo, &g, &err) != YQ_OK) goto fail;
+    if (letterbox < 0) letterbox = g->letter_box;
+    if (!out) { default_out(g, outbuf, sizeof outbuf); out = outbuf; }
+    /* Validation images: every set, concatenated. */
+    if (n_vals) {
+        int total = 0;
+        for (int k = 0; k < n_vals; k++) {
+            if (cli_load_dataset(vals[k].images, vals[k].ann, vals[k].labels, &parts[k], &err) != YQ_OK) goto fail;
+            total += parts[k]->n_images;
+        }
+        yq_ds_pick *pk = malloc(sizeof *pk * (size_t)total);
+        if (!pk) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+        int m = 0;
+        for (int k = 0; k < n_vals; k++)
+            for (int i = 0; i < parts[k]->n_images; i++) pk[m++] = (yq_ds_pick){ k, i };
+        yq_status st = yq_dataset_pick(parts, pk, m, &ds, &err);
+        free(pk);
+        if (st != YQ_OK) goto fail;
+        fprintf(stderr, "validation: %d images from %d set%s (%s)\n", ds->n_images, n_vals, n_vals > 1 ? "s" : "",
+                letterbox ? "letterbox" : "plain resize");
+        if (evaluate(g, ds, letterbox, "fp32", &fp, &err) != YQ_OK) goto fail;
+    }
+    if (cli_calibrate(&qo, g, letterbox, &cs, &err) != YQ_OK) goto fail;
+    /* The all-int8 figures, when the qconfig keeps layers in float. */
+    int keeps_float = qo.qc.head_float || qo.qc.first_float;
+    for (int i = 0; i < qo.qc.n_layers; i++) keeps_float |= qo.qc.layer[i].skip > 0;
+    if (ds && keeps_float) {
+        yq_qconfig all = qo.qc;
+        all.head_float = all.first_float = 0;
+        for (int i = 0; i < all.n_layers; i++) all.layer[i].skip = -1;
+        if (yq_quantize_graph(g, cs, &all, &err) != YQ_OK) goto fail;
+        if (evaluate(g, ds, letterbox, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
+        have_all8 = 1;
+        yq_unquantize_graph(g);
+    }
+    if (yq_quantize_graph(g, cs, &qo.qc, &err) != YQ_OK) goto fail;
+    if (ds && evaluate(g, ds, letterbox, "int8", &q8, &err) != YQ_OK) goto fail;
+    if (ds && boots > 0) {
+        fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
+        if (yq_bootstrap_drop(ds, fp.dets, fp.n, q8.dets, q8.n, boots, 1, ci, &err) != YQ_OK) goto fail;
+        if (have_all8 && yq_bootstrap_drop(ds, fp.dets, fp.n, all8.dets, all8.n, boots, 1, ci_all, &err) != YQ_OK) goto fail;
+    }
+
+    /* The table. */
+    char qsum[128];
+    yq_calib_method_str(&qo.qc.calib, qsum, sizeof qsum);
+    printf("\n%s  ->  %s\n", g->cfg_path, out);
+    printf("qconfig: %d bits, %s weights, calib %s, head %s, first conv %s, equalize %s, bias correction %s\n",
+           qo.qc.bits, qo.qc.per_channel ? "per-channel" : "per-tensor", qsum, qo.qc.head_float ? "float" : "int8",
+           qo.qc.first_float ? "float" : "int8", qo.qc.equalize ? "on" : "off", qo.qc.bias_correction ? "on" : "off");
+    if (ds) {
+        printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
+               letterbox ? "letterbox" : "plain resize");
+        printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
+               boots ? "95% CI of the drops (paired)" : "", "ms/img");
+        print_row("FP32", &fp, NULL, NULL);
+        print_row(keeps_float ? "int8 (package)" : "int8 (package, all int8)", &q8, &fp, boots ? ci : NULL);
+        if (have_all8) print_row("int8, every layer int8", &all8, &fp, boots ? ci_all : NULL);
+        add_row(rows, "fp32", &fp, NULL, NULL);
+        add_row(rows, "int8", &q8, &fp, boots ? ci : NULL);
+        if (have_all8) add_row(rows, "int8_all", &all8, &fp, boots ? ci_all : NULL);
+        cJSON_AddNumberToObject(root, "images", ds->n_images);
+    }
+    printf("\n");
+    if (top > 0 && cli_layer_report(g, qo.calib_dir, 8, letterbox, top, &le, &err) != YQ_OK) goto fail;
+    if (le) {
+        cJSON *lr = cJSON_AddArrayToObject(root, "layers");
+        for (int i = 1; i < g->n_nodes; i++) {
+            yq_op op = g->nodes[i].op;
+            if (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) continue;
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddNumberToObject(l, "layer", g->nodes[i].layer);
+            cJSON_AddStringToObject(l, "type", yq_op_name(op));
+            cJSON_AddNumberToObject(l, "sqnr_db", le[i].sqnr_db);
+            cJSON_AddBoolToObject(l, "float", g->q[i].float_op);
+            cJSON_AddItemToArray(lr, l);
+        }
+    }
+
+    /* The package. */
+    qtext = malloc(1 << 16);
+    if (!qtext) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    yq_qconfig_str(&qo.qc, qtext, 1 << 16);
+    cJSON_AddStringToObject(root, "model", g->cfg_path);
+    cJSON_AddStringToObject(root, "package", out);
+    cJSON_AddStringToObject(root, "qconfig", qtext);
+    cJSON_AddBoolToObject(root, "letterbox", letterbox);
+    acc_json = cJSON_PrintUnformatted(rows);
+    yq_package_meta meta = { .qconfig_text = qtext, .accuracy_json = acc_json, .calib_method = qsum,
+                             .calib_images = cs->images, .letterbox = letterbox };
+    memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
+    if (yq_package_write(out, g, &meta, &err) != YQ_OK) goto fail;
+    struct stat sb;
+    printf("wrote %s (%.1f KB)\n", out, stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);
+    rc = 0;
+    if (json) {
+        rc = cli_write_json(json, root);
+    }
+    goto done;
+fail:
+    cli_error(&err);
+done:
+    cJSON_free(acc_json);
+    cJSON_Delete(root);
+    free(qtext);
+    free(le);
+    yq_coco_dets_free(fp.dets);
+    yq_coco_dets_free(q8.dets);
+    yq_coco_dets_free(all8.dets);
+    yq_dataset_free(ds);
+    for (int k = 0; k < 16; k++) yq_dataset_free(parts[k]);
+    yq_calib_stats_free(cs);
+    yq_graph_free(g);
+    return rc;
+}

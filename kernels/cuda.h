@@ -1,0 +1,114 @@
+/* CUDA kernels for int8 graphs, behind a C interface (no CUDA types here).
+ *
+ *     if (yq_cuda_device_count() == 0) ...          // no driver or no GPU: 0, never a crash
+ *     yq_cuda_conv *c;
+ *     yq_cuda_conv_new(g, n, &g->q[id], &c, &err);  // weights uploaded (int8 repacked) once
+ *     yq_dtensor in = { d_in, YQ_S8, is.c, is.h, is.w, scale_in, -127, 127 };
+ *     yq_dtensor out = { d_out, YQ_S8, ... };
+ *     yq_cuda_conv_run(c, &in, &out, batch, NULL, &err);
+ *     yq_cuda_sync(NULL, &err);
+ *     yq_cuda_conv_free(c);
+ *
+ * Device layout.  int8/uint8 tensors are NHWC4: per image [h][w][c4] bytes with
+ * c4 = c rounded up to a multiple of 4 and the padding channels zero (every kernel
+ * writes them as zero), so a pixel's channels are whole 32-bit words for __dp4a.
+ * Float tensors are NCHW, as on the CPU.  Results are bit-exact with the int8 CPU
+ * reference (kernels/cpu_ref.c): integer sums are exact, requantization is the
+ * shared ir/requant.h, the float steps (quantize x/scale, dequantize q*scale,
+ * the dequantizing epilogue acc*deq) use the same single IEEE operations.  Only
+ * float_op layers (kept in float by the qconfig) differ from the CPU by rounding.
+ *
+ * A stream is passed as void * (a cudaStream_t; NULL for the default stream).
+ */
+#ifndef YQ_KERNELS_CUDA_H
+#define YQ_KERNELS_CUDA_H
+
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tensor in device memory, batch images of c x h x w. */
+typedef struct yq_dtensor {
+    void *p;                 /* device pointer; borrowed */
+    yq_dtype dtype;          /* S8/U8: NHWC4; F32: NCHW */
+    int c, h, w;
+    float scale;             /* real = q * scale (int8 types); for F32: the scale to quantize at */
+    int32_t qmin, qmax;      /* range when quantizing into this tensor's type */
+} yq_dtensor;
+
+/* Devices usable by this process; 0 when there is no driver or no GPU. */
+int       yq_cuda_device_count(void);
+yq_status yq_cuda_set_device(int device, yq_error *err);
+/* Device name and compute capability of the current device (for logs). */
+yq_status yq_cuda_device_name(char *buf, size_t cap, yq_error *err);
+
+/* Thin, checked wrappers over the runtime so that C code needs no CUDA headers. */
+yq_status yq_cuda_malloc(void **p, size_t bytes, yq_error *err);
+void      yq_cuda_free(void *p);                      /* NULL is a no-op */
+yq_status yq_cuda_h2d(void *dst, const void *src, size_t bytes, yq_error *err);
+yq_status yq_cuda_d2h(void *dst, const void *src, size_t bytes, yq_error *err);
+yq_status yq_cuda_memset(void *p, int byte, size_t bytes, yq_error *err);
+yq_status yq_cuda_stream_new(void **stream, yq_error *err);
+void      yq_cuda_stream_free(void *stream);
+/* Waits for the stream and reports any pending error (a failed launch, a fault). */
+yq_status yq_cuda_sync(void *stream, yq_error *err);
+/* Event timing: milliseconds of fn(ctx) enqueued on stream, averaged over reps. */
+yq_status yq_cuda_time(void *stream, int reps, yq_status (*fn)(void *ctx), void *ctx, float *ms, yq_error *err);
+
+/* Bytes of one image of a tensor in the device layout. */
+static inline size_t yq_dlayout_bytes(yq_dtype t, int c, int h, int w)
+{
+    return t == YQ_F32 ? (size_t)c * h * w * sizeof(float) : (size_t)h * w * (size_t)((c + 3) & ~3);
+}
+/* Host-side layout changes for 1-byte types (upload/download): NCHW <-> NHWC4. */
+void yq_nchw_to_nhwc4(const void *src, int c, int h, int w, int batch, void *dst);
+void yq_nhwc4_to_nchw(const void *src, int c, int h, int w, int batch, void *dst);
+
+/* --- conv ----------------------------------------------------------------- */
+typedef struct yq_cuda_conv yq_cuda_conv;
+
+typedef enum yq_conv_variant {
+    YQ_CONV_AUTO = 0,
+    YQ_CONV_DP4A,      /* implicit GEMM, __dp4a over NHWC4 words: groups == 1 */
+    YQ_CONV_DW,        /* depthwise: groups == c_in == filters */
+    YQ_CONV_DIRECT,    /* one thread per output, any groups (the fallback) */
+    YQ_CONV_F32        /* FP32 direct conv for float_op layers (float weights) */
+} yq_conv_variant;
+
+/* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
+ * (zero padded), bias and requantize tables; float weights when q is NULL or
+ * q->float_op.  *out set only on YQ_OK. */
+yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const yq_qnode *q, yq_cuda_conv **out, yq_error *err);
+void      yq_cuda_conv_free(yq_cuda_conv *c);
+/* Forces a kernel variant (tests, tuning); YQ_ERR_UNSUPPORTED if it cannot run this conv. */
+yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err);
+yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
+/* in: S8 or U8 (NHWC4) for an int8 conv, any type for a float one (int8 is
+ * dequantized at in->scale); out: S8 (requantized) or F32 (dequantized, or float_op). */
+yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *out, int batch,
+                           void *stream, yq_error *err);
+
+/* --- other ops (int8 when out is S8; float when out is F32, reading any type) -- */
+yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, const yq_dtensor *out, int batch,
+                          void *stream, yq_error *err);
+yq_status yq_cuda_upsample(const yq_dtensor *in, int stride, const yq_dtensor *out, int batch,
+                           void *stream, yq_error *err);
+/* S8: y = yq_add_requant(a, b, q->ma, ...) ; F32: y = act(a + b). */
+yq_status yq_cuda_shortcut(const yq_dtensor *a, const yq_dtensor *b, const yq_qnode *q, yq_act act,
+                           const yq_dtensor *out, int batch, void *stream, yq_error *err);
+/* Concat of channel groups [group_id*c/groups, (group_id+1)*c/groups) of each source. */
+yq_status yq_cuda_route(const yq_dtensor *src, int n_src, const yq_route_p *r, const yq_dtensor *out,
+                        int batch, void *stream, yq_error *err);
+/* Type conversion, as the CPU executor does at float boundaries:
+ *   F32 -> S8:  q = sat(roundf(x / out->scale), out->qmin, out->qmax)   (yq_quantize)
+ *   F32 -> U8:  q = sat(roundf(x / out->scale), 0, 255)                 (yq_quantize_u8)
+ *   U8  -> S8:  the dequantized value (q * in->scale) quantized as F32 -> S8
+ *   S8/U8 -> F32: x = q * in->scale                                      (yq_dequantize) */
+yq_status yq_cuda_convert(const yq_dtensor *in, const yq_dtensor *out, int batch, void *stream, yq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* Internal to the kernels/ .cu files: the C headers under extern "C", error checking, and
+ * the element access shared by the kernels.  Not for C code (kernels/cuda.h is). */
+#ifndef YQ_CUDA_COMMON_CUH
+#define YQ_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+extern "C" {
+#include "ir/ir.h"
+#include "kernels/cuda.h"
+}
+
+/* Turns a failed CUDA call into YQ_ERR_CUDA with the runtime's message and file:line.
+ * Use inside a function returning yq_status with a yq_error *err in scope. */
+#define YQ_CUDA_TRY(call) do { \
+    cudaError_t e_ = (call); \
+    if (e_ != cudaSuccess) \
+        return yq_fail(err, YQ_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+} while (0)
+/* After a launch: a bad configuration shows here; faults show at the next sync. */
+#define YQ_CUDA_LAUNCHED() YQ_CUDA_TRY(cudaGetLastError())
+
+#define YQ_STREAM(s) ((cudaStream_t)(s))
+
+static inline unsigned yq_blocks(long n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* Element (b, c, y, x) of a tensor as a float: int8 types dequantized exactly as
+ * yq_dequantize does (one float multiply, never contracted). */
+__device__ __forceinline__ float yq_ld_f(const yq_dtensor &t, int b, int c, int y, int x)
+{
+    if (t.dtype == YQ_F32)
+        return ((const float *)t.p)[(((long)b * t.c + c) * t.h + y) * t.w + x];
+    long i = (((long)b * t.h + y) * t.w + x) * ((t.c + 3) & ~3) + c;
+    int q = t.dtype == YQ_U8 ? (int)((const uint8_t *)t.p)[i] : (int)((const int8_t *)t.p)[i];
+    return __fmul_rn((float)q, t.scale);
+}
+
+/* Darknet's activations as kernels/cpu_fp32.c writes them; products written with
+ * __fmul_rn so that nvcc cannot fuse them with a neighbouring add. */
+__device__ __forceinline__ float yq_act_f(float x, int act)
+{
+    switch (act) {
+    case YQ_ACT_LINEAR: return x;
+    case YQ_ACT_LEAKY: return x > 0 ? x : __fmul_rn(.1f, x);
+    case YQ_ACT_RELU: return __fmul_rn(x, (float)(x > 0));
+    case YQ_ACT_MISH: {
+        float sp = x > 20.f ? x : x < -20.f ? expf(x) : log1pf(expf(x));
+        float t = __fsub_rn(__fdiv_rn(2.f, __fadd_rn(1.f, expf(__fmul_rn(-2.f, sp)))), 1.f);
+        return __fmul_rn(x, t);
+    }
+    case YQ_ACT_SWISH: return __fmul_rn(x, __fdiv_rn(1.f, __fadd_rn(1.f, expf(-x))));
+    case YQ_ACT_LOGISTIC: return __fdiv_rn(1.f, __fadd_rn(1.f, expf(-x)));
+    default: return x;
+    }
+}
+
+#endif

@@ -1,0 +1,405 @@
+/* Int8 convolution on the GPU, bit-exact with yq_ref_conv (kernels/cpu_ref.c).
+ *
+ * DP4A: implicit GEMM.  M = batch x out pixels, N = filters, K = k x k x c4/4
+ *   32-bit words (4 channels each) of the NHWC4 input; weights are repacked at
+ *   upload to [filters][ky][kx][c4] so that a filter's K words line up with the
+ *   gathered input words.  A 256-thread block computes a 64 x 64 tile, each
+ *   thread 4 pixels x 4 consecutive filters, over K chunks of 8 words staged in
+ *   shared memory.  The first conv reads the uint8 image: dp4a.u32.s32 (unsigned
+ *   bytes of the image times signed weight bytes, signed sum).
+ * DW: depthwise, one thread per pixel and 4 channels (one input word per tap).
+ * DIRECT: one thread per output value, any groups (grouped convs are rare).
+ * F32: layers the qconfig keeps in float: an FP32 direct conv reading any input
+ *   type (int8 dequantized as yq_dequantize does).  Not bit-exact with OpenBLAS
+ *   (summation order); compared by relative error.
+ *
+ * Integer sums are exact (int32, wrapping like the CPU's), so any order gives the
+ * CPU's accumulator; the epilogue is ir/requant.h itself, or for float outputs
+ * act((float)acc * deq[o]) with the multiply written __fmul_rn (never an FMA). */
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cuda_common.cuh"
+
+struct yq_cuda_conv {
+    int cin, ih, iw, F, k, stride, pad, groups, oh, ow;
+    int act, float_op;
+    yq_dtype out_t;
+    int32_t qmin, qmax;
+    int K4;                       /* dp4a: words per filter */
+    yq_conv_variant var;
+    int32_t *w32;                 /* dp4a weights [F][k][k][c4] (as words) */
+    int8_t *wq;                   /* [F][cin/groups][k][k], as the graph holds them */
+    int32_t *bq;
+    yq_rq *pos, *neg;
+    float *deq;
+    float *wf, *bf;               /* float_op */
+};
+
+struct ConvK {
+    const void *in;
+    void *out;
+    int IH, IW, C, C4w, OH, OW, F, F4, k, s, pad, groups, M, K4;
+    const int *w32;
+    const int8_t *wq;
+    const int32_t *bq;
+    const yq_rq *pos, *neg;
+    const float *deq;
+    const float *wf, *bf;
+    int qmin, qmax, act, u8, fout;
+    yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
+};
+
+__device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
+{
+    return (int8_t)yq_requant_act(acc, a.pos[o], a.neg[o], a.qmin, a.qmax);
+}
+
+__device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
+{
+    return yq_act_f(__fmul_rn((float)acc, a.deq[o]), a.act);
+}
+
+template <bool U8>
+__device__ __forceinline__ int dot4(int x, int w, int c)
+{
+    if (U8) {
+        int d;
+        asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(w), "r"(c));
+        return d;
+    }
+    return __dp4a(x, w, c);
+}
+
+#define BM 64
+#define BN 64
+#define BK 8
+
+template <bool U8, bool FOUT>
+__global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
+{
+    __shared__ __align__(16) int As[BK][BM + 4];
+    __shared__ __align__(16) int Bs[BK][BN + 4];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int *in = (const int *)a.in;
+    const int lk = tid & 7, lp = tid >> 3;
+    const int ohw = a.OH * a.OW;
+    int pb[2], py[2], px[2];
+    bool pv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int p = m0 + lp + 32 * r;
+        pv[r] = p < a.M;
+        int b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+        pb[r] = b;
+        py[r] = oy * a.s - a.pad;
+        px[r] = ox * a.s - a.pad;
+    }
+    int acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0;
+
+    for (int k0 = 0; k0 < a.K4; k0 += BK) {
+        int kg = k0 + lk;
+        int tap = kg / a.C4w, c4 = kg - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int v = 0, y = py[r] + ky, x = px[r] + kx;
+            if (pv[r] && kg < a.K4 && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
+                v = __ldg(in + (((long)pb[r] * a.IH + y) * a.IW + x) * a.C4w + c4);
+            As[lk][lp + 32 * r] = v;
+            int f = n0 + lp + 32 * r;
+            Bs[lk][lp + 32 * r] = f < a.F && kg < a.K4 ? __ldg(a.w32 + (long)f * a.K4 + kg) : 0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            int4 av = *(const int4 *)&As[kk][ty * 4];
+            int4 bv = *(const int4 *)&Bs[kk][tx * 4];
+            int xa[4] = { av.x, av.y, av.z, av.w }, wb[4] = { bv.x, bv.y, bv.z, bv.w };
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] = dot4<U8>(xa[i], wb[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int p = m0 + ty * 4 + i;
+        if (p >= a.M) continue;
+        int o0 = n0 + tx * 4;
+        if (FOUT) {
+            int b = p / ohw, pix = p - b * ohw;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int o = o0 + j;
+                if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(acc[i][j] + a.bq[o], o, a);
+            }
+        } else if (o0 < a.F4) {
+            unsigned word = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int o = o0 + j;
+                int8_t v = o < a.F ? rq_out(acc[i][j] + a.bq[o], o, a) : 0;
+                word |= (unsigned)(uint8_t)v << (8 * j);
+            }
+            ((unsigned *)a.out)[(long)p * (a.F4 >> 2) + (o0 >> 2)] = word;
+        }
+    }
+}
+
+/* Depthwise: thread = (pixel, 4 channels). */
+__global__ void conv_dw(ConvK a)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    int cw = a.F4 >> 2;
+    if (t >= (long)a.M * cw) return;
+    int p = (int)(t / cw), c0 = (int)(t - (long)p * cw) * 4;
+    int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+    int s[4] = { 0, 0, 0, 0 };
+    const unsigned *in = (const unsigned *)a.in;
+    int kk = a.k * a.k;
+    for (int ky = 0; ky < a.k; ky++) {
+        int y = oy * a.s + ky - a.pad;
+        if (y < 0 || y >= a.IH) continue;
+        for (int kx = 0; kx < a.k; kx++) {
+            int x = ox * a.s + kx - a.pad;
+            if (x < 0 || x >= a.IW) continue;
+            unsigned v = in[(((long)b * a.IH + y) * a.IW + x) * a.C4w + (c0 >> 2)];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int c = c0 + j;
+                if (c >= a.F) break;
+                int xv = a.u8 ? (int)(uint8_t)(v >> (8 * j)) : (int)(int8_t)(v >> (8 * j));
+                s[j] += a.wq[(long)c * kk + ky * a.k + kx] * xv;
+            }
+        }
+    }
+    if (a.fout) {
+        for (int j = 0; j < 4; j++) {
+            int c = c0 + j;
+            if (c < a.F) ((float *)a.out)[((long)b * a.F + c) * ohw + rem] = deq_out(s[j] + a.bq[c], c, a);
+        }
+    } else {
+        unsigned word = 0;
+        for (int j = 0; j < 4; j++) {
+            int c = c0 + j;
+            int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
+            word |= (unsigned)(uint8_t)v << (8 * j);
+        }
+        ((unsigned *)a.out)[(long)p * cw + (c0 >> 2)] = word;
+    }
+}
+
+/* Any groups: thread = one output value (pixel, filter); filters padded to F4 for int8 outputs. */
+__global__ void conv_direct(ConvK a)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    int nf = a.fout ? a.F : a.F4;
+    if (t >= (long)a.M * nf) return;
+    int p = (int)(t / nf), o = (int)(t - (long)p * nf);
+    int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+    int C4 = a.C4w * 4;
+    if (o >= a.F) {                /* padding channel of an int8 output */
+        ((int8_t *)a.out)[(long)p * a.F4 + o] = 0;
+        return;
+    }
+    int cg = a.C / a.groups, g = o / (a.F / a.groups);
+    int32_t s = 0;
+    const int8_t *w = a.wq + (long)o * cg * a.k * a.k;
+    for (int ci = 0; ci < cg; ci++)
+        for (int ky = 0; ky < a.k; ky++) {
+            int y = oy * a.s + ky - a.pad;
+            if (y < 0 || y >= a.IH) continue;
+            for (int kx = 0; kx < a.k; kx++) {
+                int x = ox * a.s + kx - a.pad;
+                if (x < 0 || x >= a.IW) continue;
+                long i = (((long)b * a.IH + y) * a.IW + x) * C4 + g * cg + ci;
+                int xv = a.u8 ? (int)((const uint8_t *)a.in)[i] : (int)((const int8_t *)a.in)[i];
+                s += w[(ci * a.k + ky) * a.k + kx] * xv;
+            }
+        }
+    if (a.fout) ((float *)a.out)[((long)b * a.F + o) * ohw + rem] = deq_out(s + a.bq[o], o, a);
+    else ((int8_t *)a.out)[(long)p * a.F4 + o] = rq_out(s + a.bq[o], o, a);
+}
+
+/* FP32 direct conv (float_op layers): out NCHW float, input of any type. */
+__global__ void conv_f32(ConvK a)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    int ohw = a.OH * a.OW;
+    if (t >= (long)a.M * a.F) return;
+    int pix = (int)(t % ohw);
+    long bo = t / ohw;
+    int o = (int)(bo % a.F), b = (int)(bo / a.F);
+    int oy = pix / a.OW, ox = pix - oy * a.OW;
+    int cg = a.C / a.groups, g = o / (a.F / a.groups);
+    const float *w = a.wf + (long)o * cg * a.k * a.k;
+    float s = 0.f;
+    for (int ci = 0; ci < cg; ci++)
+        for (int ky = 0; ky < a.k; ky++) {
+            int y = oy * a.s + ky - a.pad;
+            if (y < 0 || y >= a.IH) continue;
+            for (int kx = 0; kx < a.k; kx++) {
+                int x = ox * a.s + kx - a.pad;
+                if (x < 0 || x >= a.IW) continue;
+                s = fmaf(w[(ci * a.k + ky) * a.k + kx], yq_ld_f(a.tin, b, g * cg + ci, y, x), s);
+            }
+        }
+    ((float *)a.out)[t] = yq_act_f(__fadd_rn(s, a.bf[o]), a.act);
+}
+
+/* ---- host side ----------------------------------------------------------- */
+
+extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
+{
+    if (!c) return;
+    cudaFree(c->w32);
+    cudaFree(c->wq);
+    cudaFree(c->bq);
+    cudaFree(c->pos);
+    cudaFree(c->neg);
+    cudaFree(c->deq);
+    cudaFree(c->wf);
+    cudaFree(c->bf);
+    free(c);
+}
+
+static yq_status upload(void **d, const void *h, size_t bytes, yq_error *err)
+{
+    YQ_CUDA_TRY(cudaMalloc(d, bytes ? bytes : 1));
+    YQ_CUDA_TRY(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const yq_qnode *q, yq_cuda_conv **out,
+                                      yq_error *err)
+{
+    if (n->op != YQ_OP_CONV) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s is not a conv", n->name);
+    yq_cuda_conv *c = (yq_cuda_conv *)calloc(1, sizeof *c);
+    if (!c) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_shape is = yq_node_in_shape(g, n);
+    const yq_conv_p *cp = &n->p.conv;
+    c->cin = is.c; c->ih = is.h; c->iw = is.w;
+    c->F = cp->filters; c->k = cp->size; c->stride = cp->stride; c->pad = cp->pad; c->groups = cp->groups;
+    c->oh = n->out.h; c->ow = n->out.w;
+    c->act = n->act;
+    c->float_op = !q || q->float_op;
+    c->out_t = q ? q->dtype : YQ_F32;
+    c->qmin = q ? q->qmin : -127;
+    c->qmax = q ? q->qmax : 127;
+    int F = c->F, k = c->k, cg = is.c / cp->groups;
+    int c4 = (is.c + 3) & ~3;
+    yq_status st = YQ_OK;
+    if (c->float_op) {
+        if (!n->w || !n->b) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: float conv without weights", n->name); goto fail; }
+        c->var = YQ_CONV_F32;
+        if ((st = upload((void **)&c->wf, n->w, sizeof(float) * (size_t)n->n_w, err)) ||
+            (st = upload((void **)&c->bf, n->b, sizeof(float) * (size_t)F, err)))
+            goto fail;
+    } else {
+        if (!q->wq || !q->bq || !q->rq_pos || !q->rq_neg || !q->deq) {
+            st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: int8 conv without quantized parameters", n->name);
+            goto fail;
+        }
+        size_t nw = (size_t)F * cg * k * k;
+        if ((st = upload((void **)&c->wq, q->wq, nw, err)) ||
+            (st = upload((void **)&c->bq, q->bq, sizeof(int32_t) * F, err)) ||
+            (st = upload((void **)&c->pos, q->rq_pos, sizeof(yq_rq) * F, err)) ||
+            (st = upload((void **)&c->neg, q->rq_neg, sizeof(yq_rq) * F, err)) ||
+            (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)))
+            goto fail;
+        if (cp->groups == 1) {
+            c->K4 = k * k * c4 / 4;
+            size_t bytes = (size_t)F * k * k * c4;
+            int8_t *h = (int8_t *)calloc(bytes, 1);
+            if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+            for (int o = 0; o < F; o++)
+                for (int ci = 0; ci < is.c; ci++)
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++)
+                            h[(((size_t)o * k + ky) * k + kx) * c4 + ci] = q->wq[(((size_t)o * is.c + ci) * k + ky) * k + kx];
+            st = upload((void **)&c->w32, h, bytes, err);
+            free(h);
+            if (st) goto fail;
+            c->var = YQ_CONV_DP4A;
+        } else if (cp->groups == is.c && F == is.c) {
+            c->var = YQ_CONV_DW;
+        } else {
+            c->var = YQ_CONV_DIRECT;
+        }
+    }
+    *out = c;
+    return YQ_OK;
+fail:
+    yq_cuda_conv_free(c);
+    return st;
+}
+
+extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err)
+{
+    int ok = c->float_op ? v == YQ_CONV_F32 || v == YQ_CONV_AUTO
+           : v == YQ_CONV_DIRECT || v == YQ_CONV_AUTO || (v == YQ_CONV_DP4A && c->w32) ||
+             (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
+    if (!ok) return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv variant %d cannot run this conv", (int)v);
+    if (v == YQ_CONV_AUTO)
+        v = c->float_op ? YQ_CONV_F32 : c->w32 ? YQ_CONV_DP4A
+          : (c->groups == c->cin && c->F == c->cin) ? YQ_CONV_DW : YQ_CONV_DIRECT;
+    c->var = v;
+    return YQ_OK;
+}
+
+extern "C" yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c) { return c->var; }
+
+extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *out, int batch,
+                                      void *stream, yq_error *err)
+{
+    if (in->c != c->cin || in->h != c->ih || in->w != c->iw || out->c != c->F || out->h != c->oh || out->w != c->ow)
+        return yq_fail(err, YQ_ERR_SHAPE, "conv: tensors %dx%dx%d -> %dx%dx%d for a %dx%dx%d -> %dx%dx%d conv",
+                       in->c, in->h, in->w, out->c, out->h, out->w, c->cin, c->ih, c->iw, c->F, c->oh, c->ow);
+    if (!c->float_op && in->dtype == YQ_F32)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "int8 conv: float input (convert it first)");
+    if (out->dtype != c->out_t)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: output type %d, the conv writes %d", (int)out->dtype, (int)c->out_t);
+    ConvK a;
+    memset(&a, 0, sizeof a);
+    a.in = in->p; a.out = out->p;
+    a.IH = c->ih; a.IW = c->iw; a.C = c->cin; a.C4w = (c->cin + 3) / 4;
+    a.OH = c->oh; a.OW = c->ow; a.F = c->F; a.F4 = (c->F + 3) & ~3;
+    a.k = c->k; a.s = c->stride; a.pad = c->pad; a.groups = c->groups;
+    a.M = batch * c->oh * c->ow; a.K4 = c->K4;
+    a.w32 = c->w32; a.wq = c->wq; a.bq = c->bq; a.pos = c->pos; a.neg = c->neg; a.deq = c->deq;
+    a.wf = c->wf; a.bf = c->bf;
+    a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act;
+    a.u8 = in->dtype == YQ_U8;
+    a.fout = c->out_t == YQ_F32;
+    a.tin = *in;
+    cudaStream_t s = YQ_STREAM(stream);
+    switch (c->var) {
+    case YQ_CONV_DP4A: {
+        dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.fout ? a.F : a.F4, BN));
+        if (a.u8 && a.fout) conv_dp4a<true, true><<<grid, 256, 0, s>>>(a);
+        else if (a.u8) conv_dp4a<true, false><<<grid, 256, 0, s>>>(a);
+        else if (a.fout) conv_dp4a<false, true><<<grid, 256, 0, s>>>(a);
+        else conv_dp4a<false, false><<<grid, 256, 0, s>>>(a);
+        break;
+    }
+    case YQ_CONV_DW:
+        conv_dw<<<yq_blocks((long)a.M * (a.F4 / 4), 256), 256, 0, s>>>(a);
+        break;
+    case YQ_CONV_DIRECT:
+        conv_direct<<<yq_blocks((long)a.M * (a.fout ? a.F : a.F4), 256), 256, 0, s>>>(a);
+        break;
+    case YQ_CONV_F32:
+        conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
+        break;
+    case YQ_CONV_AUTO:
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: no variant chosen");
+    }
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}

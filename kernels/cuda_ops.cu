@@ -1,0 +1,278 @@
+/* The non-conv ops on the GPU: maxpool, upsample, shortcut, route, type
+ * conversions.  Int8 versions work on NHWC4 bytes and write the padding channels
+ * as zero; float versions (layers kept in float) read any input type through
+ * yq_ld_f and write NCHW floats.  Each int8 result equals kernels/cpu_ref.c's. */
+#include <float.h>
+#include "kernels/cuda_common.cuh"
+
+#define NT 256
+
+static __device__ __forceinline__ long nhwc4(const yq_dtensor &t, int b, int y, int x, int c)
+{
+    return (((long)b * t.h + y) * t.w + x) * ((t.c + 3) & ~3) + c;
+}
+
+/* ---- maxpool: darknet's window, starting pad/2 before the image; positions
+ * outside the image are skipped (not zeros); of equal floats the first wins. */
+__global__ void maxpool_s8(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int c4 = (out.c + 3) & ~3;
+    int c = (int)(t % c4);
+    long r = t / c4;
+    int ox = (int)(r % out.w), oy = (int)(r / out.w % out.h), b = (int)(r / ((long)out.w * out.h));
+    int m = 0;
+    if (c < out.c) {
+        int off = -p.pad / 2;
+        m = -128;
+        const int8_t *s = (const int8_t *)in.p;
+        for (int ky = 0; ky < p.size; ky++) {
+            int y = off + oy * p.stride + ky;
+            if (y < 0 || y >= in.h) continue;
+            for (int kx = 0; kx < p.size; kx++) {
+                int x = off + ox * p.stride + kx;
+                if (x >= 0 && x < in.w) m = max(m, (int)s[nhwc4(in, b, y, x, c)]);
+            }
+        }
+    }
+    ((int8_t *)out.p)[t] = (int8_t)m;
+}
+
+__global__ void maxpool_f32(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int ox = (int)(t % out.w), oy = (int)(t / out.w % out.h);
+    long bc = t / ((long)out.w * out.h);
+    int c = (int)(bc % out.c), b = (int)(bc / out.c);
+    int off = -p.pad / 2;
+    float m = -FLT_MAX;
+    for (int ky = 0; ky < p.size; ky++) {
+        int y = off + oy * p.stride + ky;
+        if (y < 0 || y >= in.h) continue;
+        for (int kx = 0; kx < p.size; kx++) {
+            int x = off + ox * p.stride + kx;
+            if (x < 0 || x >= in.w) continue;
+            float v = yq_ld_f(in, b, c, y, x);
+            if (v > m) m = v;
+        }
+    }
+    ((float *)out.p)[t] = m;
+}
+
+/* ---- upsample: nearest neighbour; int8 moves whole 4-channel words. */
+__global__ void upsample_s8(yq_dtensor in, int s, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int cw = (out.c + 3) >> 2;
+    int w4 = (int)(t % cw);
+    long r = t / cw;
+    int ox = (int)(r % out.w), oy = (int)(r / out.w % out.h), b = (int)(r / ((long)out.w * out.h));
+    ((unsigned *)out.p)[t] = ((const unsigned *)in.p)[(((long)b * in.h + oy / s) * in.w + ox / s) * cw + w4];
+}
+
+__global__ void upsample_f32(yq_dtensor in, int s, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int ox = (int)(t % out.w), oy = (int)(t / out.w % out.h);
+    long bc = t / ((long)out.w * out.h);
+    ((float *)out.p)[t] = yq_ld_f(in, (int)(bc / out.c), (int)(bc % out.c), oy / s, ox / s);
+}
+
+/* ---- shortcut */
+struct AddQ { int32_t ma, mb, shift, neg_q31, qmin, qmax; };
+
+__global__ void shortcut_s8(const int8_t *a, const int8_t *b, AddQ q, int c, int c4, int8_t *out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    out[t] = (int)(t % c4) < c ? (int8_t)yq_add_requant(a[t], b[t], q.ma, q.mb, q.shift, q.neg_q31, q.qmin, q.qmax) : 0;
+}
+
+__global__ void shortcut_f32(yq_dtensor a, yq_dtensor b, int act, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
+    long bc = t / ((long)out.w * out.h);
+    int c = (int)(bc % out.c), bi = (int)(bc / out.c);
+    ((float *)out.p)[t] = yq_act_f(__fadd_rn(yq_ld_f(a, bi, c, y, x), yq_ld_f(b, bi, c, y, x)), act);
+}
+
+/* ---- route: one launch writes every channel of the output (padding too). */
+struct RouteSrc { yq_dtensor t[YQ_MAX_SRC]; int c_end[YQ_MAX_SRC]; int n, part_off[YQ_MAX_SRC]; };
+
+__global__ void route_s8(RouteSrc r, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int c4 = (out.c + 3) & ~3;
+    int c = (int)(t % c4);
+    long pix = t / c4;
+    int8_t v = 0;
+    if (c < out.c) {
+        int k = 0, c0 = 0;
+        while (c >= r.c_end[k]) c0 = r.c_end[k++];
+        const yq_dtensor &s = r.t[k];
+        v = ((const int8_t *)s.p)[pix * ((s.c + 3) & ~3) + r.part_off[k] + c - c0];
+    }
+    ((int8_t *)out.p)[t] = v;
+}
+
+__global__ void route_f32(RouteSrc r, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
+    long bc = t / ((long)out.w * out.h);
+    int c = (int)(bc % out.c), b = (int)(bc / out.c);
+    int k = 0, c0 = 0;
+    while (c >= r.c_end[k]) c0 = r.c_end[k++];
+    ((float *)out.p)[t] = yq_ld_f(r.t[k], b, r.part_off[k] + c - c0, y, x);
+}
+
+/* ---- conversions */
+__device__ __forceinline__ int32_t quant1(float x, float scale, int32_t qmin, int32_t qmax)
+{
+    float v = roundf(__fdiv_rn(x, scale));       /* IEEE division, ties away from zero */
+    return v != v ? 0 : v < (float)qmin ? qmin : v > (float)qmax ? qmax : (int32_t)v;
+}
+
+/* to S8/U8 NHWC4 from anything: one thread per output byte. */
+__global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int c4 = (out.c + 3) & ~3;
+    int c = (int)(t % c4);
+    long r = t / c4;
+    int x = (int)(r % out.w), y = (int)(r / out.w % out.h), b = (int)(r / ((long)out.w * out.h));
+    if (c >= out.c) {
+        ((int8_t *)out.p)[t] = 0;
+        return;
+    }
+    float f = yq_ld_f(in, b, c, y, x);
+    if (out.dtype == YQ_U8) {
+        float v = roundf(__fdiv_rn(f, out.scale));
+        ((uint8_t *)out.p)[t] = (uint8_t)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
+    } else {
+        ((int8_t *)out.p)[t] = (int8_t)quant1(f, out.scale, out.qmin, out.qmax);
+    }
+}
+
+__global__ void to_f32(yq_dtensor in, yq_dtensor out, long n)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
+    long bc = t / ((long)out.w * out.h);
+    ((float *)out.p)[t] = yq_ld_f(in, (int)(bc / out.c), (int)(bc % out.c), y, x);
+}
+
+/* ---- host side */
+
+static long elems(const yq_dtensor *t, int batch)   /* threads of an output: bytes (int8) or floats */
+{
+    long hw = (long)t->h * t->w * batch;
+    return t->dtype == YQ_F32 ? hw * t->c : hw * ((t->c + 3) & ~3);
+}
+
+static yq_status need_int8(const yq_dtensor *t, const char *op, yq_error *err)
+{
+    if (t->dtype != YQ_S8) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: int8 op reads a non-int8 tensor", op);
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, const yq_dtensor *out, int batch,
+                                     void *stream, yq_error *err)
+{
+    long n = elems(out, batch);
+    if (in->c != out->c) return yq_fail(err, YQ_ERR_SHAPE, "maxpool: %d -> %d channels", in->c, out->c);
+    if (out->dtype == YQ_F32) {
+        maxpool_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *p, *out, n);
+    } else {
+        yq_status st = need_int8(in, "maxpool", err);
+        if (st) return st;
+        maxpool_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *p, *out, n);
+    }
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_upsample(const yq_dtensor *in, int s, const yq_dtensor *out, int batch, void *stream,
+                                      yq_error *err)
+{
+    if (in->c != out->c || out->h != in->h * s || out->w != in->w * s)
+        return yq_fail(err, YQ_ERR_SHAPE, "upsample: shapes do not match stride %d", s);
+    if (out->dtype == YQ_F32) {
+        long n = elems(out, batch);
+        upsample_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, s, *out, n);
+    } else {
+        yq_status st = need_int8(in, "upsample", err);
+        if (st) return st;
+        long n = elems(out, batch) / 4;
+        upsample_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, s, *out, n);
+    }
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_shortcut(const yq_dtensor *a, const yq_dtensor *b, const yq_qnode *q, yq_act act,
+                                      const yq_dtensor *out, int batch, void *stream, yq_error *err)
+{
+    long n = elems(out, batch);
+    if (a->c != out->c || b->c != out->c || a->h != out->h || b->h != out->h || a->w != out->w || b->w != out->w)
+        return yq_fail(err, YQ_ERR_SHAPE, "shortcut: shapes differ");
+    if (out->dtype == YQ_F32) {
+        shortcut_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*a, *b, (int)act, *out, n);
+    } else {
+        yq_status st;
+        if ((st = need_int8(a, "shortcut", err)) || (st = need_int8(b, "shortcut", err))) return st;
+        AddQ aq = { q->ma, q->mb, q->shift, q->neg_q31, q->qmin, q->qmax };
+        shortcut_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>((const int8_t *)a->p, (const int8_t *)b->p, aq,
+                                                                   out->c, (out->c + 3) & ~3, (int8_t *)out->p, n);
+    }
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_route(const yq_dtensor *src, int n_src, const yq_route_p *r, const yq_dtensor *out,
+                                   int batch, void *stream, yq_error *err)
+{
+    if (n_src < 1 || n_src > YQ_MAX_SRC) return yq_fail(err, YQ_ERR_INVALID_ARG, "route: %d sources", n_src);
+    RouteSrc rs;
+    memset(&rs, 0, sizeof rs);
+    int c = 0;
+    for (int k = 0; k < n_src; k++) {
+        int part = src[k].c / r->groups;
+        if (src[k].h != out->h || src[k].w != out->w) return yq_fail(err, YQ_ERR_SHAPE, "route: source %d size differs", k);
+        if (out->dtype != YQ_F32) {
+            yq_status st = need_int8(&src[k], "route", err);
+            if (st) return st;
+        }
+        rs.t[k] = src[k];
+        rs.part_off[k] = r->group_id * part;
+        c += part;
+        rs.c_end[k] = c;
+    }
+    rs.n = n_src;
+    if (c != out->c) return yq_fail(err, YQ_ERR_SHAPE, "route: sources give %d channels, output has %d", c, out->c);
+    long n = elems(out, batch);
+    if (out->dtype == YQ_F32) route_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, n);
+    else route_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, n);
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_cuda_convert(const yq_dtensor *in, const yq_dtensor *out, int batch, void *stream, yq_error *err)
+{
+    if (in->c != out->c || in->h != out->h || in->w != out->w) return yq_fail(err, YQ_ERR_SHAPE, "convert: shapes differ");
+    long n = elems(out, batch);
+    if (out->dtype == YQ_F32) to_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *out, n);
+    else to_int8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *out, n);
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}

@@ -1,0 +1,290 @@
+/* GPU executor: planning (liveness, as runtime/plan.c) and the node loop.
+ *
+ * Each node runs in its own domain, as in runtime/exec_int8.c: an int8 op whose
+ * source is float (or, for ops other than conv, the uint8 image) reads it
+ * converted at the source's scale into scratch memory; a float op reads any
+ * source directly (int8 dequantized on the fly).  Heads whose input is int8
+ * dequantize it into a buffer of their own; otherwise they alias it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cuda.h"
+#include "runtime/exec_cuda.h"
+#include "runtime/plan.h"
+
+#define ALIGN 256
+
+struct yq_cuda_plan {
+    const yq_graph *g;
+    int batch, flags, device;
+    int *owner, *last_use;
+    size_t *off;
+    size_t arena_bytes, scratch_bytes;
+    unsigned char *arena;      /* device: node outputs */
+    unsigned char *scratch;    /* device: converted inputs of the node being run */
+    float *input;              /* device: the float batch as given */
+    yq_cuda_conv **conv;       /* per node */
+    void *stream;
+};
+
+static size_t up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static int is_alias(const yq_graph *g, int id)
+{
+    yq_op op = g->nodes[id].op;
+    return (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) &&
+           yq_node_dtype(g, id) == yq_node_dtype(g, g->nodes[id].src[0]);
+}
+
+static size_t node_bytes(const yq_graph *g, int id, int batch)
+{
+    yq_shape s = g->nodes[id].out;
+    return yq_dlayout_bytes(yq_node_dtype(g, id), s.c, s.h, s.w) * (size_t)batch;
+}
+
+/* Whether source k of node id must be converted to S8 first. */
+static int needs_s8(const yq_graph *g, int id, int k)
+{
+    const yq_node *n = &g->nodes[id];
+    if (g->q[id].float_op) return 0;
+    yq_dtype t = yq_node_dtype(g, n->src[k]);
+    switch (n->op) {
+    case YQ_OP_CONV: return t == YQ_F32;
+    case YQ_OP_SHORTCUT: case YQ_OP_ROUTE: case YQ_OP_UPSAMPLE: case YQ_OP_MAXPOOL: return t != YQ_S8;
+    default: return 0;
+    }
+}
+
+static yq_dtensor dt(const yq_cuda_plan *p, int id)
+{
+    const yq_graph *g = p->g;
+    const yq_node *n = &g->nodes[id];
+    const yq_qnode *q = &g->q[id];
+    yq_dtensor t = { p->arena + p->off[p->owner[id]], yq_node_dtype(g, id), n->out.c, n->out.h, n->out.w,
+                     q->scale, q->qmin, q->qmax };
+    return t;
+}
+
+typedef struct { int id; size_t size; } item;
+static int by_size_desc(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->id - y->id;
+}
+
+void yq_cuda_plan_free(yq_cuda_plan *p)
+{
+    if (!p) return;
+    if (p->conv)
+        for (int i = 0; i < p->g->n_nodes; i++) yq_cuda_conv_free(p->conv[i]);
+    free(p->conv);
+    yq_cuda_free(p->arena);
+    yq_cuda_free(p->scratch);
+    yq_cuda_free(p->input);
+    yq_cuda_stream_free(p->stream);
+    free(p->owner);
+    free(p->last_use);
+    free(p->off);
+    free(p);
+}
+
+yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_plan **out, yq_error *err)
+{
+    return yq_cuda_plan_new_flags(g, batch, device, YQ_PLAN_KEEP_HEADS, out, err);
+}
+
+yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
+                                 yq_error *err)
+{
+    if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "the GPU executor runs int8 graphs (quantize the graph first)");
+    if (batch < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d must be >= 1", batch);
+    int n = g->n_nodes;
+    if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "empty graph");
+    yq_status st = yq_cuda_set_device(device, err);
+    if (st) return st;
+    yq_cuda_plan *p = calloc(1, sizeof *p);
+    item *items = calloc((size_t)n, sizeof *items);
+    if (!p || !items) goto nomem;
+    p->g = g;
+    p->batch = batch;
+    p->flags = flags;
+    p->device = device;
+    p->owner = malloc((size_t)n * sizeof *p->owner);
+    p->last_use = malloc((size_t)n * sizeof *p->last_use);
+    p->off = calloc((size_t)n, sizeof *p->off);
+    p->conv = calloc((size_t)n, sizeof *p->conv);
+    if (!p->owner || !p->last_use || !p->off || !p->conv) goto nomem;
+
+    for (int i = 0; i < n; i++) {
+        const yq_node *nd = &g->nodes[i];
+        if (i > 0 && (nd->op == YQ_OP_INPUT || nd->op >= YQ_OP_COUNT)) {
+            st = yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", nd->layer, yq_op_name(nd->op));
+            goto fail;
+        }
+        p->owner[i] = i > 0 && is_alias(g, i) ? p->owner[nd->src[0]] : i;
+        p->last_use[i] = i;
+    }
+    size_t scratch = 0;
+    for (int i = 0; i < n; i++) {
+        const yq_node *nd = &g->nodes[i];
+        size_t need = 0;
+        for (int k = 0; k < nd->n_src; k++) {
+            int o = p->owner[nd->src[k]];
+            if (p->last_use[o] < i) p->last_use[o] = i;
+            if (needs_s8(g, i, k)) {
+                yq_shape s = g->nodes[nd->src[k]].out;
+                need += up(yq_dlayout_bytes(YQ_S8, s.c, s.h, s.w) * (size_t)batch);
+            }
+        }
+        if (need > scratch) scratch = need;
+        if ((flags & YQ_PLAN_KEEP_ALL) ||
+            ((flags & YQ_PLAN_KEEP_HEADS) && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION)))
+            p->last_use[p->owner[i]] = n;
+    }
+    if (p->last_use[0] < 1) p->last_use[0] = 1;
+
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (p->owner[i] == i) items[m++] = (item){ i, up(node_bytes(g, i, batch)) };
+    qsort(items, (size_t)m, sizeof *items, by_size_desc);
+    size_t total = 0;
+    for (int a = 0; a < m; a++) {
+        int id = items[a].id;
+        size_t off = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int b = 0; b < a; b++) {
+                int o = items[b].id;
+                int overlap = !(p->last_use[o] < id || p->last_use[id] < o);
+                if (overlap && off < p->off[o] + items[b].size && p->off[o] < off + items[a].size) {
+                    off = p->off[o] + items[b].size;
+                    moved = 1;
+                }
+            }
+        }
+        p->off[id] = off;
+        if (off + items[a].size > total) total = off + items[a].size;
+    }
+    p->arena_bytes = total;
+    p->scratch_bytes = scratch;
+    void *d;
+    if ((st = yq_cuda_malloc(&d, total, err))) goto fail;
+    p->arena = d;
+    if ((st = yq_cuda_malloc(&d, scratch, err))) goto fail;
+    p->scratch = d;
+    yq_shape is = g->nodes[0].out;
+    if ((st = yq_cuda_malloc(&d, sizeof(float) * (size_t)yq_shape_size(is) * batch, err))) goto fail;
+    p->input = d;
+    if ((st = yq_cuda_stream_new(&p->stream, err))) goto fail;
+    for (int i = 1; i < n; i++)
+        if (g->nodes[i].op == YQ_OP_CONV && (st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)))
+            goto fail;
+    free(items);
+    *out = p;
+    return YQ_OK;
+nomem:
+    st = yq_fail(err, YQ_ERR_NOMEM, "out of memory planning %d nodes at batch %d", n, batch);
+fail:
+    free(items);
+    yq_cuda_plan_free(p);
+    return st;
+}
+
+size_t yq_cuda_plan_bytes(const yq_cuda_plan *p) { return p->arena_bytes; }
+
+/* Source k of node id as the op reads it: converted to S8 in scratch when needed. */
+static yq_status source(yq_cuda_plan *p, int id, int k, size_t *scratch_off, yq_dtensor *t, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    int s = g->nodes[id].src[k];
+    *t = dt(p, s);
+    if (!needs_s8(g, id, k)) return YQ_OK;
+    yq_dtensor c = *t;                 /* quantized at the source's own scale and range */
+    c.p = p->scratch + *scratch_off;
+    c.dtype = YQ_S8;
+    *scratch_off += up(yq_dlayout_bytes(YQ_S8, c.c, c.h, c.w) * (size_t)p->batch);
+    yq_status st = yq_cuda_convert(t, &c, p->batch, p->stream, err);
+    *t = c;
+    return st;
+}
+
+yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    int B = p->batch;
+    yq_shape is = g->nodes[0].out;
+    yq_status st = yq_cuda_set_device(p->device, err);
+    if (st) return st;
+    if ((st = yq_cuda_h2d(p->input, host_input, sizeof(float) * (size_t)yq_shape_size(is) * B, err))) return st;
+    yq_dtensor x0 = { p->input, YQ_F32, is.c, is.h, is.w, g->q[0].scale, g->q[0].qmin, g->q[0].qmax };
+    yq_dtensor n0 = dt(p, 0);
+    if ((st = yq_cuda_convert(&x0, &n0, B, p->stream, err))) return st;
+
+    for (int i = 1; i < g->n_nodes && st == YQ_OK; i++) {
+        const yq_node *n = &g->nodes[i];
+        const yq_qnode *q = &g->q[i];
+        yq_dtensor y = dt(p, i), a, b, srcs[YQ_MAX_SRC];
+        size_t so = 0;
+        switch (n->op) {
+        case YQ_OP_CONV:
+            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_conv_run(p->conv[i], &a, &y, B, p->stream, err);
+            break;
+        case YQ_OP_SHORTCUT:
+            if (!(st = source(p, i, 0, &so, &a, err)) && !(st = source(p, i, 1, &so, &b, err)))
+                st = yq_cuda_shortcut(&a, &b, q, n->act, &y, B, p->stream, err);
+            break;
+        case YQ_OP_ROUTE:
+            for (int k = 0; k < n->n_src && !st; k++) st = source(p, i, k, &so, &srcs[k], err);
+            if (!st) st = yq_cuda_route(srcs, n->n_src, &n->p.route, &y, B, p->stream, err);
+            break;
+        case YQ_OP_UPSAMPLE:
+            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_upsample(&a, n->p.up.stride, &y, B, p->stream, err);
+            break;
+        case YQ_OP_MAXPOOL:
+            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_maxpool(&a, &n->p.pool, &y, B, p->stream, err);
+            break;
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+            if (!is_alias(g, i)) {
+                a = dt(p, n->src[0]);
+                if (y.dtype != YQ_F32) {
+                    a.scale = y.scale = g->q[n->src[0]].scale;   /* quantized at the source's scale */
+                    y.qmin = g->q[n->src[0]].qmin;
+                    y.qmax = g->q[n->src[0]].qmax;
+                }
+                st = yq_cuda_convert(&a, &y, B, p->stream, err);
+            }
+            break;
+        case YQ_OP_INPUT: case YQ_OP_COUNT:
+            st = yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", n->layer, yq_op_name(n->op));
+            break;
+        }
+        if (st && err) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return yq_fail(err, st, "%s (layer %d): %s", n->name, n->layer, why);
+        }
+    }
+    if (st) return st;
+    return yq_cuda_sync(p->stream, err);
+}
+
+yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    if (id < 0 || id >= g->n_nodes) return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d out of range", id);
+    if (p->last_use[p->owner[id]] != g->n_nodes)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d (%s): its memory was reused (plan with YQ_PLAN_KEEP_ALL)",
+                       id, g->nodes[id].name);
+    yq_dtensor t = dt(p, id);
+    size_t bytes = node_bytes(g, id, p->batch);
+    yq_status st = yq_cuda_sync(p->stream, err);
+    if (st) return st;
+    if (t.dtype == YQ_F32) return yq_cuda_d2h(host, t.p, bytes, err);
+    void *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    st = yq_cuda_d2h(tmp, t.p, bytes, err);
+    if (!st) yq_nhwc4_to_nchw(tmp, t.c, t.h, t.w, p->batch, host);
+    free(tmp);
+    return st;
+}

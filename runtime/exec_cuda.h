@@ -1,0 +1,35 @@
+/* The GPU executor for int8 graphs (g->q set): the plan uploads every conv's
+ * parameters once and places node outputs by liveness in one device allocation;
+ * a run quantizes the float input on the GPU and runs every node there.
+ *
+ *     yq_cuda_plan *p;
+ *     if (yq_cuda_plan_new(g, batch, 0, &p, &err) != YQ_OK) ...
+ *     yq_cuda_run(p, input, &err);                       // batch x C x H x W floats, host memory
+ *     yq_cuda_download(p, head_input_id, host, &err);     // NCHW, in the node's dtype
+ *     yq_cuda_plan_free(p);
+ *
+ * Results: every int8 node equals the CPU reference (yq_exec_int8) byte for byte,
+ * dequantizing head convs bit for bit; layers the qconfig keeps in float
+ * (q->float_op) run FP32 kernels on the GPU that match the CPU's OpenBLAS path to
+ * float rounding only.  Device layout: kernels/cuda.h. */
+#ifndef YQ_EXEC_CUDA_H
+#define YQ_EXEC_CUDA_H
+
+#include "ir/ir.h"
+
+typedef struct yq_cuda_plan yq_cuda_plan;
+
+/* Keeps the head inputs readable after a run (YQ_PLAN_KEEP_HEADS). *out set only on YQ_OK. */
+yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_plan **out, yq_error *err);
+/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL (runtime/plan.h). */
+yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
+                                 yq_error *err);
+void      yq_cuda_plan_free(yq_cuda_plan *p);                   /* NULL is a no-op */
+size_t    yq_cuda_plan_bytes(const yq_cuda_plan *p);            /* the activation allocation */
+/* Runs the graph on batch x C x H x W floats (host memory); returns when done. */
+yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err);
+/* Node id's output after a run, as the CPU executor holds it: NCHW, batch images,
+ * the node's dtype (yq_node_dtype).  YQ_ERR_INVALID_ARG if its memory was reused. */
+yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host_nchw, yq_error *err);
+
+#endif

@@ -1,0 +1,1286 @@
+/* The int8 deploy package: writer and validating loader.
+ *
+ * Layout of a .yqp file (HDF5), format version 1 (YQ_PACKAGE_VERSION):
+ *
+ *   /                      root attributes
+ *     format               string  "yquant-package"
+ *     format_version       int32   1
+ *     yquant_version       string  YQ_VERSION of the writer
+ *     created              string  ISO 8601 UTC, "2026-11-30T12:34:56Z"
+ *     model_sha256         string  64 hex digits: sha256 of cfg bytes || weights bytes
+ *     calib_images_sha256  string  64 hex digits, from the caller
+ *     cfg_path, weights_path  string  where the source model was (provenance only)
+ *     letterbox            int32   the preprocessing the accuracy was measured with
+ *     net_letter_box       int32   the cfg's [net] letter_box (yq_graph.letter_box)
+ *     input_c, input_h, input_w  int32  the network input (= node 0's shape)
+ *   /graph/nodes           compound[n_nodes], one row per node in execution
+ *                          (topological) order; row k is node k, node 0 the input:
+ *     name string[32], op string[16] (yq_op_name: "input", "conv", ...),
+ *     act string[16] (yq_act_name: "linear", "leaky", ...), layer, line, n_src,
+ *     src int32[16] (node ids < k; unused entries 0), out_c, out_h, out_w,
+ *     conv_filters, conv_size, conv_stride, conv_pad, conv_groups, conv_batch_normalize,
+ *     pool_size, pool_stride, pool_pad, route_groups, route_group_id, up_stride,
+ *     head_classes, head_num, head_coords, head_n_mask, head_mask int32[32],
+ *     head_anchors float[64], head_scale_x_y float, head_new_coords, head_softmax
+ *     (all int32 unless said; the parameters of other ops are 0)
+ *   /quant/nodes           compound[n_nodes], the yq_qnode scalars of node k:
+ *     dtype string[4] ("f32" | "s8" | "u8"), float_op, scale float, thresh float,
+ *     qmin, qmax, ma, mb, shift, neg_q31 (the last four: int8 shortcuts; else 0)
+ *   /quant/<layer>/        one group per conv, named by its darknet layer index:
+ *     int8 conv (float_op 0):  wq int8[n_w], bq int32[F], w_scale float[F],
+ *                              rq_pos_mult, rq_pos_shift, rq_neg_mult, rq_neg_shift int32[F],
+ *                              deq float[F]
+ *     float conv (float_op 1): w float[n_w], b float[F]
+ *     where F = filters and n_w = F * (in_c / groups) * size * size; in_c comes
+ *     from shape inference on the graph, and w is [F][in_c/groups][size][size].
+ *   /class_names           string[n], optional
+ *   /qconfig               string (scalar): yq_qconfig_str's text
+ *   /calibration/thresh    float[n_nodes], the calibrated threshold per node;
+ *                          attributes method (string) and images (int32)
+ *   /accuracy              string (scalar): JSON from the caller
+ *   /tuning                string (scalar): JSON, optional (kernel choices)
+ *
+ * Numbers are little-endian in the file whatever the host.  Strings are fixed
+ * length; the loader also accepts variable-length ones (h5py writes those).
+ * The float weights of int8 convs are not stored: the package is int8.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <hdf5.h>
+#include "runtime/package.h"
+
+#define FORMAT_NAME  "yquant-package"
+#define MAX_NODES    65536
+#define MAX_PARAM    4096         /* kernel size, stride, pad */
+#define MAX_CLASSES  65536
+#define MAX_TEXT     (64L << 20)  /* a string dataset or attribute */
+
+/* ---- the two compound records ------------------------------------------- */
+
+typedef struct pk_node {
+    char name[YQ_NAME_LEN];
+    char op[16], act[16];
+    int32_t layer, line, n_src, src[YQ_MAX_SRC];
+    int32_t out_c, out_h, out_w;
+    int32_t conv_filters, conv_size, conv_stride, conv_pad, conv_groups, conv_batch_normalize;
+    int32_t pool_size, pool_stride, pool_pad;
+    int32_t route_groups, route_group_id;
+    int32_t up_stride;
+    int32_t head_classes, head_num, head_coords, head_n_mask, head_mask[YQ_MAX_ANCH];
+    float head_anchors[2 * YQ_MAX_ANCH], head_scale_x_y;
+    int32_t head_new_coords, head_softmax;
+} pk_node;
+
+typedef struct pk_qnode {
+    char dtype[4];
+    int32_t float_op;
+    float scale, thresh;
+    int32_t qmin, qmax, ma, mb, shift, neg_q31;
+} pk_qnode;
+
+enum { K_I32, K_F32, K_STR };
+typedef struct field { const char *name; size_t off; int kind; int n; } field;  /* n: array length or string size */
+
+#define FN(f, k, n) { #f, offsetof(pk_node, f), k, n }
+static const field node_fields[] = {
+    FN(name, K_STR, YQ_NAME_LEN), FN(op, K_STR, 16), FN(act, K_STR, 16),
+    FN(layer, K_I32, 1), FN(line, K_I32, 1), FN(n_src, K_I32, 1), FN(src, K_I32, YQ_MAX_SRC),
+    FN(out_c, K_I32, 1), FN(out_h, K_I32, 1), FN(out_w, K_I32, 1),
+    FN(conv_filters, K_I32, 1), FN(conv_size, K_I32, 1), FN(conv_stride, K_I32, 1),
+    FN(conv_pad, K_I32, 1), FN(conv_groups, K_I32, 1), FN(conv_batch_normalize, K_I32, 1),
+    FN(pool_size, K_I32, 1), FN(pool_stride, K_I32, 1), FN(pool_pad, K_I32, 1),
+    FN(route_groups, K_I32, 1), FN(route_group_id, K_I32, 1), FN(up_stride, K_I32, 1),
+    FN(head_classes, K_I32, 1), FN(head_num, K_I32, 1), FN(head_coords, K_I32, 1),
+    FN(head_n_mask, K_I32, 1), FN(head_mask, K_I32, YQ_MAX_ANCH),
+    FN(head_anchors, K_F32, 2 * YQ_MAX_ANCH), FN(head_scale_x_y, K_F32, 1),
+    FN(head_new_coords, K_I32, 1), FN(head_softmax, K_I32, 1),
+};
+#undef FN
+#define FQ(f, k, n) { #f, offsetof(pk_qnode, f), k, n }
+static const field qnode_fields[] = {
+    FQ(dtype, K_STR, 4), FQ(float_op, K_I32, 1), FQ(scale, K_F32, 1), FQ(thresh, K_F32, 1),
+    FQ(qmin, K_I32, 1), FQ(qmax, K_I32, 1), FQ(ma, K_I32, 1), FQ(mb, K_I32, 1),
+    FQ(shift, K_I32, 1), FQ(neg_q31, K_I32, 1),
+};
+#undef FQ
+#define NFIELDS(a) ((int)(sizeof a / sizeof a[0]))
+
+static hid_t str_type(size_t size)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) { H5Tclose(t); return -1; }
+    return t;
+}
+
+static hid_t member_type(const field *f, int file)
+{
+    if (f->kind == K_STR) return str_type((size_t)f->n);
+    hid_t base = f->kind == K_I32 ? (file ? H5T_STD_I32LE : H5T_NATIVE_INT32) : (file ? H5T_IEEE_F32LE : H5T_NATIVE_FLOAT);
+    if (f->n == 1) return H5Tcopy(base);
+    hsize_t d = (hsize_t)f->n;
+    return H5Tarray_create2(base, 1, &d);
+}
+
+/* The compound type of a record: in memory (the struct's layout, native types)
+ * or in the file (packed, little-endian).  -1 on failure. */
+static hid_t compound_type(const field *fs, int nf, size_t mem_size, int file)
+{
+    hid_t mt[64];
+    size_t total = 0;
+    int k;
+    for (k = 0; k < nf; k++) {
+        mt[k] = member_type(&fs[k], file);
+        if (mt[k] < 0) break;
+        total += H5Tget_size(mt[k]);
+    }
+    hid_t t = -1;
+    if (k == nf) {
+        t = H5Tcreate(H5T_COMPOUND, file ? total : mem_size);
+        size_t off = 0;
+        for (int i = 0; t >= 0 && i < nf; i++) {
+            if (H5Tinsert(t, fs[i].name, file ? off : fs[i].off, mt[i]) < 0) { H5Tclose(t); t = -1; }
+            off += H5Tget_size(mt[i]);
+        }
+    }
+    for (int i = 0; i < k; i++) H5Tclose(mt[i]);
+    return t;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void to_hex(const uint8_t *b, int n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (int i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* 0 unless s is exactly 2n hex digits. */
+static int from_hex(const char *s, uint8_t *b, int n)
+{
+    if ((int)strlen(s) != 2 * n) return 0;
+    for (int i = 0; i < n; i++) {
+        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return 0;
+        b[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+static int op_from_name(const char *s)
+{
+    for (int k = 0; k < YQ_OP_COUNT; k++) if (!strcmp(s, yq_op_name((yq_op)k))) return k;
+    return -1;
+}
+static int act_from_name(const char *s)
+{
+    for (int k = 0; k < YQ_ACT_COUNT; k++) if (!strcmp(s, yq_act_name((yq_act)k))) return k;
+    return -1;
+}
+static const char *dtype_name(yq_dtype t) { return t == YQ_S8 ? "s8" : t == YQ_U8 ? "u8" : "f32"; }
+static int dtype_from_name(const char *s)
+{
+    return !strcmp(s, "f32") ? YQ_F32 : !strcmp(s, "s8") ? YQ_S8 : !strcmp(s, "u8") ? YQ_U8 : -1;
+}
+
+/* The innermost message on HDF5's error stack ("truncated file: eof = ..."). */
+static herr_t first_error(unsigned n, const H5E_error2_t *e, void *ctx)
+{
+    char *buf = ctx;
+    if (n == 0 && e->desc) snprintf(buf, 200, "%s", e->desc);
+    return 0;
+}
+static void h5_error(char *buf)
+{
+    buf[0] = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_error, buf);
+    if (!buf[0]) snprintf(buf, 200, "HDF5 error");
+}
+
+/* Expected weight count of conv node n (shapes already inferred); -1 beyond 2^31. */
+static long conv_n_w(const yq_graph *g, const yq_node *n)
+{
+    yq_shape is = yq_node_in_shape(g, n);
+    const yq_conv_p *c = &n->p.conv;
+    if (c->groups < 1) return -1;
+    double v = (double)c->filters * (is.c / c->groups) * c->size * c->size;
+    return v > 2147483647.0 ? -1 : (long)v;
+}
+
+/* ---- writer ------------------------------------------------------------- */
+
+typedef struct wctx { const char *path; yq_error *err; } wctx;
+
+/* h: HDF5's message, taken at the failure (a later call clears the stack); NULL: take it now. */
+static yq_status wfail_h(wctx *w, const char *what, const char *h)
+{
+    char buf[200];
+    if (!h) {
+        h5_error(buf);
+        h = buf;
+    }
+    return yq_fail(w->err, YQ_ERR_IO, "%s: writing %s failed (%s)", w->path, what, h);
+}
+static yq_status wfail(wctx *w, const char *what) { return wfail_h(w, what, NULL); }
+
+static yq_status w_attr(wctx *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = s < 0 ? -1 : H5Acreate2(loc, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
+    int ok = a >= 0 && H5Awrite(a, mtype, v) >= 0;
+    char h[200] = "";
+    if (!ok) h5_error(h);
+    if (a >= 0 && H5Aclose(a) < 0 && ok) {
+        ok = 0;
+        h5_error(h);
+    }
+    if (s >= 0) H5Sclose(s);
+    return ok ? YQ_OK : wfail_h(w, name, h);
+}
+
+static yq_status w_attr_int(wctx *w, hid_t loc, const char *name, int v)
+{
+    int32_t x = v;
+    return w_attr(w, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &x);
+}
+
+static yq_status w_attr_str(wctx *w, hid_t loc, const char *name, const char *s)
+{
+    if (!s) s = "";
+    size_t len = strlen(s);
+    hid_t t = str_type(len + 1);
+    if (t < 0) return wfail(w, name);
+    yq_status st = w_attr(w, loc, name, t, t, s);
+    H5Tclose(t);
+    return st;
+}
+
+/* A 1-d dataset of n elements, or a scalar one when n == 0. */
+static yq_status w_ds(wctx *w, hid_t loc, const char *name, const char *what, hid_t ftype, hid_t mtype,
+                      hsize_t n, const void *data)
+{
+    hid_t s = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
+    /* No timestamps: the same graph gives the same bytes (but for 'created'). */
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dcpl >= 0) H5Pset_obj_track_times(dcpl, 0);
+#if H5_VERSION_GE(1, 10, 5)
+    if (dcpl >= 0) H5Pset_dset_no_attrs_hint(dcpl, 1);   /* minimal object headers: ours carry no attributes */
+#endif
+    hid_t d = s < 0 ? -1 : H5Dcreate2(loc, name, ftype, s, H5P_DEFAULT, dcpl >= 0 ? dcpl : H5P_DEFAULT, H5P_DEFAULT);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    int ok = d >= 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
+    char h[200] = "";
+    if (!ok) h5_error(h);
+    if (d >= 0 && H5Dclose(d) < 0 && ok) {
+        ok = 0;
+        h5_error(h);
+    }
+    if (s >= 0) H5Sclose(s);
+    return ok ? YQ_OK : wfail_h(w, what ? what : name, h);
+}
+
+static yq_status w_ds_str(wctx *w, hid_t loc, const char *name, const char *s)
+{
+    if (!s) s = "";
+    hid_t t = str_type(strlen(s) + 1);
+    if (t < 0) return wfail(w, name);
+    yq_status st = w_ds(w, loc, name, NULL, t, t, 0, s);
+    H5Tclose(t);
+    return st;
+}
+
+static yq_status w_group(wctx *w, hid_t loc, const char *name, hid_t *out)
+{
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    if (gcpl >= 0) H5Pset_obj_track_times(gcpl, 0);
+    *out = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl >= 0 ? gcpl : H5P_DEFAULT, H5P_DEFAULT);
+    if (gcpl >= 0) H5Pclose(gcpl);
+    return *out < 0 ? wfail(w, name) : YQ_OK;
+}
+
+static void fill_record(const yq_node *n, pk_node *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", n->name);
+    snprintf(r->op, sizeof r->op, "%s", yq_op_name(n->op));
+    snprintf(r->act, sizeof r->act, "%s", yq_act_name(n->act));
+    r->layer = n->layer;
+    r->line = n->line;
+    r->n_src = n->n_src;
+    for (int k = 0; k < n->n_src && k < YQ_MAX_SRC; k++) r->src[k] = n->src[k];
+    r->out_c = n->out.c;
+    r->out_h = n->out.h;
+    r->out_w = n->out.w;
+    switch (n->op) {
+    case YQ_OP_CONV:
+        r->conv_filters = n->p.conv.filters;
+        r->conv_size = n->p.conv.size;
+        r->conv_stride = n->p.conv.stride;
+        r->conv_pad = n->p.conv.pad;
+        r->conv_groups = n->p.conv.groups;
+        r->conv_batch_normalize = n->p.conv.batch_normalize;
+        break;
+    case YQ_OP_MAXPOOL:
+        r->pool_size = n->p.pool.size;
+        r->pool_stride = n->p.pool.stride;
+        r->pool_pad = n->p.pool.pad;
+        break;
+    case YQ_OP_ROUTE:
+        r->route_groups = n->p.route.groups;
+        r->route_group_id = n->p.route.group_id;
+        break;
+    case YQ_OP_UPSAMPLE:
+        r->up_stride = n->p.up.stride;
+        break;
+    case YQ_OP_YOLO: case YQ_OP_REGION: {
+        const yq_head_p *h = &n->p.head;
+        r->head_classes = h->classes;
+        r->head_num = h->num;
+        r->head_coords = h->coords;
+        r->head_n_mask = h->n_mask;
+        memcpy(r->head_mask, h->mask, sizeof r->head_mask);
+        memcpy(r->head_anchors, h->anchors, sizeof r->head_anchors);
+        r->head_scale_x_y = h->scale_x_y;
+        r->head_new_coords = h->new_coords;
+        r->head_softmax = h->softmax;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* The arrays of conv node id in group grp. */
+static yq_status write_conv(wctx *w, const yq_graph *g, int id, hid_t grp)
+{
+    const yq_node *n = &g->nodes[id];
+    const yq_qnode *q = &g->q[id];
+    int F = n->p.conv.filters;
+    long nw = conv_n_w(g, n);
+    char what[96];
+    if (nw <= 0 || F < 1 || n->n_w != nw)
+        return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: layer %d (%s): %ld weights, the shape says %ld",
+                       w->path, n->layer, n->name, n->n_w, nw);
+#define DS(nm, ft, mt, cnt, data) do { \
+        snprintf(what, sizeof what, "/quant/%d/%s", n->layer, nm); \
+        yq_status s_ = w_ds(w, grp, nm, what, ft, mt, (hsize_t)(cnt), data); \
+        if (s_ != YQ_OK) return s_; } while (0)
+    if (q->float_op) {
+        if (!n->w || !n->b)
+            return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: layer %d (%s) runs in float but has no float weights",
+                           w->path, n->layer, n->name);
+        DS("w", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, nw, n->w);
+        DS("b", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, n->b);
+        return YQ_OK;
+    }
+    if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
+        return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: layer %d (%s) is int8 but has no quantized weights",
+                       w->path, n->layer, n->name);
+    DS("wq", H5T_STD_I8LE, H5T_NATIVE_INT8, nw, q->wq);
+    DS("bq", H5T_STD_I32LE, H5T_NATIVE_INT32, F, q->bq);
+    DS("w_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->w_scale);
+    DS("deq", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->deq);
+#undef DS
+    int32_t *t = malloc(sizeof *t * (size_t)F);
+    if (!t) return yq_fail(w->err, YQ_ERR_NOMEM, "%s: out of memory", w->path);
+    yq_status st = YQ_OK;
+    const yq_rq *rq[2] = { q->rq_pos, q->rq_neg };
+    static const char *nm[2][2] = { { "rq_pos_mult", "rq_pos_shift" }, { "rq_neg_mult", "rq_neg_shift" } };
+    for (int s = 0; s < 2 && st == YQ_OK; s++)
+        for (int part = 0; part < 2 && st == YQ_OK; part++) {
+            for (int o = 0; o < F; o++) t[o] = part ? rq[s][o].shift : rq[s][o].mult;
+            snprintf(what, sizeof what, "/quant/%d/%s", n->layer, nm[s][part]);
+            st = w_ds(w, grp, nm[s][part], what, H5T_STD_I32LE, H5T_NATIVE_INT32, (hsize_t)F, t);
+        }
+    free(t);
+    return st;
+}
+
+static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package_meta *m)
+{
+    int N = g->n_nodes;
+    yq_status st = YQ_OK;
+    hid_t grp = -1, ft = -1, mt = -1;
+    pk_node *rec = NULL;
+    pk_qnode *qrec = NULL;
+    float *thr = NULL;
+    char hex[65], created[32], name[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    else snprintf(created, sizeof created, "unknown");
+
+#define TRY(x) do { if ((st = (x)) != YQ_OK) goto done; } while (0)
+    TRY(w_attr_str(w, f, "format", FORMAT_NAME));
+    TRY(w_attr_int(w, f, "format_version", YQ_PACKAGE_VERSION));
+    TRY(w_attr_str(w, f, "yquant_version", YQ_VERSION));
+    TRY(w_attr_str(w, f, "created", created));
+    to_hex(g->model_sha256, 32, hex);
+    TRY(w_attr_str(w, f, "model_sha256", hex));
+    static const uint8_t zero[32];
+    to_hex(m ? m->calib_images_sha256 : zero, 32, hex);
+    TRY(w_attr_str(w, f, "calib_images_sha256", hex));
+    TRY(w_attr_str(w, f, "cfg_path", g->cfg_path));
+    TRY(w_attr_str(w, f, "weights_path", g->weights_path));
+    TRY(w_attr_int(w, f, "letterbox", m ? m->letterbox : g->letter_box));
+    TRY(w_attr_int(w, f, "net_letter_box", g->letter_box));
+    TRY(w_attr_int(w, f, "input_c", g->nodes[0].out.c));
+    TRY(w_attr_int(w, f, "input_h", g->nodes[0].out.h));
+    TRY(w_attr_int(w, f, "input_w", g->nodes[0].out.w));
+
+    /* /graph/nodes */
+    rec = calloc((size_t)N, sizeof *rec);
+    qrec = calloc((size_t)N, sizeof *qrec);
+    thr = calloc((size_t)N, sizeof *thr);
+    if (!rec || !qrec || !thr) { st = yq_fail(w->err, YQ_ERR_NOMEM, "%s: out of memory", w->path); goto done; }
+    for (int i = 0; i < N; i++) fill_record(&g->nodes[i], &rec[i]);
+    TRY(w_group(w, f, "graph", &grp));
+    ft = compound_type(node_fields, NFIELDS(node_fields), sizeof(pk_node), 1);
+    mt = compound_type(node_fields, NFIELDS(node_fields), sizeof(pk_node), 0);
+    if (ft < 0 || mt < 0) { st = wfail(w, "the node type"); goto done; }
+    TRY(w_ds(w, grp, "nodes", "/graph/nodes", ft, mt, (hsize_t)N, rec));
+    H5Tclose(ft); H5Tclose(mt); H5Gclose(grp);
+    ft = mt = grp = -1;
+
+    /* /quant */
+    for (int i = 0; i < N; i++) {
+        const yq_qnode *q = &g->q[i];
+        snprintf(qrec[i].dtype, sizeof qrec[i].dtype, "%s", dtype_name(q->dtype));
+        qrec[i].float_op = q->float_op;
+        qrec[i].scale = q->scale;
+        qrec[i].thresh = q->thresh;
+        qrec[i].qmin = q->qmin;
+        qrec[i].qmax = q->qmax;
+        if (g->nodes[i].op == YQ_OP_SHORTCUT) {
+            qrec[i].ma = q->ma;
+            qrec[i].mb = q->mb;
+            qrec[i].shift = q->shift;
+            qrec[i].neg_q31 = q->neg_q31;
+        }
+        thr[i] = q->thresh;
+    }
+    TRY(w_group(w, f, "quant", &grp));
+    ft = compound_type(qnode_fields, NFIELDS(qnode_fields), sizeof(pk_qnode), 1);
+    mt = compound_type(qnode_fields, NFIELDS(qnode_fields), sizeof(pk_qnode), 0);
+    if (ft < 0 || mt < 0) { st = wfail(w, "the quant type"); goto done; }
+    TRY(w_ds(w, grp, "nodes", "/quant/nodes", ft, mt, (hsize_t)N, qrec));
+    H5Tclose(ft); H5Tclose(mt);
+    ft = mt = -1;
+    for (int i = 1; i < N; i++) {
+        if (g->nodes[i].op != YQ_OP_CONV) continue;
+        snprintf(name, sizeof name, "%d", g->nodes[i].layer);
+        if (H5Lexists(grp, name, H5P_DEFAULT) > 0) {
+            st = yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: two convs are layer %d", w->path, g->nodes[i].layer);
+            goto done;
+        }
+        hid_t cg;
+        TRY(w_group(w, grp, name, &cg));
+        st = write_conv(w, g, i, cg);
+        H5Gclose(cg);
+        if (st != YQ_OK) goto done;
+    }
+    H5Gclose(grp);
+    grp = -1;
+
+    /* Names, text, calibration. */
+    if (g->class_names && g->n_class_names > 0) {
+        size_t len = 1;
+        for (int k = 0; k < g->n_class_names; k++) {
+            size_t l = strlen(g->class_names[k]) + 1;
+            if (l > len) len = l;
+        }
+        char *buf = calloc((size_t)g->n_class_names, len);
+        hid_t t = str_type(len);
+        if (!buf || t < 0) {
+            free(buf);
+            if (t >= 0) H5Tclose(t);
+            st = yq_fail(w->err, YQ_ERR_NOMEM, "%s: out of memory", w->path);
+            goto done;
+        }
+        for (int k = 0; k < g->n_class_names; k++) memcpy(buf + (size_t)k * len, g->class_names[k], strlen(g->class_names[k]));
+        st = w_ds(w, f, "class_names", "/class_names", t, t, (hsize_t)g->n_class_names, buf);
+        H5Tclose(t);
+        free(buf);
+        if (st != YQ_OK) goto done;
+    }
+    TRY(w_ds_str(w, f, "qconfig", m ? m->qconfig_text : NULL));
+    TRY(w_ds_str(w, f, "accuracy", m ? m->accuracy_json : NULL));
+    if (m && m->tuning_json) TRY(w_ds_str(w, f, "tuning", m->tuning_json));
+    TRY(w_group(w, f, "calibration", &grp));
+    TRY(w_ds(w, grp, "thresh", "/calibration/thresh", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, (hsize_t)N, thr));
+    TRY(w_attr_str(w, grp, "method", m ? m->calib_method : NULL));
+    TRY(w_attr_int(w, grp, "images", m ? m->calib_images : 0));
+#undef TRY
+done:
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    if (grp >= 0) H5Gclose(grp);
+    free(rec);
+    free(qrec);
+    free(thr);
+    return st;
+}
+
+static yq_status package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
+{
+    if (!path || !*path || !g) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no graph");
+    if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the graph is not quantized (no int8 annotation)", path);
+    if (g->n_nodes < 1 || g->n_nodes > MAX_NODES || g->nodes[0].op != YQ_OP_INPUT)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the graph has %d nodes or no input node", path, g->n_nodes);
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    wctx w = { path, err };
+    /* HDF5 1.8 structures (readable by HDF5 1.8 and newer): compact groups and
+     * minimal dataset headers take a quarter of the metadata of the defaults
+     * (yolo-fastest: 880 KB instead of 1075 KB, 774 KB of it data). */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#if H5_VERSION_GE(1, 10, 2)
+    if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+#endif
+    errno = 0;
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        int e = errno;
+        char h[200];
+        h5_error(h);
+        yq_status st = yq_fail(err, YQ_ERR_IO, "%s: cannot create %s: %s", path, tmp, e ? strerror(e) : h);
+        remove(tmp);     /* in case HDF5 got as far as creating it */
+        free(tmp);
+        return st;
+    }
+    yq_status st = write_all(&w, f, g, meta);
+    if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, tmp);
+    if (st == YQ_OK && rename(tmp, path) != 0)
+        st = yq_fail(err, YQ_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
+    if (st != YQ_OK) remove(tmp);
+    free(tmp);
+    return st;
+}
+
+/* ---- loader ------------------------------------------------------------- */
+
+typedef struct rctx { const char *path; yq_error *err; } rctx;
+
+#define RFAIL(code, ...) yq_fail(r->err, code, __VA_ARGS__)
+
+/* A string attribute (is_attr) or scalar dataset; *out malloc'd. */
+static yq_status r_str(rctx *r, hid_t obj, int is_attr, const char *what, char **out)
+{
+    hid_t t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    hid_t s = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    hid_t m = -1;
+    yq_status st = YQ_OK;
+    *out = NULL;
+    if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_type(s) != H5S_SCALAR) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s is not a string", r->path, what);
+        goto done;
+    }
+    m = H5Tcopy(H5T_C_S1);
+    if (H5Tis_variable_str(t) > 0) {
+        char *p = NULL;
+        if (m < 0 || H5Tset_size(m, H5T_VARIABLE) < 0 ||
+            (is_attr ? H5Aread(obj, m, &p) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p)) < 0) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, what);
+            goto done;
+        }
+        *out = strdup(p ? p : "");
+        if (p) H5free_memory(p);
+    } else {
+        size_t n = H5Tget_size(t);
+        if (n == 0 || n > (size_t)MAX_TEXT) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: %s has %zu bytes", r->path, what, n);
+            goto done;
+        }
+        *out = calloc(n + 1, 1);
+        if (*out && (m < 0 || H5Tset_size(m, n) < 0 || H5Tset_strpad(m, H5T_STR_NULLPAD) < 0 ||
+                     (is_attr ? H5Aread(obj, m, *out) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out)) < 0)) {
+            free(*out);
+            *out = NULL;
+            st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, what);
+            goto done;
+        }
+    }
+    if (!*out) st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory reading %s", r->path, what);
+done:
+    if (m >= 0) H5Tclose(m);
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    return st;
+}
+
+/* A string attribute of loc; absent: "" when optional, else an error. */
+static yq_status r_attr_str(rctx *r, hid_t loc, const char *objname, const char *name, int optional, char **out)
+{
+    char what[128];
+    snprintf(what, sizeof what, "attribute '%s' of %s", name, objname);
+    *out = NULL;
+    if (H5Aexists(loc, name) <= 0) {
+        if (optional) return (*out = strdup("")) ? YQ_OK : RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+        return RFAIL(YQ_ERR_FORMAT, "%s: missing %s", r->path, what);
+    }
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) return RFAIL(YQ_ERR_FORMAT, "%s: cannot open %s (damaged)", r->path, what);
+    yq_status st = r_str(r, a, 1, what, out);
+    H5Aclose(a);
+    return st;
+}
+
+/* Copies a string attribute into a fixed buffer. */
+static yq_status r_attr_buf(rctx *r, hid_t loc, const char *name, char *buf, size_t cap)
+{
+    char *s;
+    yq_status st = r_attr_str(r, loc, "/", name, 0, &s);
+    if (st != YQ_OK) return st;
+    if (strlen(s) >= cap) st = RFAIL(YQ_ERR_FORMAT, "%s: attribute '%s' is %zu bytes long (at most %zu)", r->path, name, strlen(s), cap - 1);
+    else memcpy(buf, s, strlen(s) + 1);
+    free(s);
+    return st;
+}
+
+static yq_status r_attr_int(rctx *r, hid_t loc, const char *objname, const char *name, int *v)
+{
+    if (H5Aexists(loc, name) <= 0) return RFAIL(YQ_ERR_FORMAT, "%s: missing attribute '%s' of %s", r->path, name, objname);
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t t = a < 0 ? -1 : H5Aget_type(a);
+    hid_t s = a < 0 ? -1 : H5Aget_space(a);
+    int32_t x = 0;
+    int ok = t >= 0 && s >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Sget_simple_extent_npoints(s) == 1 &&
+             H5Aread(a, H5T_NATIVE_INT32, &x) >= 0;
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    *v = x;
+    return ok ? YQ_OK : RFAIL(YQ_ERR_FORMAT, "%s: attribute '%s' of %s is not an integer", r->path, name, objname);
+}
+
+/* A scalar string dataset; absent: NULL when optional. */
+static yq_status r_ds_str(rctx *r, hid_t loc, const char *name, int optional, char **out)
+{
+    char what[64];
+    snprintf(what, sizeof what, "/%s", name);
+    *out = NULL;
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
+        return optional ? YQ_OK : RFAIL(YQ_ERR_FORMAT, "%s: missing dataset %s", r->path, what);
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s is not a dataset (or is damaged)", r->path, what);
+    yq_status st = r_str(r, d, 0, what, out);
+    H5Dclose(d);
+    return st;
+}
+
+/* A 1-d numeric dataset of exactly n elements of class cls, esize bytes
+ * (integers signed), read into buf as mtype.  who names the node. */
+static yq_status r_array(rctx *r, hid_t loc, const char *name, const char *what, const char *who,
+                         H5T_class_t cls, size_t esize, hid_t mtype, long n, void *buf)
+{
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: missing dataset %s", r->path, who, what);
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: %s is not a dataset (or is damaged)", r->path, who, what);
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+    yq_status st = YQ_OK;
+    hsize_t dim = 0;
+    if (t < 0 || s < 0 || H5Tget_class(t) != cls || H5Tget_size(t) != esize ||
+        (cls == H5T_INTEGER && H5Tget_sign(t) != H5T_SGN_2)) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s: %s is not %s%zu-byte %s", r->path, who, what,
+                   cls == H5T_INTEGER ? "signed " : "", esize, cls == H5T_INTEGER ? "integers" : "floats");
+    } else if (H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &dim, NULL) != 1) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s: %s is not a 1-d array", r->path, who, what);
+    } else if (dim != (hsize_t)n) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s: %s has %llu values, expected %ld", r->path, who, what,
+                   (unsigned long long)dim, n);
+    } else if (H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s: cannot read %s (damaged)", r->path, who, what);
+    }
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    H5Dclose(d);
+    return st;
+}
+
+/* Every field of the memory type must be in the file's compound, of the same
+ * class (and array length). */
+static yq_status check_fields(rctx *r, hid_t ftype, hid_t mtype, const char *what)
+{
+    if (H5Tget_class(ftype) != H5T_COMPOUND) return RFAIL(YQ_ERR_FORMAT, "%s: %s is not a table (compound)", r->path, what);
+    int nm = H5Tget_nmembers(mtype);
+    yq_status st = YQ_OK;
+    for (int i = 0; i < nm && st == YQ_OK; i++) {
+        char *name = H5Tget_member_name(mtype, (unsigned)i);
+        if (!name) return RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+        int fi = H5Tget_member_index(ftype, name);
+        if (fi < 0) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: %s lacks the field '%s'", r->path, what, name);
+        } else {
+            hid_t a = H5Tget_member_type(mtype, (unsigned)i), b = H5Tget_member_type(ftype, (unsigned)fi);
+            int ok = a >= 0 && b >= 0 && H5Tget_class(a) == H5Tget_class(b);
+            if (ok && H5Tget_class(a) == H5T_ARRAY) {
+                hsize_t da = 0, db = 0;
+                hid_t ba = -1, bb = -1;
+                ok = H5Tget_array_ndims(b) == 1 && H5Tget_array_dims2(a, &da) == 1 && H5Tget_array_dims2(b, &db) == 1 &&
+                     da == db && (ba = H5Tget_super(a)) >= 0 && (bb = H5Tget_super(b)) >= 0 &&
+                     H5Tget_class(ba) == H5Tget_class(bb);
+                if (ba >= 0) H5Tclose(ba);
+                if (bb >= 0) H5Tclose(bb);
+            }
+            if (ok && H5Tget_class(a) == H5T_STRING) ok = H5Tis_variable_str(b) == 0;
+            if (a >= 0) H5Tclose(a);
+            if (b >= 0) H5Tclose(b);
+            if (!ok) st = RFAIL(YQ_ERR_FORMAT, "%s: %s: field '%s' has another type", r->path, what, name);
+        }
+        H5free_memory(name);
+    }
+    return st;
+}
+
+/* A compound table of n rows (n < 0: any count in [1, MAX_NODES], returned). */
+static yq_status r_table(rctx *r, hid_t f, const char *group, const char *dsname, const field *fs, int nf,
+                         size_t rsize, int *n, void **out)
+{
+    *out = NULL;
+    /* The group first: H5Lexists fails (rather than says no) on a path through a missing group. */
+    if (H5Lexists(f, group, H5P_DEFAULT) <= 0 || H5Lexists(f, dsname, H5P_DEFAULT) <= 0)
+        return RFAIL(YQ_ERR_FORMAT, "%s: missing %s", r->path, dsname);
+    hid_t d = H5Dopen2(f, dsname, H5P_DEFAULT);
+    if (d < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s is not a dataset (or is damaged)", r->path, dsname);
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d), m = compound_type(fs, nf, rsize, 0);
+    yq_status st = YQ_OK;
+    hsize_t dim = 0;
+    if (t < 0 || s < 0 || m < 0) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, dsname);
+        goto done;
+    }
+    if ((st = check_fields(r, t, m, dsname)) != YQ_OK) goto done;
+    if (H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &dim, NULL) != 1) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: %s is not a 1-d table", r->path, dsname);
+        goto done;
+    }
+    if (*n < 0 ? (dim < 1 || dim > MAX_NODES) : dim != (hsize_t)*n) {
+        if (*n < 0) st = RFAIL(YQ_ERR_FORMAT, "%s: %s has %llu rows (1 to %d)", r->path, dsname, (unsigned long long)dim, MAX_NODES);
+        else st = RFAIL(YQ_ERR_FORMAT, "%s: %s has %llu rows, the graph %d nodes", r->path, dsname, (unsigned long long)dim, *n);
+        goto done;
+    }
+    *out = calloc((size_t)dim, rsize);
+    if (!*out) {
+        st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+        goto done;
+    }
+    if (H5Dread(d, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {
+        free(*out);
+        *out = NULL;
+        st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, dsname);
+        goto done;
+    }
+    *n = (int)dim;
+done:
+    if (m >= 0) H5Tclose(m);
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    H5Dclose(d);
+    return st;
+}
+
+static int in(long v, long lo, long hi) { return v >= lo && v <= hi; }
+
+/* Node i of the graph from its record: op, params, sources; then shape inference
+ * must give the stored output shape. */
+static yq_status build_node(rctx *r, yq_graph *g, int i, const pk_node *rc, const char *who)
+{
+    int op = op_from_name(rc->op), act = act_from_name(rc->act);
+    if (op < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: unknown op '%s'", r->path, who, rc->op);
+    if (act < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: unknown activation '%s'", r->path, who, rc->act);
+    if ((i == 0) != (op == YQ_OP_INPUT))
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: %s", r->path, who, i ? "a second input node" : "node 0 is not the input");
+    int lo = 1, hi = 1;
+    if (op == YQ_OP_INPUT) lo = hi = 0;
+    else if (op == YQ_OP_SHORTCUT) lo = hi = 2;
+    else if (op == YQ_OP_ROUTE) hi = YQ_MAX_SRC;
+    if (!in(rc->n_src, lo, hi))
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: %d inputs (a %s takes %d to %d)", r->path, who, rc->n_src, rc->op, lo, hi);
+    for (int k = 0; k < rc->n_src; k++)
+        if (!in(rc->src[k], 0, i - 1))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: input %d is node %d, which does not precede it", r->path, who, k, rc->src[k]);
+    if (rc->layer < -1 || rc->line < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: layer %d, line %d", r->path, who, rc->layer, rc->line);
+
+    yq_error e2;
+    yq_node *n = yq_graph_add(g, (yq_op)op, &e2);
+    if (!n) return RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+    memcpy(n->name, rc->name, sizeof n->name);
+    n->layer = rc->layer;
+    n->line = rc->line;
+    n->act = (yq_act)act;
+    n->n_src = rc->n_src;
+    for (int k = 0; k < rc->n_src; k++) n->src[k] = rc->src[k];
+    switch ((yq_op)op) {
+    case YQ_OP_INPUT:
+        if (!in(rc->out_c, 1, 1 << 16) || !in(rc->out_h, 1, 1 << 16) || !in(rc->out_w, 1, 1 << 16))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: input %dx%dx%d", r->path, who, rc->out_c, rc->out_h, rc->out_w);
+        n->out = (yq_shape){ rc->out_c, rc->out_h, rc->out_w };
+        break;
+    case YQ_OP_CONV: {
+        yq_conv_p *c = &n->p.conv;
+        if (!in(rc->conv_filters, 1, 1 << 20) || !in(rc->conv_size, 1, MAX_PARAM) || !in(rc->conv_stride, 1, MAX_PARAM) ||
+            !in(rc->conv_pad, 0, MAX_PARAM) || !in(rc->conv_groups, 1, 1 << 20) || !in(rc->conv_batch_normalize, 0, 1))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: filters=%d size=%d stride=%d pad=%d groups=%d batch_normalize=%d",
+                         r->path, who, rc->conv_filters, rc->conv_size, rc->conv_stride, rc->conv_pad,
+                         rc->conv_groups, rc->conv_batch_normalize);
+        *c = (yq_conv_p){ rc->conv_filters, rc->conv_size, rc->conv_stride, rc->conv_pad, rc->conv_groups,
+                          rc->conv_batch_normalize };
+        break;
+    }
+    case YQ_OP_MAXPOOL:
+        if (!in(rc->pool_size, 1, MAX_PARAM) || !in(rc->pool_stride, 1, MAX_PARAM) || !in(rc->pool_pad, 0, MAX_PARAM))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: size=%d stride=%d padding=%d", r->path, who,
+                         rc->pool_size, rc->pool_stride, rc->pool_pad);
+        n->p.pool = (yq_pool_p){ rc->pool_size, rc->pool_stride, rc->pool_pad };
+        break;
+    case YQ_OP_ROUTE:
+        if (!in(rc->route_groups, 1, 1 << 16) || !in(rc->route_group_id, 0, rc->route_groups - 1))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: groups=%d group_id=%d", r->path, who, rc->route_groups, rc->route_group_id);
+        n->p.route = (yq_route_p){ rc->route_groups, rc->route_group_id };
+        break;
+    case YQ_OP_UPSAMPLE:
+        if (!in(rc->up_stride, 1, MAX_PARAM)) return RFAIL(YQ_ERR_FORMAT, "%s: %s: stride=%d", r->path, who, rc->up_stride);
+        n->p.up.stride = rc->up_stride;
+        break;
+    case YQ_OP_YOLO: case YQ_OP_REGION: {
+        yq_head_p *h = &n->p.head;
+        if (!in(rc->head_classes, 1, MAX_CLASSES) || !in(rc->head_num, 1, YQ_MAX_ANCH) || !in(rc->head_coords, 0, 64) ||
+            !in(rc->head_n_mask, 0, YQ_MAX_ANCH) || !in(rc->head_new_coords, 0, 1) || !in(rc->head_softmax, 0, 1) ||
+            !isfinite(rc->head_scale_x_y) || !(rc->head_scale_x_y > 0))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: classes=%d num=%d coords=%d masks=%d new_coords=%d softmax=%d scale_x_y=%g",
+                         r->path, who, rc->head_classes, rc->head_num, rc->head_coords, rc->head_n_mask,
+                         rc->head_new_coords, rc->head_softmax, (double)rc->head_scale_x_y);
+        for (int k = 0; k < rc->head_n_mask; k++)
+            if (!in(rc->head_mask[k], 0, rc->head_num - 1))
+                return RFAIL(YQ_ERR_FORMAT, "%s: %s: mask %d is anchor %d of %d", r->path, who, k, rc->head_mask[k], rc->head_num);
+        for (int k = 0; k < 2 * YQ_MAX_ANCH; k++)
+            if (!isfinite(rc->head_anchors[k]))
+                return RFAIL(YQ_ERR_FORMAT, "%s: %s: anchor value %d is not finite", r->path, who, k);
+        h->classes = rc->head_classes;
+        h->num = rc->head_num;
+        h->coords = rc->head_coords;
+        h->n_mask = rc->head_n_mask;
+        memcpy(h->mask, rc->head_mask, sizeof h->mask);
+        memcpy(h->anchors, rc->head_anchors, sizeof h->anchors);
+        h->scale_x_y = rc->head_scale_x_y;
+        h->new_coords = rc->head_new_coords;
+        h->softmax = rc->head_softmax;
+        break;
+    }
+    case YQ_OP_SHORTCUT: case YQ_OP_DROPOUT: case YQ_OP_COUNT:
+        break;
+    }
+    yq_error se;
+    if (yq_shape_infer(g, i, &se) != YQ_OK)
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: %s", r->path, who, se.msg);
+    if (n->out.c != rc->out_c || n->out.h != rc->out_h || n->out.w != rc->out_w)
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: stored output %dx%dx%d, shape inference gives %dx%dx%d", r->path, who,
+                     rc->out_c, rc->out_h, rc->out_w, n->out.c, n->out.h, n->out.w);
+    if (op == YQ_OP_CONV) {
+        n->n_w = conv_n_w(g, n);
+        if (n->n_w <= 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: more than 2^31 weights", r->path, who);
+    }
+    return YQ_OK;
+}
+
+static yq_status check_qnode(rctx *r, const yq_graph *g, int i, const pk_qnode *qr, yq_qnode *q, const char *who)
+{
+    int dt = dtype_from_name(qr->dtype);
+    if (dt < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: unknown dtype '%s'", r->path, who, qr->dtype);
+    if (!in(qr->float_op, 0, 1) || (qr->float_op && dt != YQ_F32) || (i == 0 && qr->float_op))
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: float_op=%d with dtype %s", r->path, who, qr->float_op, qr->dtype);
+    if (!isfinite(qr->scale) || !(qr->scale > 0) || !isfinite(qr->thresh) || !(qr->thresh > 0))
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: scale %g, threshold %g (must be finite and > 0)", r->path, who,
+                     (double)qr->scale, (double)qr->thresh);
+    int lo = dt == YQ_U8 ? 0 : -128, hi = dt == YQ_S8 ? 127 : 255;
+    if (!in(qr->qmin, lo, hi) || !in(qr->qmax, lo, hi) || qr->qmin >= qr->qmax || qr->qmax < 1)
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: range [%d, %d] for %s", r->path, who, qr->qmin, qr->qmax, qr->dtype);
+    q->dtype = (yq_dtype)dt;
+    q->float_op = qr->float_op;
+    q->scale = qr->scale;
+    q->thresh = qr->thresh;
+    q->qmin = qr->qmin;
+    q->qmax = qr->qmax;
+    if (g->nodes[i].op == YQ_OP_SHORTCUT && !qr->float_op) {
+        /* With a negative-side factor the kernel shifts by shift + 31. */
+        int max_shift = qr->neg_q31 == 0x7fffffff ? 62 : 31;
+        if (qr->ma < 0 || qr->mb < 0 || !in(qr->shift, 0, max_shift) || qr->neg_q31 < 0)
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: add multipliers %d, %d, shift %d (0 to %d), negative factor %d",
+                         r->path, who, qr->ma, qr->mb, qr->shift, max_shift, qr->neg_q31);
+        q->ma = qr->ma;
+        q->mb = qr->mb;
+        q->shift = qr->shift;
+        q->neg_q31 = qr->neg_q31;
+    }
+    return YQ_OK;
+}
+
+/* The arrays of conv node i from /quant/<layer>. */
+static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char *who)
+{
+    yq_node *n = &g->nodes[i];
+    yq_qnode *q = &g->q[i];
+    int F = n->p.conv.filters;
+    long nw = n->n_w;
+    char gname[32], what[96];
+    snprintf(gname, sizeof gname, "%d", n->layer);
+    if (H5Lexists(quant, gname, H5P_DEFAULT) <= 0)
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: missing group /quant/%s", r->path, who, gname);
+    hid_t cg = H5Gopen2(quant, gname, H5P_DEFAULT);
+    if (cg < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: /quant/%s is not a group (or is damaged)", r->path, who, gname);
+    yq_status st = YQ_OK;
+    int32_t *t = NULL;
+#define ARR(nm, cls, esz, mt, cnt, buf) do { \
+        snprintf(what, sizeof what, "/quant/%s/%s", gname, nm); \
+        if ((st = r_array(r, cg, nm, what, who, cls, esz, mt, cnt, buf)) != YQ_OK) goto done; } while (0)
+#define BAD(...) do { st = RFAIL(YQ_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
+    if (q->float_op) {
+        n->w = yq_arena_alloc(g, sizeof(float) * (size_t)nw);
+        n->b = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+        if (!n->w || !n->b) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path); goto done; }
+        ARR("w", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, nw, n->w);
+        ARR("b", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, n->b);
+        for (long k = 0; k < nw; k++) if (!isfinite(n->w[k])) BAD("%s: %s: /quant/%s/w[%ld] is not finite", r->path, who, gname, k);
+        for (int o = 0; o < F; o++) if (!isfinite(n->b[o])) BAD("%s: %s: /quant/%s/b[%d] is not finite", r->path, who, gname, o);
+        goto done;
+    }
+    q->wq = yq_arena_alloc(g, (size_t)nw);
+    q->bq = yq_arena_alloc(g, sizeof(int32_t) * (size_t)F);
+    q->w_scale = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    t = malloc(sizeof *t * (size_t)F);
+    if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq || !t) {
+        st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+        goto done;
+    }
+    ARR("wq", H5T_INTEGER, 1, H5T_NATIVE_INT8, nw, q->wq);
+    ARR("bq", H5T_INTEGER, 4, H5T_NATIVE_INT32, F, q->bq);
+    ARR("w_scale", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->w_scale);
+    ARR("deq", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->deq);
+    for (int o = 0; o < F; o++) {
+        if (!isfinite(q->w_scale[o]) || !(q->w_scale[o] > 0))
+            BAD("%s: %s: /quant/%s/w_scale[%d] = %g (must be finite and > 0)", r->path, who, gname, o, (double)q->w_scale[o]);
+        if (!isfinite(q->deq[o]) || q->deq[o] < 0)
+            BAD("%s: %s: /quant/%s/deq[%d] = %g (must be finite and >= 0)", r->path, who, gname, o, (double)q->deq[o]);
+    }
+    static const char *nm[2][2] = { { "rq_pos_mult", "rq_pos_shift" }, { "rq_neg_mult", "rq_neg_shift" } };
+    for (int s = 0; s < 2; s++) {
+        yq_rq *rq = s ? q->rq_neg : q->rq_pos;
+        for (int part = 0; part < 2; part++) {
+            ARR(nm[s][part], H5T_INTEGER, 4, H5T_NATIVE_INT32, F, t);
+            for (int o = 0; o < F; o++) {
+                if (part ? !in(t[o], 0, 62) : t[o] < 0)
+                    BAD("%s: %s: /quant/%s/%s[%d] = %d (%s)", r->path, who, gname, nm[s][part], o, t[o],
+                        part ? "shifts are 0 to 62" : "multipliers are >= 0");
+                if (part) rq[o].shift = t[o];
+                else rq[o].mult = t[o];
+            }
+        }
+    }
+#undef ARR
+#undef BAD
+done:
+    free(t);
+    H5Gclose(cg);
+    return st;
+}
+
+static yq_status load_names(rctx *r, hid_t f, yq_graph *g)
+{
+    if (H5Lexists(f, "class_names", H5P_DEFAULT) <= 0) return YQ_OK;
+    hid_t d = H5Dopen2(f, "class_names", H5P_DEFAULT);
+    if (d < 0) return RFAIL(YQ_ERR_FORMAT, "%s: /class_names is not a dataset (or is damaged)", r->path);
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d), m = -1;
+    yq_status st = YQ_OK;
+    hsize_t n = 0;
+    size_t len = t >= 0 ? H5Tget_size(t) : 0;
+    if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 || len < 1 || len > 4096 ||
+        H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &n, NULL) != 1 || n > MAX_CLASSES) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: /class_names is not a list of at most %d fixed-length strings", r->path, MAX_CLASSES);
+        goto done;
+    }
+    if (n == 0) goto done;
+    char *buf = yq_arena_alloc(g, (size_t)n * (len + 1));
+    char **names = yq_arena_alloc(g, sizeof *names * (size_t)n);
+    m = str_type(len + 1);
+    if (!buf || !names || m < 0) {
+        st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+        goto done;
+    }
+    if (H5Dread(d, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read /class_names (damaged)", r->path);
+        goto done;
+    }
+    for (hsize_t k = 0; k < n; k++) {
+        names[k] = buf + k * (len + 1);
+        names[k][len] = 0;
+    }
+    g->class_names = names;
+    g->n_class_names = (int)n;
+done:
+    if (m >= 0) H5Tclose(m);
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    H5Dclose(d);
+    return st;
+}
+
+static yq_status check_signature(rctx *r)
+{
+    static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+    unsigned char b[8];
+    FILE *fp = fopen(r->path, "rb");
+    if (!fp) return RFAIL(YQ_ERR_IO, "%s: cannot open: %s", r->path, strerror(errno));
+    size_t got = fread(b, 1, 8, fp);
+    fclose(fp);
+    if (got != 8 || memcmp(b, sig, 8))
+        return RFAIL(YQ_ERR_FORMAT, "%s: not a yquant package (not an HDF5 file: no HDF5 signature)", r->path);
+    return YQ_OK;
+}
+
+/* The root's format and version: YQ_OK when this reader can read the rest. */
+static yq_status check_format(rctx *r, hid_t f, int *version)
+{
+    if (H5Aexists(f, "format") <= 0)
+        return RFAIL(YQ_ERR_FORMAT, "%s: not a yquant package (an HDF5 file without a 'format' attribute)", r->path);
+    char *fmt;
+    yq_status st = r_attr_str(r, f, "/", "format", 0, &fmt);
+    if (st != YQ_OK) return st;
+    if (strcmp(fmt, FORMAT_NAME)) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: not a yquant package (format is '%.64s')", r->path, fmt);
+        free(fmt);
+        return st;
+    }
+    free(fmt);
+    if ((st = r_attr_int(r, f, "/", "format_version", version)) != YQ_OK) return st;
+    if (*version != YQ_PACKAGE_VERSION)
+        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d, this yquant reads version %d",
+                     r->path, *version, YQ_PACKAGE_VERSION);
+    return YQ_OK;
+}
+
+static hid_t open_file(rctx *r, yq_status *st)
+{
+    hid_t f = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        char h[200];
+        h5_error(h);
+        FILE *fp = fopen(r->path, "rb");
+        long size = -1;
+        if (fp && fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
+        if (fp) fclose(fp);
+        *st = RFAIL(YQ_ERR_FORMAT, "%s: damaged HDF5 file of %ld bytes, truncated or corrupt (%s)", r->path, size, h);
+    }
+    return f;
+}
+
+static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err)
+{
+    rctx rr = { path, err }, *r = &rr;
+    yq_status st = check_signature(r);
+    if (st != YQ_OK) return st;
+    hid_t f = open_file(r, &st);
+    if (f < 0) return st;
+    yq_graph *g = NULL;
+    yq_package_info *info = calloc(1, sizeof *info);
+    pk_node *recs = NULL;
+    pk_qnode *qrecs = NULL;
+    float *thr = NULL;
+    hid_t quant = -1, cal = -1;
+    char who[96];
+    int N = -1;
+#define TRY(x) do { if ((st = (x)) != YQ_OK) goto fail; } while (0)
+    if (!info) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
+    TRY(check_format(r, f, &info->format_version));
+
+    /* Root attributes. */
+    TRY(r_attr_buf(r, f, "yquant_version", info->yquant_version, sizeof info->yquant_version));
+    TRY(r_attr_buf(r, f, "created", info->created, sizeof info->created));
+    TRY(r_attr_buf(r, f, "model_sha256", info->model_sha256, sizeof info->model_sha256));
+    TRY(r_attr_buf(r, f, "calib_images_sha256", info->calib_images_sha256, sizeof info->calib_images_sha256));
+    TRY(r_attr_buf(r, f, "cfg_path", info->cfg_path, sizeof info->cfg_path));
+    TRY(r_attr_buf(r, f, "weights_path", info->weights_path, sizeof info->weights_path));
+    uint8_t sha[32], sha2[32];
+    if (!from_hex(info->model_sha256, sha, 32) || !from_hex(info->calib_images_sha256, sha2, 32)) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: model_sha256 or calib_images_sha256 is not 64 hex digits", path);
+        goto fail;
+    }
+    int net_lb;
+    TRY(r_attr_int(r, f, "/", "letterbox", &info->letterbox));
+    TRY(r_attr_int(r, f, "/", "net_letter_box", &net_lb));
+    TRY(r_attr_int(r, f, "/", "input_c", &info->input_c));
+    TRY(r_attr_int(r, f, "/", "input_h", &info->input_h));
+    TRY(r_attr_int(r, f, "/", "input_w", &info->input_w));
+
+    /* The graph, node by node, checked against shape inference. */
+    TRY(r_table(r, f, "graph", "/graph/nodes", node_fields, NFIELDS(node_fields), sizeof(pk_node), &N, (void **)&recs));
+    TRY(r_table(r, f, "quant", "/quant/nodes", qnode_fields, NFIELDS(qnode_fields), sizeof(pk_qnode), &N, (void **)&qrecs));
+    g = yq_graph_new();
+    if (!g) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
+    for (int i = 0; i < N; i++) {
+        pk_node *rc = &recs[i];
+        if (!memchr(rc->name, 0, sizeof rc->name) || !memchr(rc->op, 0, sizeof rc->op) || !memchr(rc->act, 0, sizeof rc->act)) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: node %d: name, op or act is not a terminated string", path, i);
+            goto fail;
+        }
+        snprintf(who, sizeof who, "node %d (%s)", i, rc->name);
+        TRY(build_node(r, g, i, rc, who));
+    }
+    if (g->nodes[0].out.c != info->input_c || g->nodes[0].out.h != info->input_h || g->nodes[0].out.w != info->input_w) {
+        st = RFAIL(YQ_ERR_FORMAT, "%s: input %dx%dx%d in the attributes, %dx%dx%d in /graph/nodes", path,
+                   info->input_c, info->input_h, info->input_w, g->nodes[0].out.c, g->nodes[0].out.h, g->nodes[0].out.w);
+        goto fail;
+    }
+
+    /* The int8 annotation. */
+    yq_qnode *q = yq_arena_alloc(g, sizeof *q * (size_t)N);
+    if (!q) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
+    g->q = q;
+    for (int i = 0; i < N; i++) {
+        snprintf(who, sizeof who, "node %d (%s)", i, g->nodes[i].name);
+        if (!memchr(qrecs[i].dtype, 0, sizeof qrecs[i].dtype)) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: %s: dtype is not a terminated string", path, who);
+            goto fail;
+        }
+        TRY(check_qnode(r, g, i, &qrecs[i], &q[i], who));
+    }
+    quant = H5Gopen2(f, "quant", H5P_DEFAULT);
+    if (quant < 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: cannot open /quant (damaged)", path); goto fail; }
+    for (int i = 1; i < N; i++) {
+        if (g->nodes[i].op != YQ_OP_CONV) continue;
+        snprintf(who, sizeof who, "node %d (%s)", i, g->nodes[i].name);
+        TRY(load_conv(r, quant, g, i, who));
+    }
+
+    /* Names, text, calibration. */
+    TRY(load_names(r, f, g));
+    TRY(r_ds_str(r, f, "qconfig", 0, &info->qconfig_text));
+    TRY(r_ds_str(r, f, "accuracy", 0, &info->accuracy_json));
+    TRY(r_ds_str(r, f, "tuning", 1, &info->tuning_json));
+    if (H5Lexists(f, "calibration", H5P_DEFAULT) <= 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: missing group /calibration", path); goto fail; }
+    cal = H5Gopen2(f, "calibration", H5P_DEFAULT);
+    if (cal < 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: /calibration is not a group (or is damaged)", path); goto fail; }
+    TRY(r_attr_str(r, cal, "/calibration", "method", 0, &info->calib_method));
+    TRY(r_attr_int(r, cal, "/calibration", "images", &info->calib_images));
+    thr = malloc(sizeof *thr * (size_t)N);
+    if (!thr) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
+    TRY(r_array(r, cal, "thresh", "/calibration/thresh", "calibration", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, N, thr));
+    for (int i = 0; i < N; i++)
+        if (!isfinite(thr[i]) || thr[i] < 0) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: /calibration/thresh[%d] = %g", path, i, (double)thr[i]);
+            goto fail;
+        }
+    if (info->calib_images < 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: /calibration images = %d", path, info->calib_images); goto fail; }
+#undef TRY
+
+    memcpy(g->model_sha256, sha, 32);
+    snprintf(g->cfg_path, sizeof g->cfg_path, "%s", info->cfg_path);
+    snprintf(g->weights_path, sizeof g->weights_path, "%s", info->weights_path);
+    g->letter_box = net_lb;
+    H5Gclose(cal);
+    H5Gclose(quant);
+    if (H5Fclose(f) < 0) {
+        f = -1;
+        quant = cal = -1;
+        st = RFAIL(YQ_ERR_FORMAT, "%s: closing failed (damaged)", path);
+        goto fail;
+    }
+    free(recs);
+    free(qrecs);
+    free(thr);
+    *out = g;
+    if (info_out) *info_out = info;
+    else yq_package_info_free(info);
+    return YQ_OK;
+fail:
+    if (cal >= 0) H5Gclose(cal);
+    if (quant >= 0) H5Gclose(quant);
+    if (f >= 0) H5Fclose(f);
+    free(recs);
+    free(qrecs);
+    free(thr);
+    yq_graph_free(g);
+    yq_package_info_free(info);
+    return st;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+/* HDF5 prints its error stack by default; our callers get one line instead.
+ * The handler is process-wide, so it is restored on the way out. */
+typedef struct h5quiet { H5E_auto2_t fn; void *data; } h5quiet;
+static h5quiet quiet_begin(void)
+{
+    h5quiet q = { NULL, NULL };
+    H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return q;
+}
+static void quiet_end(h5quiet q) { H5Eset_auto2(H5E_DEFAULT, q.fn, q.data); }
+
+yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
+{
+    h5quiet q = quiet_begin();
+    yq_status st = package_write(path, g, meta, err);
+    quiet_end(q);
+    return st;
+}
+
+yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **info, yq_error *err)
+{
+    if (!path || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no output");
+    h5quiet q = quiet_begin();
+    yq_status st = package_load(path, out, info, err);
+    quiet_end(q);
+    return st;
+}
+
+void yq_package_info_free(yq_package_info *info)
+{
+    if (!info) return;
+    free(info->qconfig_text);
+    free(info->accuracy_json);
+    free(info->calib_method);
+    free(info->tuning_json);
+    free(info);
+}
+
+int yq_package_is(const char *path)
+{
+    if (!path) return 0;
+    yq_error err;
+    rctx r = { path, &err };
+    if (check_signature(&r) != YQ_OK) return 0;
+    h5quiet q = quiet_begin();
+    yq_status st;
+    hid_t f = open_file(&r, &st);
+    int is = 0;
+    if (f >= 0) {
+        char *fmt = NULL;
+        is = H5Aexists(f, "format") > 0 && r_attr_str(&r, f, "/", "format", 0, &fmt) == YQ_OK && !strcmp(fmt, FORMAT_NAME);
+        free(fmt);
+        H5Fclose(f);
+    }
+    quiet_end(q);
+    return is;
+}

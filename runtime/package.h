@@ -1,0 +1,79 @@
+/* The int8 deploy package (.yqp): one HDF5 file with everything needed to run an
+ * int8 graph without its source model: the graph, the int8 weights and
+ * requantize parameters, the weights of layers kept in float, the qconfig text,
+ * a calibration summary, the measured accuracy, provenance hashes and (later)
+ * tuned kernel choices.  The layout is documented at the top of package.c.
+ *
+ *     yq_package_meta meta = { .qconfig_text = qtext, .accuracy_json = acc,
+ *                              .calib_method = "percentile:99.99", .calib_images = 80 };
+ *     if (yq_package_write("m-int8.yqp", g, &meta, &err) != YQ_OK) ...   // g->q set
+ *
+ *     yq_graph *g2;
+ *     yq_package_info *info;
+ *     if (yq_package_load("m-int8.yqp", &g2, &info, &err) != YQ_OK) ...
+ *     yq_plan_new(g2, 1, 0, &p, &err);  yq_exec_int8(p, input, NULL, NULL, &err);
+ *     yq_package_info_free(info);  yq_graph_free(g2);
+ *
+ * The loader validates everything it reads (format and version, every dataset's
+ * type and size against the graph's own shape inference, indices, enums, scales,
+ * shifts), so a damaged or hostile file gives a one-line error, never a crash.
+ * HDF5 is not thread-safe in its serial build: do not call these concurrently.
+ */
+#ifndef YQ_PACKAGE_H
+#define YQ_PACKAGE_H
+
+#include "ir/ir.h"
+
+/* Bump when a reader of the previous version would misread a new file: a
+ * dataset or field renamed, removed or given another meaning, an enum's
+ * spelling changed.  Adding an optional dataset, attribute or compound field
+ * that old readers can ignore does not bump it.  The loader reads this
+ * version only and refuses others with a message naming both. */
+#define YQ_PACKAGE_VERSION 1
+
+/* What the caller knows that the graph does not.  Strings may be NULL (stored
+ * empty; tuning_json NULL: no /tuning dataset). */
+typedef struct yq_package_meta {
+    const char *qconfig_text;     /* yq_qconfig_str's text */
+    const char *accuracy_json;    /* FP32 and int8 mAP etc., as JSON */
+    const char *calib_method;     /* "percentile:99.99", ... */
+    const char *tuning_json;      /* kernel choices, optional */
+    uint8_t calib_images_sha256[32];
+    int calib_images;             /* images calibration used */
+    int letterbox;                /* preprocessing the accuracy was measured with */
+} yq_package_meta;
+
+/* The metadata of a loaded package.  Owned; free with yq_package_info_free. */
+typedef struct yq_package_info {
+    int format_version;
+    char yquant_version[32];      /* of the yquant that wrote it */
+    char created[32];             /* ISO 8601 UTC, "2026-11-30T12:34:56Z" */
+    char model_sha256[65];        /* hex: of cfg bytes || weights bytes */
+    char calib_images_sha256[65]; /* hex */
+    char cfg_path[512], weights_path[512];   /* where the source model was (provenance only) */
+    char *qconfig_text;           /* never NULL ("" when none was stored) */
+    char *accuracy_json;          /* never NULL */
+    char *calib_method;           /* never NULL */
+    char *tuning_json;            /* NULL when the package has no /tuning */
+    int letterbox;
+    int calib_images;
+    int input_c, input_h, input_w;
+} yq_package_info;
+
+/* Writes path.tmp and renames it to path when complete: on any failure there is
+ * no file at path (an existing one is left untouched) and no path.tmp.
+ * g->q must be set (an int8 graph); meta may be NULL. */
+yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err);
+
+/* Builds an int8 graph (g->q set) ready for yq_plan_new + yq_exec_int8.  Int8
+ * convs have no float weights (n->w == NULL): YQ_PLAN_FLOAT plans of it fail.
+ * info may be NULL.  *out and *info are set only on YQ_OK. */
+yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **info, yq_error *err);
+
+void yq_package_info_free(yq_package_info *info);   /* NULL is a no-op */
+
+/* 1 if path is an HDF5 file whose root says format = "yquant-package"
+ * (any version); 0 otherwise, errors included. */
+int yq_package_is(const char *path);
+
+#endif

@@ -1,0 +1,757 @@
+/* The GPU int8 engine against the CPU reference.
+ *
+ * Per op: seeded random data through every kernel variant, compared with
+ * kernels/cpu_ref.c by memcmp (integer outputs and dequantizing epilogues), with
+ * guard bytes around every GPU output buffer.  Whole models: every node of
+ * yq_exec_int8 (CPU) against yq_cuda_run (GPU).  Float layers (q->float_op) are
+ * compared by relative error: max |gpu - cpu| <= REL_BOUND * max |cpu| (FP32 sums
+ * in another order than OpenBLAS's).  Every test is skipped without a GPU. */
+#include <math.h>
+#include <time.h>
+#include "ir/ir.h"
+#include "kernels/cpu_fp32.h"
+#include "kernels/cpu_ref.h"
+#include "kernels/cuda.h"
+#include "quant/rewrite.h"
+#include "runtime/exec_cuda.h"
+#include "runtime/plan.h"
+#include "tests/test.h"
+
+#define REL_BOUND 1e-4
+#define GUARD 256
+#define GUARD_BYTE 0xA5
+
+static yq_error err;
+#define OK(call) do { yq_status st_ = (call); CHECKF(st_ == YQ_OK, "%s: %s", #call, err.msg); } while (0)
+
+static void need_gpu(void)
+{
+    if (yq_cuda_device_count() == 0) TEST_SKIP("no CUDA device");
+}
+
+static uint32_t rng_state;
+static uint32_t rnd(void)
+{
+    uint32_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return rng_state = x;
+}
+static int rnd_range(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static float rnd_unit(void) { return (float)(rnd() >> 8) / 16777216.f; }
+
+/* A device buffer with GUARD bytes of GUARD_BYTE on each side. */
+typedef struct gbuf { unsigned char *base; size_t bytes; } gbuf;
+static void *gbuf_new(gbuf *b, size_t bytes)
+{
+    void *d;
+    b->bytes = bytes;
+    OK(yq_cuda_malloc(&d, bytes + 2 * GUARD, &err));
+    b->base = d;
+    OK(yq_cuda_memset(b->base, GUARD_BYTE, bytes + 2 * GUARD, &err));
+    return b->base + GUARD;
+}
+/* Copies the data out and checks the guards; frees the buffer. */
+static void gbuf_take(gbuf *b, void *host)
+{
+    size_t all = b->bytes + 2 * GUARD;
+    unsigned char *h = malloc(all);
+    CHECK(h);
+    OK(yq_cuda_sync(NULL, &err));
+    yq_status st = yq_cuda_d2h(h, b->base, all, &err);
+    yq_cuda_free(b->base);
+    b->base = NULL;
+    if (st) free(h);
+    CHECKF(st == YQ_OK, "download: %s", err.msg);
+    int bad = -1;
+    for (size_t i = 0; i < GUARD && bad < 0; i++)
+        if (h[i] != GUARD_BYTE || h[GUARD + b->bytes + i] != GUARD_BYTE) bad = (int)i;
+    if (bad < 0) memcpy(host, h + GUARD, b->bytes);
+    free(h);
+    CHECKF(bad < 0, "a kernel wrote outside its buffer (guard byte %d)", bad);
+}
+
+static void *upload_nhwc4(const void *nchw, int c, int h, int w, int batch)
+{
+    size_t bytes = yq_dlayout_bytes(YQ_S8, c, h, w) * batch;
+    void *tmp = malloc(bytes), *d;
+    CHECK(tmp);
+    yq_nchw_to_nhwc4(nchw, c, h, w, batch, tmp);
+    OK(yq_cuda_malloc(&d, bytes, &err));
+    yq_status st = yq_cuda_h2d(d, tmp, bytes, &err);
+    free(tmp);
+    OK(st);
+    return d;
+}
+
+/* int8 tensor downloaded as NHWC4: checks the padding channels are zero, returns NCHW. */
+static int8_t *nhwc4_checked(const uint8_t *raw, int c, int h, int w, int batch)
+{
+    int c4 = (c + 3) & ~3;
+    for (long i = 0; i < (long)h * w * batch; i++)
+        for (int k = c; k < c4; k++) CHECKF(raw[i * c4 + k] == 0, "padding channel %d of pixel %ld is %d", k, i, raw[i * c4 + k]);
+    int8_t *o = malloc((size_t)c * h * w * batch);
+    CHECK(o);
+    yq_nhwc4_to_nchw(raw, c, h, w, batch, o);
+    return o;
+}
+
+static void fill_s8(int8_t *x, long n) { for (long i = 0; i < n; i++) x[i] = (int8_t)rnd(); }
+
+static long first_diff(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < n; i++) if (x[i] != y[i]) return (long)i;
+    return -1;
+}
+
+static double rel_err(const float *ref, const float *got, long n)
+{
+    double mx = 0, d = 0;
+    for (long i = 0; i < n; i++) {
+        if (isnan(got[i]) != isnan(ref[i])) return INFINITY;
+        if (fabs((double)ref[i]) > mx) mx = fabs((double)ref[i]);
+        if (fabs((double)ref[i] - (double)got[i]) > d) d = fabs((double)ref[i] - (double)got[i]);
+    }
+    return mx > 0 ? d / mx : d;
+}
+
+/* ---- conv ------------------------------------------------------------------ */
+
+/* YQ_CUDA_PERF=1: after the tests, time a few conv shapes (printed, never asserted). */
+static int perf_mode;
+typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
+static yq_status conv_timed(void *ctx)
+{
+    conv_timing *t = ctx;
+    return yq_cuda_conv_run(t->c, t->in, t->out, t->batch, NULL, &err);
+}
+
+typedef struct conv_case { int c, h, w, f, k, s, groups, batch; yq_dtype in_t, out_t; yq_act act; int float_op; } conv_case;
+
+static void conv_one(const conv_case *cc)
+{
+    /* Built by hand: the cfg importer caps [net] channels at 64. */
+    yq_graph *g = yq_graph_new();
+    CHECK(g);
+    yq_node *n0 = yq_graph_add(g, YQ_OP_INPUT, &err), *n;
+    CHECK(n0);
+    n0->out = (yq_shape){ cc->c, cc->h, cc->w };
+    n = yq_graph_add(g, YQ_OP_CONV, &err);
+    CHECK(n);
+    n->n_src = 1;
+    n->src[0] = 0;
+    n->act = cc->act;
+    n->p.conv = (yq_conv_p){ cc->f, cc->k, cc->s, cc->k / 2, cc->groups, 0 };
+    n->out = (yq_shape){ cc->f, (cc->h + 2 * (cc->k / 2) - cc->k) / cc->s + 1, (cc->w + 2 * (cc->k / 2) - cc->k) / cc->s + 1 };
+    yq_qnode *q = yq_arena_alloc(g, 2 * sizeof *q);
+    int cg = cc->c / cc->groups, F = cc->f, K = cg * cc->k * cc->k, B = cc->batch;
+    n->n_w = (long)F * K;
+    q[0] = (yq_qnode){ .dtype = cc->in_t, .scale = cc->in_t == YQ_U8 ? 1.f / 255.f : 0.02f,
+                       .qmin = cc->in_t == YQ_U8 ? 0 : -127, .qmax = cc->in_t == YQ_U8 ? 255 : 127 };
+    q[1] = (yq_qnode){ .dtype = cc->out_t, .float_op = cc->float_op, .scale = 0.05f, .qmin = -127, .qmax = 127 };
+    q[1].wq = yq_arena_alloc(g, (size_t)n->n_w);
+    q[1].bq = yq_arena_alloc(g, 4 * (size_t)F);
+    q[1].rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * F);
+    q[1].rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * F);
+    q[1].deq = yq_arena_alloc(g, 4 * (size_t)F);
+    q[1].w_scale = yq_arena_alloc(g, 4 * (size_t)F);
+    n->w = yq_arena_alloc(g, 4 * (size_t)n->n_w);
+    n->b = yq_arena_alloc(g, 4 * (size_t)F);
+    CHECK(q[1].wq && q[1].bq && q[1].rq_pos && q[1].rq_neg && q[1].deq && n->w && n->b);
+    fill_s8(q[1].wq, n->n_w);
+    for (long i = 0; i < n->n_w; i++) {
+        if (q[1].wq[i] == -128) q[1].wq[i] = -127;
+        n->w[i] = (rnd_unit() - .5f) * .2f;
+    }
+    double m0 = 60.0 / (sqrt((double)K) * 127 * (cc->in_t == YQ_U8 ? 140 : 70));
+    for (int o = 0; o < F; o++) {
+        double m = m0 * (0.3 + 2.7 * (double)rnd_unit());
+        q[1].bq[o] = rnd_range(-20000, 20000);
+        q[1].rq_pos[o] = yq_rq_encode(m);
+        q[1].rq_neg[o] = yq_rq_encode(cc->act == YQ_ACT_LEAKY ? 0.1 * m : cc->act == YQ_ACT_RELU ? 0 : m);
+        q[1].deq[o] = (float)(m * 0.05);
+        n->b[o] = rnd_unit() - .5f;
+    }
+    g->q = q;
+
+    yq_shape is = g->nodes[0].out, os = n->out;
+    long in_n = yq_shape_size(is) * B, out_n = yq_shape_size(os) * B;
+    int8_t *x = malloc((size_t)in_n);
+    CHECK(x);
+    fill_s8(x, in_n);
+    /* CPU reference */
+    void *ref = malloc((size_t)out_n * 4);
+    CHECK(ref);
+    if (cc->float_op) {
+        float *xf = malloc(4 * (size_t)in_n);
+        float *wk = malloc(4 * (size_t)(yq_f32_conv_work(g, n) + 1));
+        CHECK(xf && wk);
+        yq_dequantize(x, cc->in_t, in_n, q[0].scale, xf);
+        yq_f32_conv(g, n, xf, ref, wk, B);
+        free(xf);
+        free(wk);
+    } else {
+        void *wk = malloc(yq_ref_conv_work(g, n) + 1);
+        CHECK(wk);
+        yq_ref_conv(g, n, &q[1], x, cc->in_t, ref, wk, B);
+        free(wk);
+    }
+    /* GPU, every variant that applies */
+    void *din = upload_nhwc4(x, is.c, is.h, is.w, B);
+    yq_cuda_conv *c;
+    OK(yq_cuda_conv_new(g, n, &q[1], &c, &err));
+    yq_conv_variant vars[3];
+    int nv = 0;
+    if (cc->float_op) vars[nv++] = YQ_CONV_F32;
+    else {
+        if (cc->groups == 1) vars[nv++] = YQ_CONV_DP4A;
+        if (cc->groups == cc->c && cc->f == cc->c) vars[nv++] = YQ_CONV_DW;
+        vars[nv++] = YQ_CONV_DIRECT;
+    }
+    yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax };
+    size_t ob = yq_dlayout_bytes(cc->out_t, os.c, os.h, os.w) * B;
+    unsigned char *raw = malloc(ob);
+    CHECK(raw);
+    for (int v = 0; v < nv; v++) {
+        OK(yq_cuda_conv_set_variant(c, vars[v], &err));
+        gbuf gb;
+        yq_dtensor to = { gbuf_new(&gb, ob), cc->out_t, os.c, os.h, os.w, q[1].scale, q[1].qmin, q[1].qmax };
+        OK(yq_cuda_conv_run(c, &ti, &to, B, NULL, &err));
+        if (perf_mode) {
+            conv_timing ct = { c, &ti, &to, B };
+            float ms = 0;
+            OK(yq_cuda_time(NULL, 20, conv_timed, &ct, &ms, &err));
+            double ops = 2.0 * F * K * yq_shape_size(n->out) / F * B;
+            printf("# perf conv %dx%dx%d -> %d, k%d s%d g%d, batch %d, %s in, %s out, variant %d: %.1f us, %.2f TOPS\n",
+                   cc->c, cc->h, cc->w, F, cc->k, cc->s, cc->groups, B, cc->in_t == YQ_U8 ? "u8" : "s8",
+                   cc->out_t == YQ_F32 ? "f32" : "s8", (int)vars[v], 1e3 * (double)ms, ops / ((double)ms * 1e-3) / 1e12);
+        }
+        gbuf_take(&gb, raw);
+        if (cc->out_t == YQ_S8) {
+            int8_t *got = nhwc4_checked(raw, os.c, os.h, os.w, B);
+            long d = first_diff(ref, got, (size_t)out_n);
+            int gv = d >= 0 ? got[d] : 0;
+            free(got);
+            CHECKF(d < 0, "variant %d: int8 output %ld differs: cpu %d gpu %d", (int)vars[v], d, ((int8_t *)ref)[d], gv);
+        } else if (cc->float_op) {
+            double e = rel_err(ref, (float *)raw, out_n);
+            CHECKF(e <= REL_BOUND, "float conv: relative error %.3g > %.1g", e, REL_BOUND);
+        } else {
+            long d = first_diff(ref, raw, (size_t)out_n * 4);
+            CHECKF(d < 0, "variant %d: float output %ld differs: cpu %.9g gpu %.9g", (int)vars[v], d / 4,
+                   (double)((float *)ref)[d / 4], (double)((float *)raw)[d / 4]);
+        }
+    }
+    free(raw);
+    yq_cuda_conv_free(c);
+    yq_cuda_free(din);
+    free(ref);
+    free(x);
+    yq_graph_free(g);
+}
+
+static void t_conv(void)
+{
+    need_gpu();
+    rng_state = 12345;
+    static const int chans[] = { 3, 5, 8, 13, 48, 255 };
+    static const yq_act acts[] = { YQ_ACT_LINEAR, YQ_ACT_LEAKY, YQ_ACT_RELU };
+    int cases = 0;
+    for (int ci = 0; ci < 6; ci++)
+        for (int k = 1; k <= 3; k += 2)
+            for (int s = 1; s <= 2; s++)
+                for (int oi = 0; oi < 3; oi++) {
+                    conv_case cc = { chans[ci], 11 + ci, 9 + 2 * ci, chans[(ci + oi + 1) % 6], k, s, 1,
+                                     1 + 2 * ((ci + k + s) & 1), YQ_S8, oi == 2 ? YQ_F32 : YQ_S8, acts[(ci + oi) % 3], 0 };
+                    if (cc.out_t == YQ_F32) cc.act = YQ_ACT_LINEAR;
+                    conv_one(&cc);
+                    cc.in_t = YQ_U8;                   /* the first conv reads the uint8 image */
+                    conv_one(&cc);
+                    cases += 2;
+                }
+    printf("# %d int8 conv cases (dp4a + direct)\n", cases);
+}
+
+static void t_conv_head_float(void)
+{
+    need_gpu();
+    rng_state = 777;
+    /* dequantizing epilogues with the three int8 activations, compared bit for bit */
+    static const yq_act acts[] = { YQ_ACT_LINEAR, YQ_ACT_LEAKY, YQ_ACT_RELU };
+    for (int a = 0; a < 3; a++) {
+        conv_case cc = { 48, 13, 13, 255, 1, 1, 1, 3, YQ_S8, YQ_F32, acts[a], 0 };
+        conv_one(&cc);
+        cc.k = 3;
+        cc.c = 13;
+        conv_one(&cc);
+    }
+}
+
+static void t_conv_depthwise(void)
+{
+    need_gpu();
+    rng_state = 4242;
+    static const int chans[] = { 3, 5, 8, 13, 48, 255 };
+    for (int ci = 0; ci < 6; ci++)
+        for (int k = 1; k <= 5; k += 2)
+            for (int s = 1; s <= 2; s++) {
+                int c = chans[ci];
+                conv_case cc = { c, 10 + ci, 7 + ci, c, k, s, c, 1 + 2 * (s & 1), YQ_S8,
+                                 k == 5 ? YQ_F32 : YQ_S8, (yq_act)(k == 5 ? YQ_ACT_LINEAR : ci % 3), 0 };
+                conv_one(&cc);
+            }
+    conv_case grouped = { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 };
+    conv_one(&grouped);
+    conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };
+    conv_one(&grouped2);
+}
+
+static void t_conv_float_op(void)
+{
+    need_gpu();
+    rng_state = 99;
+    static const yq_act acts[] = { YQ_ACT_LINEAR, YQ_ACT_LEAKY, YQ_ACT_MISH, YQ_ACT_LOGISTIC };
+    for (int a = 0; a < 4; a++) {
+        conv_case cc = { 13, 12, 10, 255, 1, 1, 1, 3, YQ_S8, YQ_F32, acts[a], 1 };
+        conv_one(&cc);
+        conv_case c3 = { 48, 9, 11, 21, 3, 2, 1, 1, a & 1 ? YQ_U8 : YQ_S8, YQ_F32, acts[a], 1 };
+        conv_one(&c3);
+        conv_case dw = { 16, 9, 11, 16, 3, 1, 16, 2, YQ_S8, YQ_F32, acts[a], 1 };
+        conv_one(&dw);
+    }
+}
+
+/* ---- other ops ----------------------------------------------------------- */
+
+static void maxpool_one(int c, int h, int w, int size, int stride, int pad, int B)
+{
+    yq_shape is = { c, h, w }, os = { c, (h + pad - size) / stride + 1, (w + pad - size) / stride + 1 };
+    yq_pool_p p = { size, stride, pad };
+    long in_n = yq_shape_size(is) * B, out_n = yq_shape_size(os) * B;
+    int8_t *x = malloc(in_n), *ref = malloc(out_n);
+    uint8_t *raw = malloc(yq_dlayout_bytes(YQ_S8, os.c, os.h, os.w) * B);
+    CHECK(x && ref && raw);
+    fill_s8(x, in_n);
+    yq_ref_maxpool(is, &p, os, x, ref, B);
+    void *din = upload_nhwc4(x, c, h, w, B);
+    gbuf gb;
+    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127 };
+    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, os.c, os.h, os.w) * B), YQ_S8, os.c, os.h, os.w, .1f, -127, 127 };
+    OK(yq_cuda_maxpool(&ti, &p, &to, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    int8_t *got = nhwc4_checked(raw, os.c, os.h, os.w, B);
+    long d = first_diff(ref, got, out_n);
+    free(got);
+    /* the float version on the same data (dequantized): max is exact */
+    float *xf = malloc(4 * in_n), *rf = malloc(4 * out_n), *gf = malloc(4 * out_n);
+    CHECK(xf && rf && gf);
+    yq_dequantize(x, YQ_S8, in_n, .1f, xf);
+    yq_f32_maxpool(is, &p, os, xf, rf, B);
+    yq_dtensor tf = { gbuf_new(&gb, 4 * out_n), YQ_F32, os.c, os.h, os.w, .1f, -127, 127 };
+    OK(yq_cuda_maxpool(&ti, &p, &tf, B, NULL, &err));
+    gbuf_take(&gb, gf);
+    long df = first_diff(rf, gf, 4 * out_n);
+    free(xf); free(rf); free(gf);
+    yq_cuda_free(din);
+    free(x); free(ref); free(raw);
+    CHECKF(d < 0, "maxpool %d/%d pad %d: int8 output %ld differs", size, stride, pad, d);
+    CHECKF(df < 0, "maxpool %d/%d pad %d: float output %ld differs", size, stride, pad, df / 4);
+}
+
+static void t_maxpool(void)
+{
+    need_gpu();
+    rng_state = 5;
+    maxpool_one(13, 13, 13, 2, 2, 1, 1);    /* odd size, darknet's default padding */
+    maxpool_one(48, 12, 12, 2, 2, 0, 3);
+    maxpool_one(5, 13, 13, 2, 1, 1, 3);     /* yolov3-tiny's stride 1 */
+    maxpool_one(8, 10, 10, 5, 1, 4, 1);     /* SPP */
+    maxpool_one(255, 7, 9, 9, 1, 8, 2);
+    maxpool_one(3, 6, 6, 13, 1, 12, 1);
+}
+
+static void t_upsample(void)
+{
+    need_gpu();
+    rng_state = 6;
+    int c = 13, h = 5, w = 7, s = 2, B = 3;
+    yq_shape is = { c, h, w }, os = { c, h * s, w * s };
+    long in_n = yq_shape_size(is) * B, out_n = yq_shape_size(os) * B;
+    int8_t *x = malloc(in_n), *ref = malloc(out_n);
+    uint8_t *raw = malloc(yq_dlayout_bytes(YQ_S8, c, os.h, os.w) * B);
+    CHECK(x && ref && raw);
+    fill_s8(x, in_n);
+    yq_ref_upsample(is, s, x, ref, B);
+    void *din = upload_nhwc4(x, c, h, w, B);
+    gbuf gb;
+    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127 };
+    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, os.h, os.w) * B), YQ_S8, c, os.h, os.w, .1f, -127, 127 };
+    OK(yq_cuda_upsample(&ti, s, &to, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    int8_t *got = nhwc4_checked(raw, c, os.h, os.w, B);
+    long d = first_diff(ref, got, out_n);
+    free(got);
+    yq_cuda_free(din);
+    free(x); free(ref); free(raw);
+    CHECKF(d < 0, "upsample output %ld differs", d);
+}
+
+static void t_shortcut(void)
+{
+    need_gpu();
+    rng_state = 7;
+    static const int32_t negs[] = { 0x7fffffff, 214748365, 0 };
+    for (int r = 0; r < 6; r++) {
+        int c = r & 1 ? 13 : 48, h = 9, w = 6, B = 1 + (r % 3);
+        yq_shape sh = { c, h, w };
+        long n = yq_shape_size(sh) * B;
+        yq_qnode q = { .dtype = YQ_S8, .qmin = -127, .qmax = 127 };
+        q.shift = rnd_range(8, 24);
+        q.ma = rnd_range(1, 1 << 22);
+        q.mb = rnd_range(1, 1 << 22);
+        q.neg_q31 = negs[r % 3];
+        int8_t *a = malloc(n), *b = malloc(n), *ref = malloc(n);
+        uint8_t *raw = malloc(yq_dlayout_bytes(YQ_S8, c, h, w) * B);
+        CHECK(a && b && ref && raw);
+        fill_s8(a, n);
+        fill_s8(b, n);
+        yq_ref_shortcut(yq_shape_size(sh), a, b, &q, ref, B);
+        void *da = upload_nhwc4(a, c, h, w, B), *db = upload_nhwc4(b, c, h, w, B);
+        gbuf gb;
+        yq_dtensor ta = { da, YQ_S8, c, h, w, .1f, -127, 127 }, tb = { db, YQ_S8, c, h, w, .2f, -127, 127 };
+        yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, .1f, -127, 127 };
+        OK(yq_cuda_shortcut(&ta, &tb, &q, YQ_ACT_LINEAR, &to, B, NULL, &err));
+        gbuf_take(&gb, raw);
+        int8_t *got = nhwc4_checked(raw, c, h, w, B);
+        long d = first_diff(ref, got, n);
+        free(got);
+        yq_cuda_free(da);
+        yq_cuda_free(db);
+        free(a); free(b); free(ref); free(raw);
+        CHECKF(d < 0, "shortcut case %d: output %ld differs", r, d);
+    }
+}
+
+static void route_one(int n_src, const int *cs, int groups, int group_id, int B)
+{
+    int h = 5, w = 6, c_out = 0;
+    yq_route_p r = { groups, group_id };
+    for (int k = 0; k < n_src; k++) c_out += cs[k] / groups;
+    yq_shape os = { c_out, h, w };
+    int8_t *x[4], *ref = malloc(yq_shape_size(os) * B);
+    yq_dtensor ts[4];
+    CHECK(ref);
+    int c_off = 0;
+    for (int k = 0; k < n_src; k++) {
+        yq_shape ss = { cs[k], h, w };
+        x[k] = malloc(yq_shape_size(ss) * B);
+        CHECK(x[k]);
+        fill_s8(x[k], yq_shape_size(ss) * B);
+        yq_ref_route_copy(ss, &r, x[k], os, c_off, ref, B);
+        c_off += cs[k] / groups;
+        ts[k] = (yq_dtensor){ upload_nhwc4(x[k], cs[k], h, w, B), YQ_S8, cs[k], h, w, .1f, -127, 127 };
+    }
+    size_t ob = yq_dlayout_bytes(YQ_S8, c_out, h, w) * B;
+    uint8_t *raw = malloc(ob);
+    CHECK(raw);
+    gbuf gb;
+    yq_dtensor to = { gbuf_new(&gb, ob), YQ_S8, c_out, h, w, .1f, -127, 127 };
+    OK(yq_cuda_route(ts, n_src, &r, &to, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    int8_t *got = nhwc4_checked(raw, c_out, h, w, B);
+    long d = first_diff(ref, got, yq_shape_size(os) * B);
+    free(got);
+    free(raw);
+    free(ref);
+    for (int k = 0; k < n_src; k++) {
+        yq_cuda_free(ts[k].p);
+        free(x[k]);
+    }
+    CHECKF(d < 0, "route output %ld differs", d);
+}
+
+static void t_route(void)
+{
+    need_gpu();
+    rng_state = 8;
+    int a[] = { 13, 8, 5 };
+    route_one(3, a, 1, 0, 3);
+    int b[] = { 64 };
+    route_one(1, b, 2, 1, 2);    /* yolov4-tiny: the second half of the channels */
+    int c[] = { 10, 6 };
+    route_one(2, c, 2, 0, 1);
+    int d[] = { 255, 3, 48 };
+    route_one(3, d, 1, 0, 1);
+}
+
+static void t_convert(void)
+{
+    need_gpu();
+    rng_state = 9;
+    int c = 5, h = 7, w = 9, B = 2;
+    long n = (long)c * h * w * B;
+    float *x = malloc(4 * n), *rf = malloc(4 * n), *gf = malloc(4 * n);
+    int8_t *rq = malloc(n);
+    uint8_t *raw = malloc(yq_dlayout_bytes(YQ_S8, c, h, w) * B);
+    CHECK(x && rf && gf && rq && raw);
+    float sc = 0.0371f;
+    for (long i = 0; i < n; i++) x[i] = (rnd_unit() - .5f) * 12.f;
+    x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 2.5f * sc; x[4] = -0.5f * sc; x[5] = 1e30f;
+    void *dx;
+    OK(yq_cuda_malloc(&dx, 4 * n, &err));
+    OK(yq_cuda_h2d(dx, x, 4 * n, &err));
+    yq_dtensor tx = { dx, YQ_F32, c, h, w, sc, -127, 127 };
+    gbuf gb;
+    /* F32 -> S8 */
+    yq_quantize(x, n, sc, -127, 127, rq);
+    yq_dtensor ts = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, sc, -127, 127 };
+    OK(yq_cuda_convert(&tx, &ts, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    int8_t *got = nhwc4_checked(raw, c, h, w, B);
+    long d1 = first_diff(rq, got, n);
+    free(got);
+    /* F32 -> U8 (the image) */
+    for (long i = 6; i < n; i++) x[i] = rnd_unit() * 1.1f - .05f;
+    OK(yq_cuda_h2d(dx, x, 4 * n, &err));
+    yq_quantize_u8(x, n, 1.f / 255.f, (uint8_t *)rq);
+    yq_dtensor tu = { gbuf_new(&gb, yq_dlayout_bytes(YQ_U8, c, h, w) * B), YQ_U8, c, h, w, 1.f / 255.f, 0, 255 };
+    OK(yq_cuda_convert(&tx, &tu, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    got = nhwc4_checked(raw, c, h, w, B);
+    long d2 = first_diff(rq, got, n);
+    free(got);
+    /* U8 -> S8 at the image's own scale and range (exec_int8's input_as), and S8/U8 -> F32 */
+    uint8_t *u = malloc(n);
+    int8_t *r2 = malloc(n);
+    CHECK(u && r2);
+    for (long i = 0; i < n; i++) u[i] = (uint8_t)rnd();
+    void *du = upload_nhwc4(u, c, h, w, B);
+    yq_dtensor tu2 = { du, YQ_U8, c, h, w, 1.f / 255.f, 0, 255 };
+    yq_dequantize(u, YQ_U8, n, 1.f / 255.f, rf);
+    yq_quantize(rf, n, 1.f / 255.f, 0, 255, r2);
+    yq_dtensor ts2 = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, 1.f / 255.f, 0, 255 };
+    OK(yq_cuda_convert(&tu2, &ts2, B, NULL, &err));
+    gbuf_take(&gb, raw);
+    got = nhwc4_checked(raw, c, h, w, B);
+    long d3 = first_diff(r2, got, n);
+    free(got);
+    yq_dtensor tf = { gbuf_new(&gb, 4 * n), YQ_F32, c, h, w, 0, 0, 0 };
+    OK(yq_cuda_convert(&tu2, &tf, B, NULL, &err));
+    gbuf_take(&gb, gf);
+    long d4 = first_diff(rf, gf, 4 * n);
+    yq_cuda_free(du);
+    yq_cuda_free(dx);
+    free(u); free(r2); free(x); free(rf); free(gf); free(rq); free(raw);
+    CHECKF(d1 < 0, "F32 -> S8: %ld differs", d1);
+    CHECKF(d2 < 0, "F32 -> U8: %ld differs", d2);
+    CHECKF(d3 < 0, "U8 -> S8: %ld differs", d3);
+    CHECKF(d4 < 0, "U8 -> F32: %ld differs", d4 / 4);
+}
+
+static void t_errors(void)
+{
+    need_gpu();
+    void *p = NULL;
+    yq_status st = yq_cuda_malloc(&p, (size_t)1 << 50, &err);
+    CHECKF(st != YQ_OK && p == NULL && strlen(err.msg) > 0, "a 1 PiB allocation did not fail cleanly");
+    st = yq_cuda_set_device(yq_cuda_device_count(), &err);
+    CHECK(st == YQ_ERR_CUDA);
+}
+
+static void t_device_count(void)
+{
+    int n = yq_cuda_device_count();     /* must not crash without a driver */
+    CHECK(n >= 0);
+    if (n == 0) TEST_SKIP("no CUDA device");
+    char name[256];
+    OK(yq_cuda_device_name(name, sizeof name, &err));
+    printf("# device: %s, %d present\n", name, n);
+}
+
+/* ---- whole models ---------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Runs g (quantized) on the CPU reference and on the GPU; compares every node. */
+static void compare_graph(const char *label, yq_graph *g, int B)
+{
+    yq_shape is = g->nodes[0].out;
+    long in_n = yq_shape_size(is) * B;
+    float *x = malloc(4 * in_n);
+    CHECK(x);
+    for (long i = 0; i < in_n; i++) x[i] = rnd_unit();
+    yq_plan *cp;
+    OK(yq_plan_new(g, B, YQ_PLAN_KEEP_ALL, &cp, &err));
+    double t0 = now_ms();
+    yq_status st = yq_exec_int8(cp, x, NULL, NULL, &err);
+    double t_cpu = now_ms() - t0;
+    if (st) yq_plan_free(cp);
+    CHECKF(st == YQ_OK, "cpu: %s", err.msg);
+    yq_cuda_plan *gp;
+    st = yq_cuda_plan_new_flags(g, B, 0, YQ_PLAN_KEEP_ALL, &gp, &err);
+    if (st) yq_plan_free(cp);
+    CHECKF(st == YQ_OK, "gpu plan: %s", err.msg);
+    st = yq_cuda_run(gp, x, &err);
+    char why[600] = "";
+    if (st) snprintf(why, sizeof why, "gpu run: %s", err.msg);
+    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0;
+    double worst = 0;
+    int *taint = calloc(n, sizeof *taint);
+    for (int i = 0; i < n && !st; i++) {
+        const yq_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_src; k++) taint[i] |= taint[nd->src[k]] | g->q[nd->src[k]].float_op;
+        yq_dtype t = yq_node_dtype(g, i);
+        size_t bytes = (size_t)yq_shape_size(nd->out) * B * yq_dtype_size(t);
+        const void *ref = yq_plan_data(cp, i);
+        void *got = malloc(bytes ? bytes : 1);
+        if (!ref || !got) { snprintf(why, sizeof why, "node %d: no data", i); free(got); break; }
+        if ((st = yq_cuda_download(gp, i, got, &err))) { snprintf(why, sizeof why, "download %d: %s", i, err.msg); free(got); break; }
+        int approx = g->q[i].float_op || (i > 0 && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION || nd->op == YQ_OP_DROPOUT) &&
+                                          g->q[nd->src[0]].float_op);
+        if (t == YQ_F32 && approx) {
+            double e = rel_err(ref, got, (long)(bytes / 4));
+            if (e > worst) worst = e;
+            n_flt++;
+            if (e > REL_BOUND && !why[0]) { snprintf(why, sizeof why, "%s: float node %d (%s) relative error %.3g", label, i, nd->name, e); bad++; }
+        } else {
+            long d = first_diff(ref, got, bytes);
+            if (t == YQ_F32) n_exact_f++; else n_int++;
+            if (d >= 0) {
+                if (taint[i]) bad_tainted++;
+                else {
+                    bad++;
+                    if (!why[0]) {
+                        long cnt = 0;
+                        for (size_t j = 0; j < bytes; j++) cnt += ((const unsigned char *)ref)[j] != ((unsigned char *)got)[j];
+                        snprintf(why, sizeof why, "%s: node %d (%s %s, %s) differs at byte %ld (%ld bytes differ)", label, i,
+                                 nd->name, yq_op_name(nd->op), t == YQ_F32 ? "f32" : t == YQ_U8 ? "u8" : "s8", d, cnt);
+                    }
+                }
+            }
+        }
+        free(got);
+    }
+    free(taint);
+    if (!bad && !why[0]) {
+        for (int r = 0; r < 2 && !st; r++) st = yq_cuda_run(gp, x, &err);   /* warm */
+        double t1 = now_ms();
+        int reps = 10;
+        for (int r = 0; r < reps && !st; r++) st = yq_cuda_run(gp, x, &err);
+        double t_gpu = (now_ms() - t1) / reps;
+        printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
+               "(max rel err %.2g), %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
+               "(incl. h2d), %.1f MB activations\n", label, n, B, is.w, is.h, n_int, n_exact_f, n_flt, worst,
+               bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6);
+    }
+    yq_cuda_plan_free(gp);
+    yq_plan_free(cp);
+    free(x);
+    CHECKF(!why[0], "%s", why);
+}
+
+static void model_case(const char *label, const char *cfg, const char *weights, int size, int B)
+{
+    yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
+    for (int pass = 0; pass < 2; pass++) {
+        yq_graph *g;
+        OK(yq_darknet_load(cfg, weights, &opt, &g, &err));
+        yq_qconfig qc;
+        yq_qconfig_defaults(&qc);
+        if (pass == 0) qc.head_float = 0;   /* every conv int8 (heads dequantize in the epilogue) */
+        yq_status st = yq_quantize_graph(g, NULL, &qc, &err);
+        if (st) yq_graph_free(g);
+        CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
+        char l2[128];
+        snprintf(l2, sizeof l2, "%s [head=%s]", label, pass == 0 ? "int8" : "float");
+        rng_state = 31337 + pass;
+        /* compare_graph longjmps on failure: free the graph first by running it in a scope we control */
+        jmp_buf save;
+        memcpy(save, test_jmp_, sizeof save);
+        if (setjmp(test_jmp_) == 0) {
+            compare_graph(l2, g, B);
+            memcpy(test_jmp_, save, sizeof save);
+            yq_graph_free(g);
+        } else {
+            memcpy(test_jmp_, save, sizeof save);
+            yq_graph_free(g);
+            longjmp(test_jmp_, 1);
+        }
+    }
+}
+
+static void shared_model(const char *folder, int size, int B)
+{
+    need_gpu();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s", test_data_dir(), folder);
+    yq_model_paths mp;
+    if (yq_model_resolve(path, NULL, &mp, &err) != YQ_OK) TEST_SKIP("%s: %s", folder, err.msg);
+    model_case(folder, mp.cfg, mp.weights, size, B);
+}
+
+static void cfg_only_model(const char *file, int size, int B)
+{
+    need_gpu();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/cfg-only/%s", test_data_dir(), file);
+    FILE *f = fopen(path, "r");
+    if (!f) TEST_SKIP("%s not found", path);
+    fclose(f);
+    model_case(file, path, NULL, size, B);
+}
+
+static void t_model_fastest_10(void) { shared_model("yolo-fastest-1.0", 0, 2); }
+static void t_model_fastest_11(void) { shared_model("yolo-fastest-1.1", 0, 2); }
+static void t_model_fastest_11_xl(void) { shared_model("yolo-fastest-1.1-xl", 0, 2); }
+static void t_model_fastest_xl_10(void) { shared_model("yolo-fastest-xl-1.0", 0, 1); }
+static void t_model_lite_trial6(void) { shared_model("yolo-lite-coco-trial6", 0, 3); }
+static void t_model_yolov4_tiny(void) { cfg_only_model("yolov4-tiny.cfg", 160, 2); }
+static void t_model_yolov3(void) { cfg_only_model("yolov3.cfg", 128, 1); }
+
+static void t_perf(void)
+{
+    rng_state = 1;
+    conv_case cs[] = {
+        { 256, 52, 52, 256, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* yolov3 at 416: a middle 3x3 */
+        { 512, 26, 26, 256, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 3, 416, 416, 32, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },    /* the first conv */
+        { 256, 52, 52, 255, 1, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 }, /* a head */
+        { 128, 80, 80, 128, 3, 1, 128, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 }, /* depthwise */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
+}
+
+int main(void)
+{
+    TEST(t_device_count);
+    TEST(t_errors);
+    TEST(t_convert);
+    TEST(t_conv);
+    TEST(t_conv_head_float);
+    TEST(t_conv_depthwise);
+    TEST(t_conv_float_op);
+    TEST(t_maxpool);
+    TEST(t_upsample);
+    TEST(t_shortcut);
+    TEST(t_route);
+    TEST(t_model_fastest_10);
+    TEST(t_model_fastest_11);
+    TEST(t_model_fastest_11_xl);
+    TEST(t_model_fastest_xl_10);
+    TEST(t_model_lite_trial6);
+    TEST(t_model_yolov4_tiny);
+    TEST(t_model_yolov3);
+    const char *pm = getenv("YQ_CUDA_PERF");
+    if (pm && *pm == '1' && yq_cuda_device_count() > 0) {
+        perf_mode = 1;
+        TEST(t_perf);
+    }
+    return test_done();
+}
