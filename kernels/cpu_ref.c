@@ -7,7 +7,7 @@
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
 
-static int is_dw(const yq_graph *g, const yq_node *n)
+int yq_conv_is_depthwise(const yq_graph *g, const yq_node *n)
 {
     yq_shape is = yq_node_in_shape(g, n);
     return n->p.conv.groups == is.c && n->p.conv.filters == is.c;
@@ -19,7 +19,7 @@ size_t yq_ref_conv_work(const yq_graph *g, const yq_node *n)
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
     size_t np = (size_t)n->out.h * n->out.w;
-    size_t col = is_dw(g, n) ? 0 : (size_t)(is.c / c->groups) * c->size * c->size * np * sizeof(int16_t);
+    size_t col = yq_conv_is_depthwise(g, n) ? 0 : (size_t)(is.c / c->groups) * c->size * c->size * np * sizeof(int16_t);
     return col + (size_t)c->filters * np * sizeof(int32_t);
 }
 
@@ -28,7 +28,7 @@ static inline int16_t ld(const void *p, yq_dtype t, long i)
     return t == YQ_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
 }
 
-static void im2col16(const void *in, yq_dtype t, long base, int ch, int h, int w, int k, int stride, int pad,
+void yq_im2col16(const void *in, yq_dtype t, long base, int ch, int h, int w, int k, int stride, int pad,
                      int oh, int ow, int16_t *col)
 {
     for (int c = 0; c < ch; c++)
@@ -46,7 +46,7 @@ static void im2col16(const void *in, yq_dtype t, long base, int ch, int h, int w
             }
 }
 
-static void epilogue(const yq_node *n, const yq_qnode *q, const int32_t *acc, void *out, long base)
+void yq_ref_epilogue(const yq_node *n, const yq_qnode *q, const int32_t *acc, void *out, long base)
 {
     long np = (long)n->out.h * n->out.w;
     for (int o = 0; o < n->p.conv.filters; o++) {
@@ -70,7 +70,7 @@ void yq_ref_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const v
     int G = c->groups, M = c->filters / G, cin = is.c / G, k = c->size;
     int K = cin * k * k;
     long np = (long)n->out.h * n->out.w;
-    int dw = is_dw(g, n);
+    int dw = yq_conv_is_depthwise(g, n);
     int16_t *col = work;
     int32_t *acc = (int32_t *)((char *)work + (dw ? 0 : (size_t)K * np * sizeof(int16_t)));
     for (int b = 0; b < batch; b++) {
@@ -95,7 +95,7 @@ void yq_ref_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const v
             }
         } else {
             for (int gi = 0; gi < G; gi++) {
-                im2col16(in, in_t, ibase + (long)gi * cin * is.h * is.w, cin, is.h, is.w, k, c->stride, c->pad,
+                yq_im2col16(in, in_t, ibase + (long)gi * cin * is.h * is.w, cin, is.h, is.w, k, c->stride, c->pad,
                          n->out.h, n->out.w, col);
                 for (int o = gi * M; o < (gi + 1) * M; o++) {
                     int32_t *a = acc + (long)o * np;
@@ -110,7 +110,7 @@ void yq_ref_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const v
                 }
             }
         }
-        epilogue(n, q, acc, out, (long)b * yq_shape_size(n->out));
+        yq_ref_epilogue(n, q, acc, out, (long)b * yq_shape_size(n->out));
     }
 }
 

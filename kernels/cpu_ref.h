@@ -13,6 +13,21 @@
 size_t yq_ref_conv_work(const yq_graph *g, const yq_node *n);
 void yq_ref_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const void *in, yq_dtype in_t,
                  void *out, void *work, int batch);
+/* Pieces shared with the BLAS path (kernels/cpu_int8_blas.c). */
+int  yq_conv_is_depthwise(const yq_graph *g, const yq_node *n);
+void yq_im2col16(const void *in, yq_dtype t, long base, int ch, int h, int w, int k, int stride, int pad,
+                 int oh, int ow, int16_t *col);
+/* acc: filters x out_h*out_w int32 accumulators (bias included) -> int8 or float output. */
+void yq_ref_epilogue(const yq_node *n, const yq_qnode *q, const int32_t *acc, void *out, long base);
+
+/* The same conv, exact, through double-precision GEMM (kernels/cpu_int8_blas.c): every
+ * product and partial sum is an integer below 2^53, so the result is the exact int32
+ * accumulator whatever the summation order.  Byte-identical to yq_ref_conv (tested);
+ * several times faster.  Depthwise convs go through yq_ref_conv. */
+size_t yq_blas_conv_work(const yq_graph *g, const yq_node *n);
+void yq_blas_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const void *in, yq_dtype in_t,
+                  void *out, void *work, int batch);
+
 void yq_ref_maxpool(yq_shape is, const yq_pool_p *p, yq_shape os, const int8_t *in, int8_t *out, int batch);
 void yq_ref_upsample(yq_shape is, int stride, const int8_t *in, int8_t *out, int batch);
 void yq_ref_shortcut(long n_per_image, const int8_t *a, const int8_t *b, const yq_qnode *q, int8_t *out, int batch);

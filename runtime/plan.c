@@ -87,7 +87,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
         }
         long w = yq_f32_conv_work(g, &g->nodes[i]);
         if (g->q && !(flags & YQ_PLAN_FLOAT)) {   /* in floats, rounded up */
-            long wr = (long)((yq_ref_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
+            long wr = (long)((yq_blas_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
             if (wr > w) w = wr;
         }
         if (w > work) work = w;
@@ -156,6 +156,7 @@ const float *yq_plan_tensor(const yq_plan *p, int id)
 float *yq_plan_input(yq_plan *p) { return p->input; }
 const yq_graph *yq_plan_graph(const yq_plan *p) { return p->g; }
 int yq_plan_quantized(const yq_plan *p) { return p->quant; }
+int yq_plan_flags(const yq_plan *p) { return p->flags; }
 float *yq_plan_work(const yq_plan *p) { return p->work; }
 
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)

@@ -20,7 +20,8 @@ typedef struct yq_plan yq_plan;
 enum {
     YQ_PLAN_KEEP_HEADS = 1,   /* the tensors feeding [yolo]/[region] stay readable after the run */
     YQ_PLAN_KEEP_ALL = 2,     /* every tensor stays readable (debugging, per-layer reports) */
-    YQ_PLAN_FLOAT = 4         /* run an int8 graph's float original (g->q ignored) */
+    YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
+    YQ_PLAN_REFERENCE = 8     /* int8 convs through the plain-C reference, not the exact dgemm path */
 };
 
 yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err);
@@ -35,7 +36,8 @@ float    *yq_plan_input(yq_plan *p);                  /* write the float batch h
 /* For the executors: a node's buffer (live or not), the graph, the conv scratch. */
 void     *yq_plan_buf(const yq_plan *p, int id);
 const yq_graph *yq_plan_graph(const yq_plan *p);
-int       yq_plan_quantized(const yq_plan *p);        /* buffers typed by g->q (not YQ_PLAN_FLOAT) */
+int       yq_plan_quantized(const yq_plan *p);
+int       yq_plan_flags(const yq_plan *p);        /* buffers typed by g->q (not YQ_PLAN_FLOAT) */
 float    *yq_plan_work(const yq_plan *p);
 
 /* Called after each node has been computed; data is batch x out-shape values of
