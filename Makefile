@@ -41,12 +41,14 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCHES  := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 # The peer (Debian's darknet) is optional: its dumper is built only where it exists.
 DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
 PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump)
 
-.PHONY: all test bench fuzz clean install-deps
-all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES)
+.PHONY: all test bench fuzz clean install-deps examples
+all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,6 +76,11 @@ $(B)/tests/%: $(B)/tests/%.o $(LIB)
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
+# examples/*.c: small programs on the public API (include/yq.h) alone.
+examples: $(EXAMPLES)
+$(B)/examples/%: $(B)/examples/%.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+
 # The darknet peer: darknet's own library, headers shipped under /usr/lib/darknet/include.
 $(B)/tests/dn_dump: tests/peer/dn_dump.c
 	@mkdir -p $(dir $@)
@@ -96,7 +103,7 @@ install-deps:
 clean:
 	rm -rf $(B)
 
--include $(OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d) $(TEST_SRCS:tests/%.c=$(B)/tests/%.d)
+-include $(OBJS:.o=.d) $(CLI_SRCS:%.c=$(B)/%.d) $(TEST_SRCS:tests/%.c=$(B)/tests/%.d) $(EXAMPLE_SRCS:%.c=$(B)/%.d)
 
 # ---- gpu-test: the GPU test alone, for a machine with a GPU but without the
 # OpenCV/HDF5/cJSON development packages (the lent device machines).  It links only
@@ -116,3 +123,71 @@ gpu-test: $(B)/gpu/test_cuda
 $(B)/gpu/test_cuda: $(B)/tests/test_cuda.o $(GPU_TEST_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ $(GPU_TEST_LIBS)
+
+# ---- cuDNN (optional): the GPU float engine, kernels/cudnn_fp.cu --------------------
+# Compiled with YQ_HAVE_CUDNN when cudnn.h is found, and programs then link -lcudnn
+# (--as-needed: only those that use the engine record it).  Without cuDNN the engine's
+# functions return YQ_ERR_UNSUPPORTED and everything else builds as before.
+CUDNN_H  := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/*-linux-gnu/cudnn.h))
+ifneq ($(CUDNN_H),)
+$(B)/kernels/cudnn_fp.cu.o: NVCCFLAGS += -DYQ_HAVE_CUDNN
+CUDNN_LIBS := -Wl,--as-needed -lcudnn -Wl,--no-as-needed
+LIBS          += $(CUDNN_LIBS)
+GPU_TEST_LIBS += $(CUDNN_LIBS)
+endif
+
+# ---- gpu-bench: the GPU benchmark programs for the device machine, built here -------
+# One multi-call program, build/gpu/yqgpu, because each static OpenBLAS link weighs ~30 MB
+# and what travels to the device is capped at 64 MiB:
+#   yqgpu bench ARGS        `yquant bench` (cli/cmd_bench.c)
+#   yqgpu test_cuda         tests/test_cuda.c, as build/gpu/test_cuda (make gpu-test)
+#   yqgpu test_cudnn        tests/test_cudnn.c
+#   yqgpu cudnn_int8 ARGS   bench/gpu/cudnn_int8.c: cuDNN's own int8 convs over a model
+# Linked like gpu-test (static OpenBLAS, libcrypto, C++ runtime; cuDNN dynamic: the device
+# has it), without HDF5 (.yqp packages: bench/gpu/no_package.c says so) and with cJSON's
+# shared library copied beside it (rpath $ORIGIN).  bench/gpu/run_gpu.sh runs it there.
+#   make gpu-bench NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"   (H200 only: faster)
+GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/common.o $(B)/bench/gpu/no_package.o
+YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o
+CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
+
+.PHONY: gpu-bench
+gpu-bench: $(B)/gpu/yqgpu
+
+$(B)/gpu/mc/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -c $< -o $@
+$(B)/gpu/mc/%.o: bench/gpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -c $< -o $@
+
+$(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS)
+	@mkdir -p $(dir $@)
+	$(if $(CJSON_SO),cp -L $(CJSON_SO) $(dir $@)libcjson.so.1)
+	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ -L$(dir $@) -l:libcjson.so.1 -Wl,-rpath,'$$ORIGIN' \
+	    $(GPU_TEST_LIBS)
+
+# ---- gpu-test, the session: build/gpu/test_session (tests/test_session.c) for the device
+# machine: the session API with the package loader (HDF5 linked statically) and images
+# decoded from raw sidecar files (tests/image_raw.c: no OpenCV there;
+# `build/tests/test_session --write-raw IMAGE...` writes them here).  Objects go through
+# an archive so that only what the test reaches is linked.
+#   make gpu-test, then `YQ_DATA=... build/gpu/test_session`
+GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
+                      calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/session.c \
+                      runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/fileio.c \
+                      tests/image_raw.c) \
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_ops.cu \
+                      kernels/cuda_post.cu kernels/cuda_post_rt.cu)
+GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
+                    $(GPU_TEST_LIBS)
+
+gpu-test: $(B)/gpu/test_session
+
+$(B)/gpu/libyq_session.a: $(GPU_SESSION_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ $(GPU_SESSION_LIBS)

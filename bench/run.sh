@@ -104,6 +104,13 @@ blas=$(sed -n 's/^threads: .*; //p' "$log/yq_b1_t1.txt")
     echo
     table
     echo
+    if [ -n "$dn_ms" ]; then
+        f="$log/yq_b1_t1.txt"
+        awk -v dm="$dn_ms" -v dc="$(field cpu_ms_per_img "$log/dn.txt")" -v ym="$(field ms_per_img "$f")" \
+            -v yc="$(field cpu_ms_per_img "$f")" 'BEGIN {
+            printf "Like for like (batch 1, one thread each): yquant is %.1fx darknet on median wall time", dm / ym
+            printf " and %.1fx on CPU time per image.\n\n", dc / yc }'
+    fi
     echo "CPU/wall is the process's CPU time over wall time during the timed runs: about the thread"
     echo "count when the run had the cores to itself, less when the machine was busy (then the wall"
     echo "times are pessimistic; for 1-thread rows CPU ms/img is close to what a free core would give)."
@@ -112,7 +119,7 @@ blas=$(sed -n 's/^threads: .*; //p' "$log/yq_b1_t1.txt")
     echo "## yquant profile, batch 1, 1 thread (per-node clock hook)"
     echo
     echo '```'
-    sed -n '/^profile:/,/^RESULT/p' "$log/yq_b1_t1.txt" | grep -v '^RESULT'
+    awk '/^profile:/ { p = 1 } /^RESULT/ { p = 0 } p' "$log/yq_b1_t1.txt" | sed '${/^$/d}'
     echo '```'
 } > "$out"
 echo

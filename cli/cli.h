@@ -20,6 +20,9 @@ typedef struct cli_model_opt {
 int  cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i);
 /* Resolves MODEL (a path, or a name under $YQ_DATA/models) and loads it. */
 yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err);
+/* MODEL as detect/eval take it: a .yqp package, or cli_load_model's graph (into
+ * *owned, which the model borrows).  Free *m, then *owned (cli/cmd_detect.c). */
+yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_graph **owned, yq_error *err);
 /* "--size 416" or "--size 416x320" */
 int  cli_parse_size(const char *s, int *w, int *h);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
@@ -49,18 +52,24 @@ extern const char *cli_quant_help;
 #include "calib/compare.h"
 yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
                            yq_layer_err **out, yq_error *err);
+/* Up to max preprocessed images of dir, evenly spaced; *out malloc'ed. */
+yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
+/* The rewrite, then the data-driven bias correction when the qconfig asks for it. */
+yq_status cli_quantize_graph(const cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
 /* Evaluation helpers (cli/cmd_eval.c). */
 #include "runtime/evaluate.h"
 int cli_print_stats(const double *stats);
 yq_status cli_load_dataset(const char *images, const char *ann, const char *labels, yq_dataset **ds, yq_error *err);
-yq_status cli_evaluate(const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo, const char *label,
-                       double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
+/* Every image of ds through session s (batch at a time, options from eo), then COCO stats. */
+yq_status cli_evaluate(yq_session *s, int batch, const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo,
+                       const char *label, double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
 
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

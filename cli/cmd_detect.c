@@ -11,12 +11,14 @@
 #include "datasets/draw.h"
 #include "datasets/labels.h"
 #include "runtime/detector.h"
+#include "runtime/session.h"
 
 static const char *help =
     "usage: yquant detect MODEL IMAGE|DIR... [options]\n"
     "\n"
     "Runs the detector on each image: one line per detection (class, confidence, box\n"
-    "x,y,w,h in pixels).\n"
+    "x,y,w,h in pixels).  MODEL is a Darknet model (FP32, cpu only) or an int8 package (.yqp).\n"
+    "  --device D        cpu (default), cuda or cuda:N (int8 packages; decode and NMS on the GPU)\n"
     "  --conf P          confidence threshold (default 0.25)\n"
     "  --nms T           per-class NMS IoU threshold (default 0.45)\n"
     "  --max-dets N      detections kept per image (default 100)\n"
@@ -69,11 +71,32 @@ static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detect
     return st;
 }
 
+/* MODEL as detect and eval take it: an int8 package (.yqp), or a Darknet model loaded
+ * as cli_load_model does (with --weights/--size/--bn) into *owned, which the model
+ * borrows.  Free *m, then *owned. */
+yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_graph **owned, yq_error *err)
+{
+    *m = NULL;
+    *owned = NULL;
+    size_t len = strlen(o->model);
+    if ((len > 4 && !strcmp(o->model + len - 4, ".yqp")) || yq_package_is(o->model)) {
+        if (o->weights || o->width || o->height)
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: --weights and --size do not apply to a package", o->model);
+        return yq_model_open(o->model, m, err);
+    }
+    yq_status st = cli_load_model(o, owned, err);
+    if (st == YQ_OK && (st = yq_model_borrow(*owned, (*owned)->letter_box, m, err)) != YQ_OK) {
+        yq_graph_free(*owned);
+        *owned = NULL;
+    }
+    return st;
+}
+
 int cmd_detect(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
     yq_post_opt po = yq_post_defaults();
-    const char *out_dir = NULL, *json = NULL;
+    const char *out_dir = NULL, *json = NULL, *device = "cpu";
     int letterbox = -1;
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
@@ -90,6 +113,7 @@ int cmd_detect(int argc, char **argv)
         else if (!strcmp(a, "--max-dets") && has) po.max_dets = atoi(argv[++i]);
         else if (!strcmp(a, "--out") && has) out_dir = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
+        else if (!strcmp(a, "--device") && has) device = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
         else if (a[0] == '-') { free(inputs); return cli_usage_error("detect: unknown option or missing value: %s", a); }
@@ -103,15 +127,29 @@ int cmd_detect(int argc, char **argv)
     }
 
     yq_error err;
-    yq_graph *g = NULL;
-    yq_detector *det = NULL;
+    yq_graph *owned = NULL;
+    yq_model *model = NULL;
+    yq_session *sess = NULL;
+    const yq_graph *g = NULL;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
     char **paths = NULL;
     int n_paths = 0, rc = 1, failed = 0, total = 0;
     yq_detection *dets = malloc(sizeof *dets * (size_t)po.max_dets);
+    float *input = NULL;
     if (!dets) goto done;
-    if (cli_load_model(&mo, &g, &err) != YQ_OK || yq_detector_new(g, &det, &err) != YQ_OK) { cli_error(&err); goto done; }
-    if (letterbox < 0) letterbox = g->letter_box;
+    if (cli_open_model(&mo, &model, &owned, &err) != YQ_OK || yq_session_new(model, device, 1, &sess, &err) != YQ_OK) {
+        cli_error(&err);
+        goto done;
+    }
+    g = yq_model_graph(model);
+    if (letterbox < 0) letterbox = yq_model_letterbox(model);
+    yq_session_opt so = yq_session_defaults();
+    so.conf = po.conf;
+    so.nms = po.nms;
+    so.max_dets = po.max_dets;
+    so.letterbox = letterbox;
+    if (yq_session_set_options(sess, &so, &err) != YQ_OK) { cli_error(&err); goto done; }
+    if (!(input = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out)))) goto done;
     if (out_dir && mkdir(out_dir, 0777) && errno != EEXIST) {
         fprintf(stderr, "yquant: %s: %s\n", out_dir, strerror(errno));
         goto done;
@@ -135,8 +173,9 @@ int cmd_detect(int argc, char **argv)
         n_paths += n;
         free(list);
     }
-    fprintf(stderr, "%s, %dx%d, %s, conf %.2f, nms %.2f\n", g->cfg_path, g->nodes[0].out.w, g->nodes[0].out.h,
-            letterbox ? "letterbox" : "plain resize", (double)po.conf, (double)po.nms);
+    fprintf(stderr, "%s, %s, %dx%d, %s, conf %.2f, nms %.2f, %s\n", mo.model, g->q ? "int8" : "fp32",
+            g->nodes[0].out.w, g->nodes[0].out.h, letterbox ? "letterbox" : "plain resize", (double)po.conf,
+            (double)po.nms, yq_session_device(sess));
     for (int i = 0; i < n_paths; i++) {
         yq_image im;
         int n;
@@ -145,7 +184,9 @@ int cmd_detect(int argc, char **argv)
             failed++;
             continue;
         }
-        if (yq_detector_run(det, &im, letterbox, &po, dets, po.max_dets, &n, &err) != YQ_OK) {
+        int wh[2] = { im.w, im.h };
+        if (yq_preprocess(g, &im, letterbox, input, &err) != YQ_OK ||
+            yq_session_run_tensor(sess, input, 1, wh, dets, po.max_dets, &n, &err) != YQ_OK) {
             yq_image_free(&im);
             cli_error(&err);
             goto done;
@@ -198,7 +239,9 @@ done:
     free(paths);
     free(inputs);
     free(dets);
-    yq_detector_free(det);
-    yq_graph_free(g);
+    free(input);
+    yq_session_free(sess);
+    yq_model_free(model);
+    yq_graph_free(owned);
     return rc;
 }

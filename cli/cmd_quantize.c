@@ -196,15 +196,15 @@ int cmd_quantize(int argc, char **argv)
     int keeps_float = qo.qc.head_float || qo.qc.first_float;
     for (int i = 0; i < qo.qc.n_layers; i++) keeps_float |= qo.qc.layer[i].skip > 0;
     if (ds && keeps_float) {
-        yq_qconfig all = qo.qc;
-        all.head_float = all.first_float = 0;
-        for (int i = 0; i < all.n_layers; i++) all.layer[i].skip = -1;
-        if (yq_quantize_graph(g, cs, &all, &err) != YQ_OK) goto fail;
+        cli_quant_opt all = qo;
+        all.qc.head_float = all.qc.first_float = 0;
+        for (int i = 0; i < all.qc.n_layers; i++) all.qc.layer[i].skip = -1;
+        if (cli_quantize_graph(&all, g, cs, letterbox, &err) != YQ_OK) goto fail;
         if (evaluate(g, ds, letterbox, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
         have_all8 = 1;
         yq_unquantize_graph(g);
     }
-    if (yq_quantize_graph(g, cs, &qo.qc, &err) != YQ_OK) goto fail;
+    if (cli_quantize_graph(&qo, g, cs, letterbox, &err) != YQ_OK) goto fail;
     if (ds && evaluate(g, ds, letterbox, "int8", &q8, &err) != YQ_OK) goto fail;
     if (ds && boots > 0) {
         fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
@@ -218,7 +218,8 @@ int cmd_quantize(int argc, char **argv)
     printf("\n%s  ->  %s\n", g->cfg_path, out);
     printf("qconfig: %d bits, %s weights, calib %s, head %s, first conv %s, equalize %s, bias correction %s\n",
            qo.qc.bits, qo.qc.per_channel ? "per-channel" : "per-tensor", qsum, qo.qc.head_float ? "float" : "int8",
-           qo.qc.first_float ? "float" : "int8", qo.qc.equalize ? "on" : "off", qo.qc.bias_correction ? "on" : "off");
+           qo.qc.first_float ? "float" : "int8", qo.qc.equalize ? "on" : "off",
+           qo.qc.bias_correction == 2 ? "weights+data" : qo.qc.bias_correction ? "weights" : "off");
     if (ds) {
         printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
                letterbox ? "letterbox" : "plain resize");

@@ -9,6 +9,7 @@
 #include "calib/observe.h"
 #include "cli/cli.h"
 #include "datasets/image.h"
+#include "quant/biascorr.h"
 #include "quant/equalize.h"
 #include "quant/rewrite.h"
 
@@ -72,7 +73,7 @@ const char *cli_quant_help =
     "  --head int8|float      the convs feeding the heads (default float)\n"
     "  --first int8|float     the first conv (default int8, reading the uint8 image)\n"
     "  --skip-layers L,L,...  layers kept in float\n"
-    "  --rounding nearest|even, --equalize on|off, --bias-correction on|off\n"
+    "  --rounding nearest|even, --equalize on|off, --bias-correction off|weights|data\n"
     "  --qconfig FILE         key = value lines (README: qconfig keys)\n"
     "  --set KEY=VALUE        any qconfig key, e.g. --set layer.12.bits=6\n";
 
@@ -192,29 +193,53 @@ static int by_db(const void *a, const void *b)
     return x->db < y->db ? -1 : x->db > y->db;
 }
 
-yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
-                           yq_layer_err **out, yq_error *err)
+yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err)
 {
     char **paths;
     int n, skipped;
     yq_status st = yq_list_images(dir, &paths, &n, &skipped, err);
     if (st != YQ_OK) return st;
-    if (n > n_images) n = n_images;
     long in_sz = yq_shape_size(g->nodes[0].out);
-    float *inputs = malloc(sizeof(float) * (size_t)(in_sz * n));
-    int got = 0;
-    for (int i = 0; i < n && inputs && st == YQ_OK; i++) {
+    int want = n < max ? n : max;
+    float *inputs = malloc(sizeof(float) * (size_t)(in_sz * (want ? want : 1)));
+    *got = 0;
+    if (!inputs) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    /* Evenly spaced over the folder, so a few images still cover it. */
+    for (int k = 0; k < want && st == YQ_OK; k++) {
         yq_image im;
         yq_error e2;
-        if (yq_image_load(paths[i], &im, &e2) != YQ_OK) continue;
-        st = yq_preprocess(g, &im, letterbox, inputs + got * in_sz, err);
+        if (yq_image_load(paths[(long)k * n / want], &im, &e2) != YQ_OK) continue;
+        st = yq_preprocess(g, &im, letterbox, inputs + *got * in_sz, err);
         yq_image_free(&im);
-        got++;
+        (*got)++;
     }
-    yq_list_images_free(paths, n_images > n ? n : n_images);
+    yq_list_images_free(paths, n);
+    if (st != YQ_OK) { free(inputs); return st; }
+    *out = inputs;
+    return YQ_OK;
+}
+
+yq_status cli_quantize_graph(const cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
+{
+    yq_status st = yq_quantize_graph(g, cs, &q->qc, err);
+    if (st != YQ_OK || q->qc.bias_correction != 2) return st;
+    float *inputs;
+    int got;
+    if ((st = cli_load_inputs(g, q->calib_dir, 16, letterbox, &inputs, &got, err)) != YQ_OK) return st;
+    st = yq_bias_correct_data(g, inputs, got, err);
+    free(inputs);
+    return st;
+}
+
+yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
+                           yq_layer_err **out, yq_error *err)
+{
+    float *inputs;
+    int got;
+    yq_status st = cli_load_inputs(g, dir, n_images, letterbox, &inputs, &got, err);
+    if (st != YQ_OK) return st;
     yq_layer_err *e = NULL;
-    if (!inputs) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    if (st == YQ_OK) st = yq_compare_layers(g, inputs, got, &e, err);
+    st = yq_compare_layers(g, inputs, got, &e, err);
     free(inputs);
     if (st != YQ_OK) return st;
     rank *r = malloc(sizeof *r * (size_t)g->n_nodes);

@@ -13,6 +13,7 @@ static const char *usage =
     "  detect MODEL IMG...  detections: printed, drawn (--out DIR), COCO JSON (--json F)\n"
     "  eval MODEL ...       COCO mAP on labelled images (FP32, or int8 with --calib DIR)\n"
     "  quantize MODEL --calib DIR   calibrate, rewrite to int8, validate, write a .yqp package\n"
+    "  bench MODEL|PKG      latency and throughput: FP32/FP16 (cuDNN), int8 (ours), GPU or CPU\n"
     "\n"
     "  yquant --calib DIR [--bits 8] ...   quantize the default model (yolo-fastest-1.1-xl)\n"
     "\n"
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "detect")) return cmd_detect(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

@@ -1,18 +1,28 @@
 /* yquant: INT8 quantization and calibration for YOLO-family detectors.
  *
  * The one public header.  Every call that can fail returns a yq_status and fills
- * a caller-owned yq_error with the detail (file, layer, what is wrong):
+ * a caller-owned yq_error with the detail (file, layer, what is wrong).  Running a
+ * model (an int8 .yqp package, or a Darknet model in FP32 on the CPU):
  *
  *     yq_error err;
- *     yq_model *m;
- *     if (yq_model_load("models/yolo-fastest-1.1-xl", NULL, &m, &err) != YQ_OK) {
+ *     yq_model *m = NULL;
+ *     yq_session *s = NULL;
+ *     if (yq_model_open("yolo-fastest-1.1-xl-int8.yqp", &m, &err) != YQ_OK ||
+ *         yq_session_new(m, "cuda:0", 4, &s, &err) != YQ_OK) {     // or "cpu"
  *         fprintf(stderr, "%s\n", err.msg);
- *         return 1;
+ *         ...
  *     }
- *     printf("%d layers, input %dx%dx%d\n", yq_model_layers(m), ...);
+ *     const char *paths[2] = { "dog.jpg", "horses.jpg" };
+ *     yq_detection dets[2 * 100];
+ *     int counts[2];
+ *     if (yq_session_run_images(s, paths, 2, dets, 100, counts, &err) == YQ_OK)
+ *         for (int k = 0; k < counts[1]; k++)                      // image 1: dets + 100
+ *             printf("%s %.2f\n", yq_model_class_name(m, dets[100 + k].cls), dets[100 + k].score);
+ *     yq_session_free(s);
  *     yq_model_free(m);
  *
- * Handles are pointers to incomplete structs; there is no global state.
+ * Handles are pointers to incomplete structs; there is no global state.  A model
+ * may serve several sessions; a session is used by one thread at a time.
  */
 #ifndef YQ_H
 #define YQ_H
@@ -51,6 +61,61 @@ typedef struct yq_detection {
 
 /* A short name for a status ("format error", ...); never NULL. */
 const char *yq_status_str(yq_status st);
+
+/* ---- models ---------------------------------------------------------------- */
+typedef struct yq_model yq_model;
+typedef struct yq_session yq_session;
+
+/* path: an int8 deploy package (.yqp, checked as it loads), or a Darknet model: a
+ * folder with one .cfg and one .weights (and optionally a .names), or a .cfg with its
+ * .weights beside it; a Darknet model runs in FP32 on the CPU.  *out set only on YQ_OK. */
+yq_status   yq_model_open(const char *path, yq_model **out, yq_error *err);
+void        yq_model_free(yq_model *m);                   /* NULL is a no-op; after its sessions */
+int         yq_model_is_int8(const yq_model *m);          /* 1 for a package (or quantized graph) */
+void        yq_model_input(const yq_model *m, int *c, int *h, int *w);   /* network input size */
+int         yq_model_classes(const yq_model *m);          /* classes of the first head */
+/* The class's name, NULL when the model has none or cls is out of range; borrowed. */
+const char *yq_model_class_name(const yq_model *m, int cls);
+int         yq_model_letterbox(const yq_model *m);        /* the preprocessing the model expects */
+
+/* ---- sessions ---------------------------------------------------------------- */
+typedef struct yq_session_opt {
+    float conf;           /* keep detections with score above this (0.25) */
+    float nms;            /* per-class NMS IoU threshold (0.45) */
+    int max_dets;         /* detections per image, best first (100) */
+    int letterbox;        /* -1: as the model says (default), 0: plain resize, 1: letterbox */
+    int cuda_graph;       /* cuda: 1 (default) replays one CUDA graph per batch size, 0 launches
+                             kernel by kernel; the results are the same bytes */
+} yq_session_opt;
+
+yq_session_opt yq_session_defaults(void);
+
+/* device: "cpu", "cuda" (= "cuda:0") or "cuda:N".  On cuda the session plans once
+ * (activations in one device allocation, buffers for max_batch images) and runs
+ * the whole forward, decode and NMS on the GPU; only the final detections come
+ * back.  The GPU runs int8 models; a Darknet (FP32) model runs on "cpu" only.
+ * YQ_ERR_CUDA, with a message, when there is no usable GPU, the index is out of
+ * range, the GPU is out of memory, or the package was tuned for another
+ * architecture; a CPU session of the same model still works.  m is borrowed and
+ * must outlive the session.  *out set only on YQ_OK. */
+yq_status yq_session_new(const yq_model *m, const char *device, int max_batch, yq_session **out, yq_error *err);
+void      yq_session_free(yq_session *s);                 /* NULL is a no-op */
+yq_status yq_session_set_options(yq_session *s, const yq_session_opt *o, yq_error *err);
+yq_session_opt yq_session_options(const yq_session *s);   /* letterbox resolved to 0 or 1 */
+/* "cpu" or "cuda:0 (NVIDIA H200, sm_90)"; borrowed. */
+const char *yq_session_device(const yq_session *s);
+
+/* Detects objects in n images (JPEG or PNG), max_batch at a time.  Image i's
+ * detections are dets[i * cap_per_image ...], counts[i] of them (at most
+ * cap_per_image and max_dets), in original-image pixels, best first.  An image that
+ * cannot be read fails the call with its path in the message. */
+yq_status yq_session_run_images(yq_session *s, const char *const *paths, int n, yq_detection *dets,
+                                int cap_per_image, int *counts, yq_error *err);
+/* The same from network inputs already preprocessed (n x C x H x W floats in [0,1],
+ * letterboxed or resized as the session's letterbox option says); orig_wh holds the
+ * original width and height of each image (2 per image), to map boxes back. */
+yq_status yq_session_run_tensor(yq_session *s, const float *nchw, int n, const int *orig_wh,
+                                yq_detection *dets, int cap_per_image, int *counts, yq_error *err);
 
 #ifdef __cplusplus
 }

@@ -152,6 +152,167 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
     }
 }
 
+/* The large tile: 128 pixels x 128 filters per 256-thread block, each thread 8 x 8
+ * outputs (two 4 x 4 quadrants, 64 apart in each direction, so that its shared-memory
+ * reads are 16-byte vectors), K in chunks of 16 words double-buffered through
+ * registers: the next chunk's global loads are in flight while the current one is
+ * multiplied.  VEC (c4 words per pixel a multiple of 4): every 4-word group of a chunk
+ * lies in one tap and is 16-byte aligned, so A and B are read as int4; otherwise word
+ * by word.  Same sums as conv_dp4a (exact int32), same epilogue. */
+#define TM 128
+#define TN 128
+#define TK 16
+#define TPAD 4
+
+template <bool U8, bool FOUT, bool VEC>
+__global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
+{
+    __shared__ __align__(16) int As[2][TK][TM + TPAD];
+    __shared__ __align__(16) int Bs[2][TK][TN + TPAD];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int m0 = blockIdx.x * TM, n0 = blockIdx.y * TN;
+    const int *in = (const int *)a.in;
+    const int ohw = a.OH * a.OW;
+    /* loader: row lr (a pixel of A, a filter of B), word groups lq and lq + 2 */
+    const int lr = tid & 127, lq = tid >> 7;
+    const int p = m0 + lr;
+    const bool pv = p < a.M;
+    int pb, py, px;
+    {
+        int b = pv ? p / ohw : 0, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+        pb = b;
+        py = oy * a.s - a.pad;
+        px = ox * a.s - a.pad;
+    }
+    const long in_img = (long)pb * a.IH;
+    const int f = n0 + lr;
+    const bool fv = f < a.F;
+    const int *wrow = a.w32 + (long)(fv ? f : 0) * a.K4;
+
+    int4 ra[2], rb[2];
+    auto load = [&](int k0) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int kg = k0 + (lq + 2 * h) * 4;
+            if (VEC) {
+                int4 va = make_int4(0, 0, 0, 0), vb = make_int4(0, 0, 0, 0);
+                if (kg < a.K4) {
+                    int tap = kg / a.C4w, c4 = kg - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+                    int y = py + ky, x = px + kx;
+                    if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
+                        va = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.C4w + c4));
+                    if (fv) vb = __ldg((const int4 *)(wrow + kg));
+                }
+                ra[h] = va;
+                rb[h] = vb;
+            } else {
+                int va[4], vb[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int kw = kg + j, v = 0, w = 0;
+                    if (kw < a.K4) {
+                        int tap = kw / a.C4w, c4 = kw - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+                        int y = py + ky, x = px + kx;
+                        if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
+                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.C4w + c4);
+                        if (fv) w = __ldg(wrow + kw);
+                    }
+                    va[j] = v;
+                    vb[j] = w;
+                }
+                ra[h] = make_int4(va[0], va[1], va[2], va[3]);
+                rb[h] = make_int4(vb[0], vb[1], vb[2], vb[3]);
+            }
+        }
+    };
+    auto store = [&](int buf) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int r = (lq + 2 * h) * 4;
+            As[buf][r + 0][lr] = ra[h].x; As[buf][r + 1][lr] = ra[h].y;
+            As[buf][r + 2][lr] = ra[h].z; As[buf][r + 3][lr] = ra[h].w;
+            Bs[buf][r + 0][lr] = rb[h].x; Bs[buf][r + 1][lr] = rb[h].y;
+            Bs[buf][r + 2][lr] = rb[h].z; Bs[buf][r + 3][lr] = rb[h].w;
+        }
+    };
+
+    int acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0;
+
+    load(0);
+    store(0);
+    __syncthreads();
+    int cur = 0;
+    for (int k0 = 0; k0 < a.K4; k0 += TK) {
+        const bool next = k0 + TK < a.K4;
+        if (next) load(k0 + TK);
+#pragma unroll
+        for (int kk = 0; kk < TK; kk++) {
+            int4 a0 = *(const int4 *)&As[cur][kk][ty * 4], a1 = *(const int4 *)&As[cur][kk][64 + ty * 4];
+            int4 b0 = *(const int4 *)&Bs[cur][kk][tx * 4], b1 = *(const int4 *)&Bs[cur][kk][64 + tx * 4];
+            int xa[8] = { a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w };
+            int wb[8] = { b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w };
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = dot4<U8>(xa[i], wb[j], acc[i][j]);
+        }
+        if (next) store(cur ^ 1);
+        __syncthreads();
+        cur ^= 1;
+    }
+
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int pp = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        if (pp >= a.M) continue;
+#pragma unroll
+        for (int hj = 0; hj < 2; hj++) {
+            int o0 = n0 + hj * 64 + tx * 4;
+            if (FOUT) {
+                int b = pp / ohw, pix = pp - b * ohw;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int o = o0 + j;
+                    if (o < a.F)
+                        ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(acc[i][hj * 4 + j] + a.bq[o], o, a);
+                }
+            } else if (o0 < a.F4) {
+                unsigned word = 0;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int o = o0 + j;
+                    int8_t v = o < a.F ? rq_out(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
+                    word |= (unsigned)(uint8_t)v << (8 * j);
+                }
+                ((unsigned *)a.out)[(long)pp * (a.F4 >> 2) + (o0 >> 2)] = word;
+            }
+        }
+    }
+}
+
+/* Which dp4a tile: YQ_DP4A_TILE=64|128 forces one (tests run both on every case);
+ * otherwise the large tile when it has enough filters to fill and at least a
+ * wave of blocks over the multiprocessors. */
+static int dp4a_tile(const ConvK &a, int nout)
+{
+    static int forced = -1, sms = 0;
+    if (forced < 0) {
+        const char *e = getenv("YQ_DP4A_TILE");
+        forced = e && !strcmp(e, "128") ? 128 : e && !strcmp(e, "64") ? 64 : 0;
+        int d = 0;
+        if (cudaGetDevice(&d) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess)
+            sms = 80;
+        (void)cudaGetLastError();
+    }
+    if (forced) return forced;
+    long blocks = (long)((a.M + TM - 1) / TM) * ((nout + TN - 1) / TN);
+    return nout >= 96 && blocks >= sms ? 128 : 64;
+}
+
 /* Depthwise: thread = (pixel, 4 channels). */
 __global__ void conv_dw(ConvK a)
 {
@@ -381,6 +542,19 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
     cudaStream_t s = YQ_STREAM(stream);
     switch (c->var) {
     case YQ_CONV_DP4A: {
+        int nout = a.fout ? a.F : a.F4;
+        if (dp4a_tile(a, nout) == 128) {
+            dim3 g2(yq_blocks(a.M, TM), yq_blocks(nout, TN));
+            bool vec = a.C4w % 4 == 0;
+            if (a.u8) {
+                if (a.fout) vec ? conv_dp4a_128<true, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, true, false><<<g2, 256, 0, s>>>(a);
+                else vec ? conv_dp4a_128<true, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, false, false><<<g2, 256, 0, s>>>(a);
+            } else {
+                if (a.fout) vec ? conv_dp4a_128<false, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, true, false><<<g2, 256, 0, s>>>(a);
+                else vec ? conv_dp4a_128<false, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, false, false><<<g2, 256, 0, s>>>(a);
+            }
+            break;
+        }
         dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.fout ? a.F : a.F4, BN));
         if (a.u8 && a.fout) conv_dp4a<true, true><<<grid, 256, 0, s>>>(a);
         else if (a.u8) conv_dp4a<true, false><<<grid, 256, 0, s>>>(a);

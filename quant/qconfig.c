@@ -142,8 +142,10 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
         qc->equalize = b;
     } else if (!strcmp(key, "bias_correction")) {
-        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
-        qc->bias_correction = b;
+        if (!strcmp(value, "data")) qc->bias_correction = 2;
+        else if (!strcmp(value, "weights")) qc->bias_correction = 1;
+        else if (parse_onoff(value, &b) == YQ_OK) qc->bias_correction = b;
+        else return bad(err, origin, key, value, "off, weights or data (on = weights)");
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
                        "rounding, head, first, equalize, bias_correction, layer.N.*)", origin, key);
@@ -212,7 +214,7 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
         "equalize = %s\nbias_correction = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
-        qc->equalize ? "on" : "off", qc->bias_correction ? "on" : "off");
+        qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers && n < cap; i++)
         if (qc->layer[i].skip == 2) {

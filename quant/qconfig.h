@@ -18,7 +18,9 @@
  *   head            int8 | float    the convs feeding the [yolo]/[region] heads
  *   first           int8 | float    the first conv (int8: it reads the uint8 image directly)
  *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
- *   bias_correction on | off        fold the mean shift the weight rounding causes into the bias
+ *   bias_correction off | weights | data
+ *                                   weights: fold the mean shift the weight rounding causes
+ *                                   into the bias; data: that, then measured shifts (quant/biascorr.h)
  *   per-layer:      layer.N.bits, layer.N.calib, layer.N.weights, layer.N.weight_scale, layer.N.skip
  */
 #ifndef YQ_QCONFIG_H
@@ -46,7 +48,7 @@ typedef struct yq_qconfig {
     yq_calib_method calib;
     int round_even;
     int head_float, first_float;
-    int equalize, bias_correction;
+    int equalize, bias_correction;   /* bias_correction: 0 off, 1 weights, 2 data */
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
 } yq_qconfig;

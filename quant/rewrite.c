@@ -248,7 +248,8 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
             double ma = (double)q[n->src[0]].scale / (double)q[i].scale, mb = (double)q[n->src[1]].scale / (double)q[i].scale;
             double mx = fmax(ma, mb);
             int shift = 0;
-            while (shift < 40 && mx * ldexp(1.0, shift + 1) < 4194304.0) shift++;   /* multipliers < 2^22 */
+            /* multipliers < 2^22; shift <= 31 so that a negative sum times neg_q31 shifts by <= 62 */
+            while (shift < 31 && mx * ldexp(1.0, shift + 1) < 4194304.0) shift++;
             q[i].ma = (int32_t)llround(ldexp(ma, shift));
             q[i].mb = (int32_t)llround(ldexp(mb, shift));
             q[i].shift = shift;

@@ -194,7 +194,8 @@ fail:
 size_t yq_cuda_plan_bytes(const yq_cuda_plan *p) { return p->arena_bytes; }
 
 /* Source k of node id as the op reads it: converted to S8 in scratch when needed. */
-static yq_status source(yq_cuda_plan *p, int id, int k, size_t *scratch_off, yq_dtensor *t, yq_error *err)
+static yq_status source(yq_cuda_plan *p, int id, int k, int batch, void *stream, size_t *scratch_off, yq_dtensor *t,
+                        yq_error *err)
 {
     const yq_graph *g = p->g;
     int s = g->nodes[id].src[k];
@@ -204,22 +205,40 @@ static yq_status source(yq_cuda_plan *p, int id, int k, size_t *scratch_off, yq_
     c.p = p->scratch + *scratch_off;
     c.dtype = YQ_S8;
     *scratch_off += up(yq_dlayout_bytes(YQ_S8, c.c, c.h, c.w) * (size_t)p->batch);
-    yq_status st = yq_cuda_convert(t, &c, p->batch, p->stream, err);
+    yq_status st = yq_cuda_convert(t, &c, batch, stream, err);
     *t = c;
     return st;
 }
 
 yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
 {
-    const yq_graph *g = p->g;
-    int B = p->batch;
-    yq_shape is = g->nodes[0].out;
+    yq_shape is = p->g->nodes[0].out;
     yq_status st = yq_cuda_set_device(p->device, err);
     if (st) return st;
-    if ((st = yq_cuda_h2d(p->input, host_input, sizeof(float) * (size_t)yq_shape_size(is) * B, err))) return st;
+    if ((st = yq_cuda_h2d(p->input, host_input, sizeof(float) * (size_t)yq_shape_size(is) * p->batch, err))) return st;
+    if ((st = yq_cuda_enqueue(p, p->batch, p->stream, err))) return st;
+    return yq_cuda_sync(p->stream, err);
+}
+
+float *yq_cuda_plan_input(yq_cuda_plan *p) { return p->input; }
+
+const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id)
+{
+    if (id < 0 || id >= p->g->n_nodes || p->last_use[p->owner[id]] != p->g->n_nodes) return NULL;
+    return p->arena + p->off[p->owner[id]];
+}
+
+/* Launches only: no copy, no sync, no allocation, so a CUDA graph can capture it. */
+yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    int B = batch;
+    if (B < 1 || B > p->batch) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d outside the plan's 1..%d", B, p->batch);
+    yq_shape is = g->nodes[0].out;
+    yq_status st;
     yq_dtensor x0 = { p->input, YQ_F32, is.c, is.h, is.w, g->q[0].scale, g->q[0].qmin, g->q[0].qmax };
     yq_dtensor n0 = dt(p, 0);
-    if ((st = yq_cuda_convert(&x0, &n0, B, p->stream, err))) return st;
+    if ((st = yq_cuda_convert(&x0, &n0, B, stream, err))) return st;
 
     for (int i = 1; i < g->n_nodes && st == YQ_OK; i++) {
         const yq_node *n = &g->nodes[i];
@@ -228,21 +247,21 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
         size_t so = 0;
         switch (n->op) {
         case YQ_OP_CONV:
-            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_conv_run(p->conv[i], &a, &y, B, p->stream, err);
+            if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_conv_run(p->conv[i], &a, &y, B, stream, err);
             break;
         case YQ_OP_SHORTCUT:
-            if (!(st = source(p, i, 0, &so, &a, err)) && !(st = source(p, i, 1, &so, &b, err)))
-                st = yq_cuda_shortcut(&a, &b, q, n->act, &y, B, p->stream, err);
+            if (!(st = source(p, i, 0, B, stream, &so, &a, err)) && !(st = source(p, i, 1, B, stream, &so, &b, err)))
+                st = yq_cuda_shortcut(&a, &b, q, n->act, &y, B, stream, err);
             break;
         case YQ_OP_ROUTE:
-            for (int k = 0; k < n->n_src && !st; k++) st = source(p, i, k, &so, &srcs[k], err);
-            if (!st) st = yq_cuda_route(srcs, n->n_src, &n->p.route, &y, B, p->stream, err);
+            for (int k = 0; k < n->n_src && !st; k++) st = source(p, i, k, B, stream, &so, &srcs[k], err);
+            if (!st) st = yq_cuda_route(srcs, n->n_src, &n->p.route, &y, B, stream, err);
             break;
         case YQ_OP_UPSAMPLE:
-            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_upsample(&a, n->p.up.stride, &y, B, p->stream, err);
+            if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_upsample(&a, n->p.up.stride, &y, B, stream, err);
             break;
         case YQ_OP_MAXPOOL:
-            if (!(st = source(p, i, 0, &so, &a, err))) st = yq_cuda_maxpool(&a, &n->p.pool, &y, B, p->stream, err);
+            if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_maxpool(&a, &n->p.pool, &y, B, stream, err);
             break;
         case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
             if (!is_alias(g, i)) {
@@ -252,7 +271,7 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
                     y.qmin = g->q[n->src[0]].qmin;
                     y.qmax = g->q[n->src[0]].qmax;
                 }
-                st = yq_cuda_convert(&a, &y, B, p->stream, err);
+                st = yq_cuda_convert(&a, &y, B, stream, err);
             }
             break;
         case YQ_OP_INPUT: case YQ_OP_COUNT:
@@ -265,8 +284,7 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
             return yq_fail(err, st, "%s (layer %d): %s", n->name, n->layer, why);
         }
     }
-    if (st) return st;
-    return yq_cuda_sync(p->stream, err);
+    return st;
 }
 
 yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host, yq_error *err)

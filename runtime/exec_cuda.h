@@ -32,4 +32,14 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err);
  * the node's dtype (yq_node_dtype).  YQ_ERR_INVALID_ARG if its memory was reused. */
 yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host_nchw, yq_error *err);
 
+/* For a caller that drives the device itself (runtime/session.c, which captures the
+ * forward in a CUDA graph): the device input buffer (batch x C x H x W floats, write
+ * it before enqueueing), node id's device output (F32: NCHW, int8: NHWC4; NULL when
+ * its memory is reused), and the forward of the first n <= batch images enqueued on
+ * stream (NULL: the default stream) with no copy, allocation or sync, so that stream
+ * capture can record it.  Errors of the kernels themselves show at the next sync. */
+float      *yq_cuda_plan_input(yq_cuda_plan *p);
+const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id);
+yq_status   yq_cuda_enqueue(yq_cuda_plan *p, int n, void *stream, yq_error *err);
+
 #endif

@@ -40,6 +40,14 @@
  *   /accuracy              string (scalar): JSON from the caller
  *   /tuning                string (scalar): JSON, optional (kernel choices)
  *
+ * The loader checks everything before use: format and version first, then each
+ * node's op, activation, parameters and sources, then shape inference on the
+ * rebuilt graph must give each stored output shape, then every array's type and
+ * length against that shape, then values (scales finite and > 0, shifts in
+ * [0, 62], multipliers >= 0, ranges that fit the dtype).  Parameters of other
+ * ops in a row (a conv row's pool_size) are ignored.  The writer loads its
+ * own file back before publishing it.
+ *
  * Numbers are little-endian in the file whatever the host.  Strings are fixed
  * length; the loader also accepts variable-length ones (h5py writes those).
  * The float weights of int8 convs are not stored: the package is int8.
@@ -51,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <hdf5.h>
 #include "runtime/package.h"
 
@@ -534,6 +543,8 @@ done:
     return st;
 }
 
+static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err);
+
 static yq_status package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
 {
     if (!path || !*path || !g) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no graph");
@@ -561,15 +572,25 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
         char h[200];
         h5_error(h);
         yq_status st = yq_fail(err, YQ_ERR_IO, "%s: cannot create %s: %s", path, tmp, e ? strerror(e) : h);
-        remove(tmp);     /* in case HDF5 got as far as creating it */
+        unlink(tmp);     /* in case HDF5 got as far as creating it (unlink: never a directory) */
         free(tmp);
         return st;
     }
     yq_status st = write_all(&w, f, g, meta);
     if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, tmp);
+    /* Publish only what the loader accepts: a graph with, say, a NaN scale
+     * fails here, naming the node, rather than in the hands of a user. */
+    if (st == YQ_OK) {
+        yq_graph *back = NULL;
+        yq_error e2;
+        if (package_load(tmp, &back, NULL, &e2) != YQ_OK)
+            st = yq_fail(err, e2.code == YQ_ERR_NOMEM ? YQ_ERR_NOMEM : YQ_ERR_INVALID_ARG,
+                         "%s: not written, it would not load: %s", path, e2.msg);
+        yq_graph_free(back);
+    }
     if (st == YQ_OK && rename(tmp, path) != 0)
         st = yq_fail(err, YQ_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
-    if (st != YQ_OK) remove(tmp);
+    if (st != YQ_OK) unlink(tmp);
     free(tmp);
     return st;
 }
@@ -797,7 +818,7 @@ done:
     return st;
 }
 
-static int in(long v, long lo, long hi) { return v >= lo && v <= hi; }
+static int in_range(long v, long lo, long hi) { return v >= lo && v <= hi; }
 
 /* Node i of the graph from its record: op, params, sources; then shape inference
  * must give the stored output shape. */
@@ -812,10 +833,10 @@ static yq_status build_node(rctx *r, yq_graph *g, int i, const pk_node *rc, cons
     if (op == YQ_OP_INPUT) lo = hi = 0;
     else if (op == YQ_OP_SHORTCUT) lo = hi = 2;
     else if (op == YQ_OP_ROUTE) hi = YQ_MAX_SRC;
-    if (!in(rc->n_src, lo, hi))
+    if (!in_range(rc->n_src, lo, hi))
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: %d inputs (a %s takes %d to %d)", r->path, who, rc->n_src, rc->op, lo, hi);
     for (int k = 0; k < rc->n_src; k++)
-        if (!in(rc->src[k], 0, i - 1))
+        if (!in_range(rc->src[k], 0, i - 1))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: input %d is node %d, which does not precede it", r->path, who, k, rc->src[k]);
     if (rc->layer < -1 || rc->line < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: layer %d, line %d", r->path, who, rc->layer, rc->line);
 
@@ -830,14 +851,14 @@ static yq_status build_node(rctx *r, yq_graph *g, int i, const pk_node *rc, cons
     for (int k = 0; k < rc->n_src; k++) n->src[k] = rc->src[k];
     switch ((yq_op)op) {
     case YQ_OP_INPUT:
-        if (!in(rc->out_c, 1, 1 << 16) || !in(rc->out_h, 1, 1 << 16) || !in(rc->out_w, 1, 1 << 16))
+        if (!in_range(rc->out_c, 1, 1 << 16) || !in_range(rc->out_h, 1, 1 << 16) || !in_range(rc->out_w, 1, 1 << 16))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: input %dx%dx%d", r->path, who, rc->out_c, rc->out_h, rc->out_w);
         n->out = (yq_shape){ rc->out_c, rc->out_h, rc->out_w };
         break;
     case YQ_OP_CONV: {
         yq_conv_p *c = &n->p.conv;
-        if (!in(rc->conv_filters, 1, 1 << 20) || !in(rc->conv_size, 1, MAX_PARAM) || !in(rc->conv_stride, 1, MAX_PARAM) ||
-            !in(rc->conv_pad, 0, MAX_PARAM) || !in(rc->conv_groups, 1, 1 << 20) || !in(rc->conv_batch_normalize, 0, 1))
+        if (!in_range(rc->conv_filters, 1, 1 << 20) || !in_range(rc->conv_size, 1, MAX_PARAM) || !in_range(rc->conv_stride, 1, MAX_PARAM) ||
+            !in_range(rc->conv_pad, 0, MAX_PARAM) || !in_range(rc->conv_groups, 1, 1 << 20) || !in_range(rc->conv_batch_normalize, 0, 1))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: filters=%d size=%d stride=%d pad=%d groups=%d batch_normalize=%d",
                          r->path, who, rc->conv_filters, rc->conv_size, rc->conv_stride, rc->conv_pad,
                          rc->conv_groups, rc->conv_batch_normalize);
@@ -846,30 +867,30 @@ static yq_status build_node(rctx *r, yq_graph *g, int i, const pk_node *rc, cons
         break;
     }
     case YQ_OP_MAXPOOL:
-        if (!in(rc->pool_size, 1, MAX_PARAM) || !in(rc->pool_stride, 1, MAX_PARAM) || !in(rc->pool_pad, 0, MAX_PARAM))
+        if (!in_range(rc->pool_size, 1, MAX_PARAM) || !in_range(rc->pool_stride, 1, MAX_PARAM) || !in_range(rc->pool_pad, 0, MAX_PARAM))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: size=%d stride=%d padding=%d", r->path, who,
                          rc->pool_size, rc->pool_stride, rc->pool_pad);
         n->p.pool = (yq_pool_p){ rc->pool_size, rc->pool_stride, rc->pool_pad };
         break;
     case YQ_OP_ROUTE:
-        if (!in(rc->route_groups, 1, 1 << 16) || !in(rc->route_group_id, 0, rc->route_groups - 1))
+        if (!in_range(rc->route_groups, 1, 1 << 16) || !in_range(rc->route_group_id, 0, rc->route_groups - 1))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: groups=%d group_id=%d", r->path, who, rc->route_groups, rc->route_group_id);
         n->p.route = (yq_route_p){ rc->route_groups, rc->route_group_id };
         break;
     case YQ_OP_UPSAMPLE:
-        if (!in(rc->up_stride, 1, MAX_PARAM)) return RFAIL(YQ_ERR_FORMAT, "%s: %s: stride=%d", r->path, who, rc->up_stride);
+        if (!in_range(rc->up_stride, 1, MAX_PARAM)) return RFAIL(YQ_ERR_FORMAT, "%s: %s: stride=%d", r->path, who, rc->up_stride);
         n->p.up.stride = rc->up_stride;
         break;
     case YQ_OP_YOLO: case YQ_OP_REGION: {
         yq_head_p *h = &n->p.head;
-        if (!in(rc->head_classes, 1, MAX_CLASSES) || !in(rc->head_num, 1, YQ_MAX_ANCH) || !in(rc->head_coords, 0, 64) ||
-            !in(rc->head_n_mask, 0, YQ_MAX_ANCH) || !in(rc->head_new_coords, 0, 1) || !in(rc->head_softmax, 0, 1) ||
+        if (!in_range(rc->head_classes, 1, MAX_CLASSES) || !in_range(rc->head_num, 1, YQ_MAX_ANCH) || !in_range(rc->head_coords, 0, 64) ||
+            !in_range(rc->head_n_mask, 0, YQ_MAX_ANCH) || !in_range(rc->head_new_coords, 0, 1) || !in_range(rc->head_softmax, 0, 1) ||
             !isfinite(rc->head_scale_x_y) || !(rc->head_scale_x_y > 0))
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: classes=%d num=%d coords=%d masks=%d new_coords=%d softmax=%d scale_x_y=%g",
                          r->path, who, rc->head_classes, rc->head_num, rc->head_coords, rc->head_n_mask,
                          rc->head_new_coords, rc->head_softmax, (double)rc->head_scale_x_y);
         for (int k = 0; k < rc->head_n_mask; k++)
-            if (!in(rc->head_mask[k], 0, rc->head_num - 1))
+            if (!in_range(rc->head_mask[k], 0, rc->head_num - 1))
                 return RFAIL(YQ_ERR_FORMAT, "%s: %s: mask %d is anchor %d of %d", r->path, who, k, rc->head_mask[k], rc->head_num);
         for (int k = 0; k < 2 * YQ_MAX_ANCH; k++)
             if (!isfinite(rc->head_anchors[k]))
@@ -905,24 +926,27 @@ static yq_status check_qnode(rctx *r, const yq_graph *g, int i, const pk_qnode *
 {
     int dt = dtype_from_name(qr->dtype);
     if (dt < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: unknown dtype '%s'", r->path, who, qr->dtype);
-    if (!in(qr->float_op, 0, 1) || (qr->float_op && dt != YQ_F32) || (i == 0 && qr->float_op))
+    if (!in_range(qr->float_op, 0, 1) || (qr->float_op && dt != YQ_F32) || (i == 0 && qr->float_op))
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: float_op=%d with dtype %s", r->path, who, qr->float_op, qr->dtype);
     if (!isfinite(qr->scale) || !(qr->scale > 0) || !isfinite(qr->thresh) || !(qr->thresh > 0))
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: scale %g, threshold %g (must be finite and > 0)", r->path, who,
                      (double)qr->scale, (double)qr->thresh);
     int lo = dt == YQ_U8 ? 0 : -128, hi = dt == YQ_S8 ? 127 : 255;
-    if (!in(qr->qmin, lo, hi) || !in(qr->qmax, lo, hi) || qr->qmin >= qr->qmax || qr->qmax < 1)
+    if (!in_range(qr->qmin, lo, hi) || !in_range(qr->qmax, lo, hi) || qr->qmin >= qr->qmax || qr->qmax < 1)
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: range [%d, %d] for %s", r->path, who, qr->qmin, qr->qmax, qr->dtype);
+    yq_op op = g->nodes[i].op;
+    if ((op == YQ_OP_YOLO || op == YQ_OP_REGION) && dt != YQ_F32)   /* the heads decode floats */
+        return RFAIL(YQ_ERR_FORMAT, "%s: %s: a detection head of dtype %s (heads are f32)", r->path, who, qr->dtype);
     q->dtype = (yq_dtype)dt;
     q->float_op = qr->float_op;
     q->scale = qr->scale;
     q->thresh = qr->thresh;
     q->qmin = qr->qmin;
     q->qmax = qr->qmax;
-    if (g->nodes[i].op == YQ_OP_SHORTCUT && !qr->float_op) {
+    if (op == YQ_OP_SHORTCUT && !qr->float_op) {
         /* With a negative-side factor the kernel shifts by shift + 31. */
         int max_shift = qr->neg_q31 == 0x7fffffff ? 62 : 31;
-        if (qr->ma < 0 || qr->mb < 0 || !in(qr->shift, 0, max_shift) || qr->neg_q31 < 0)
+        if (qr->ma < 0 || qr->mb < 0 || !in_range(qr->shift, 0, max_shift) || qr->neg_q31 < 0)
             return RFAIL(YQ_ERR_FORMAT, "%s: %s: add multipliers %d, %d, shift %d (0 to %d), negative factor %d",
                          r->path, who, qr->ma, qr->mb, qr->shift, max_shift, qr->neg_q31);
         q->ma = qr->ma;
@@ -989,7 +1013,7 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
         for (int part = 0; part < 2; part++) {
             ARR(nm[s][part], H5T_INTEGER, 4, H5T_NATIVE_INT32, F, t);
             for (int o = 0; o < F; o++) {
-                if (part ? !in(t[o], 0, 62) : t[o] < 0)
+                if (part ? !in_range(t[o], 0, 62) : t[o] < 0)
                     BAD("%s: %s: /quant/%s/%s[%d] = %d (%s)", r->path, who, gname, nm[s][part], o, t[o],
                         part ? "shifts are 0 to 62" : "multipliers are >= 0");
                 if (part) rq[o].shift = t[o];

@@ -40,7 +40,7 @@ typedef struct yq_package_meta {
     const char *tuning_json;      /* kernel choices, optional */
     uint8_t calib_images_sha256[32];
     int calib_images;             /* images calibration used */
-    int letterbox;                /* preprocessing the accuracy was measured with */
+    int letterbox;                /* preprocessing the accuracy was measured with (meta NULL: the cfg's) */
 } yq_package_meta;
 
 /* The metadata of a loaded package.  Owned; free with yq_package_info_free. */
@@ -60,8 +60,10 @@ typedef struct yq_package_info {
     int input_c, input_h, input_w;
 } yq_package_info;
 
-/* Writes path.tmp and renames it to path when complete: on any failure there is
- * no file at path (an existing one is left untouched) and no path.tmp.
+/* Writes path.tmp, loads it back through the validating loader, and renames it
+ * to path: on any failure there is no new file at path (an existing one is left
+ * untouched) and no path.tmp.  A graph the loader would refuse (a NaN scale, an
+ * int8 conv without int8 weights) is YQ_ERR_INVALID_ARG naming the node.
  * g->q must be set (an int8 graph); meta may be NULL. */
 yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err);
 

@@ -159,6 +159,31 @@ def main():
             with open(res, "w") as f:
                 json.dump(pseudo_detections(ann, seed), f)
             compare(name, ann, res)
+        # Detections from a real shared model, made by `yquant eval --dets`; the stats
+        # yquant printed (--json) must agree with pycocotools on the same files too.
+        yq = os.path.join(ROOT, "build", "yquant")
+        model = os.path.join(DATA, "models", "yolo-fastest-1.1")
+        real = [("coco-mini-val", "datasets/coco-mini/val2017/images", sets[0][1]),
+                ("coco128", "datasets/coco128/images", sets[2][1])]
+        for tag, imgs, rel in real:
+            name = "coco_eval_vs_pycocotools[yolo-fastest-1.1 on %s]" % tag
+            ann = os.path.join(DATA, rel)
+            if not (os.path.exists(yq) and os.path.isdir(model) and os.path.exists(ann)):
+                print("SKIP %s: build/yquant, %s or %s missing" % (name, model, ann))
+                continue
+            res, js = os.path.join(tmp, "real_%s.json" % tag), os.path.join(tmp, "real_%s_stats.json" % tag)
+            r = subprocess.run([yq, "eval", model, "--images", os.path.join(DATA, imgs), "--ann", ann,
+                                "--dets", res, "--json", js], capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL %s: yquant eval: %s" % (name, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]))
+                continue
+            compare(name, ann, res)
+            with open(js) as f:
+                printed = json.load(f)["stats"]
+            theirs = pycoco_stats(ann, res)
+            worst = max(abs(printed[n] - t) for n, t in zip(NAMES, theirs))
+            print("%s %s[printed stats]%s" % ("PASS" if worst <= TOL else "FAIL", name,
+                                              "" if worst <= TOL else ": max |diff| %.3g" % worst))
     dets = os.environ.get("YQ_COCO_DETS")
     if dets:
         ann = os.environ.get("YQ_COCO_DETS_GT") or os.path.join(DATA, sets[0][1])

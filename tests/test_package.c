@@ -179,6 +179,7 @@ static void expect_refused(const char *path, yq_status code, const char *n1, con
     CHECKF(!n2 || strstr(err.msg, n2), "message lacks '%s': %s", n2, err.msg);
     CHECKF(!strchr(err.msg, '\n'), "message is more than one line: %s", err.msg);
     CHECKF(h5_ids() == ids, "%ld HDF5 identifiers left open", h5_ids() - ids);
+    if (getenv("YQ_TEST_VERBOSE")) printf("     refused: %s\n", err.msg);
 }
 
 /* Patches element k of field of row in a compound dataset of path (in place). */
@@ -216,6 +217,27 @@ static void patch_field(const char *path, const char *ds, const char *field, int
     CHECK(H5Dwrite(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
     free(buf);
     H5Tclose(ct); H5Tclose(et); H5Tclose(mt); H5Tclose(ft); H5Sclose(s); H5Dclose(d);
+    CHECK(H5Fclose(f) >= 0);
+}
+
+/* Sets a fixed-length string field (of size bytes) of row in a compound dataset. */
+static void patch_str(const char *path, const char *ds, const char *field, size_t size, int row, const char *v)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    CHECK(f >= 0);
+    hid_t d = H5Dopen2(f, ds, H5P_DEFAULT), s = H5Dget_space(d);
+    hid_t st = H5Tcopy(H5T_C_S1);
+    H5Tset_size(st, size);
+    hid_t ct = H5Tcreate(H5T_COMPOUND, size);
+    H5Tinsert(ct, field, 0, st);
+    hsize_t n = 0;
+    H5Sget_simple_extent_dims(s, &n, NULL);
+    char *buf = calloc((size_t)n, size);
+    CHECK(buf && (size_t)row < n && H5Dread(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    snprintf(buf + (size_t)row * size, size, "%s", v);
+    CHECK(H5Dwrite(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    free(buf);
+    H5Tclose(ct); H5Tclose(st); H5Sclose(s); H5Dclose(d);
     CHECK(H5Fclose(f) >= 0);
 }
 
@@ -479,21 +501,17 @@ static void t_damaged(void)
     expect_refused(p, YQ_ERR_FORMAT, "node 3 (conv_2)", "range");
 
     CHECK(copy_file(src, p, -1) == 0);          /* an op name this reader does not know */
-    {
-        hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-        hid_t d = H5Dopen2(f, "/graph/nodes", H5P_DEFAULT);
-        hid_t st = H5Tcopy(H5T_C_S1);
-        H5Tset_size(st, 16);
-        hid_t ct = H5Tcreate(H5T_COMPOUND, 16);
-        H5Tinsert(ct, "op", 0, st);
-        char ops[9][16];
-        CHECK(H5Dread(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, ops) >= 0);
-        snprintf(ops[2], 16, "avgpool");
-        CHECK(H5Dwrite(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, ops) >= 0);
-        H5Tclose(ct); H5Tclose(st); H5Dclose(d);
-        CHECK(H5Fclose(f) >= 0);
-    }
+    patch_str(p, "/graph/nodes", "op", 16, 2, "avgpool");
     expect_refused(p, YQ_ERR_FORMAT, "node 2 (maxpool_1)", "unknown op 'avgpool'");
+
+    CHECK(copy_file(src, p, -1) == 0);
+    patch_str(p, "/quant/nodes", "dtype", 4, 3, "s16");
+    expect_refused(p, YQ_ERR_FORMAT, "node 3 (conv_2)", "dtype 's16'");
+
+    CHECK(copy_file(src, p, -1) == 0);          /* a head that would hand int8 to the decoder */
+    patch_field(p, "/quant/nodes", "float_op", 8, 0, 0);
+    patch_str(p, "/quant/nodes", "dtype", 4, 8, "s8");
+    expect_refused(p, YQ_ERR_FORMAT, "node 8 (yolo_7)", "head");
 
     remove(p);
     remove(src);
@@ -546,6 +564,14 @@ static void t_write_failures(void)
     CHECKF(yq_package_load(p, &h, NULL, &err) == YQ_OK, "%s", err.msg);
     yq_graph_free(h);
     remove(p);
+
+    /* A graph the loader would refuse (a NaN scale) is not published. */
+    float sc = g->q[2].scale;
+    g->q[2].scale = NAN;
+    CHECK(yq_package_write(p, g, &m, &err) == YQ_ERR_INVALID_ARG);
+    CHECKF(strstr(err.msg, "node 2 (maxpool_1)") && strstr(err.msg, "scale"), "%s", err.msg);
+    g->q[2].scale = sc;
+    CHECK(!exists(p) && !exists(tpath("keep.yqp.tmp")));
 
     /* The rename fails (a directory is in the way): no .tmp left. */
     p = tpath("isdir.yqp");

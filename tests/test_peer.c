@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "tests/test.h"
 #include "ir/ir.h"
+#include "runtime/detector.h"
 #include "runtime/plan.h"
 
 typedef struct dump_t { char name[64]; int c, h, w; float *data; } dump_t;
@@ -114,6 +115,93 @@ static void parity_model(const char *model)
     yq_graph_free(g);
 }
 
+/* Detections: darknet's `detect` path (dn_dump --dets) against ours with the same
+ * preprocessing (letterbox) and batch-norm convention: same classes, boxes within
+ * 1 px, confidences within 1e-3.  A detection within 1e-3 of the threshold may fall
+ * on either side in one of the two and is not counted.  The shared models set
+ * scale_x_y = 1, which darknet 2018 ignores anyway: it computes what we compute. */
+typedef struct pdet { int cls; float p, x, y, w, h; int used; } pdet;
+
+static void detections_model(const char *model)
+{
+    char dir[1024], samples[1024];
+    snprintf(dir, sizeof dir, "%s/models/%s", test_data_dir(), model);
+    snprintf(samples, sizeof samples, "%s/datasets/darknet-samples", test_data_dir());
+    if (access("build/tests/dn_dump", X_OK)) TEST_SKIP("peer build/tests/dn_dump not built (apt-get install darknet)");
+    if (access(dir, R_OK) || access(samples, R_OK)) TEST_SKIP("%s or %s missing (see DATA.md)", dir, samples);
+    yq_model_paths mp;
+    yq_error err;
+    CHECKF(yq_model_resolve(dir, NULL, &mp, &err) == YQ_OK, "%s", err.msg);
+    yq_import_opt opt = { .bn = YQ_BN_PJREDDIE };
+    yq_graph *g;
+    CHECKF(yq_darknet_load(mp.cfg, mp.weights, &opt, &g, &err) == YQ_OK, "%s", err.msg);
+    yq_detector *d;
+    CHECKF(yq_detector_new(g, &d, &err) == YQ_OK, "%s", err.msg);
+    yq_post_opt po = yq_post_defaults();
+    po.max_dets = 1000;
+    DIR *dd = opendir(samples);
+    CHECK(dd);
+    char tmp[] = "/tmp/yq_peerdet_XXXXXX";
+    CHECK(mkdtemp(tmp));
+    int images = 0, compared = 0;
+    for (struct dirent *e; (e = readdir(dd));) {
+        if (!strstr(e->d_name, ".jpg")) continue;
+        char cmd[4096], bin[1100], txt[1100], img[1100];
+        snprintf(bin, sizeof bin, "%s/d.bin", tmp);
+        snprintf(txt, sizeof txt, "%s/d.txt", tmp);
+        snprintf(img, sizeof img, "%s/%s", samples, e->d_name);
+        snprintf(cmd, sizeof cmd, "build/tests/dn_dump '%s' '%s' '%s' '%s' --dets '%s' >/dev/null 2>&1",
+                 mp.cfg, mp.weights, img, bin, txt);
+        CHECKF(system(cmd) == 0, "peer failed: %s", cmd);
+        pdet peer[512];
+        int np = 0;
+        FILE *f = fopen(txt, "r");
+        CHECK(f);
+        while (np < 512 && fscanf(f, "%d %f %f %f %f %f", &peer[np].cls, &peer[np].p, &peer[np].x, &peer[np].y,
+                                  &peer[np].w, &peer[np].h) == 6) peer[np++].used = 0;
+        fclose(f);
+        yq_image im;
+        CHECKF(yq_image_load(img, &im, &err) == YQ_OK, "%s", err.msg);
+        yq_detection ours[1000];
+        int no = 0;
+        CHECKF(yq_detector_run(d, &im, 1, &po, ours, 1000, &no, &err) == YQ_OK, "%s", err.msg);
+        yq_image_free(&im);
+        for (int k = 0; k < no; k++) {
+            int hit = 0;
+            for (int j = 0; j < np && !hit; j++) {
+                pdet *q = &peer[j];
+                if (q->used || q->cls != ours[k].cls || fabsf(q->p - ours[k].score) > 1e-3f) continue;
+                if (fabsf(q->x - ours[k].x) > 1 || fabsf(q->y - ours[k].y) > 1 || fabsf(q->w - ours[k].w) > 1 ||
+                    fabsf(q->h - ours[k].h) > 1) continue;
+                q->used = hit = 1;
+            }
+            CHECKF(hit || fabsf(ours[k].score - po.conf) < 1e-3f, "%s on %s: our class %d %.4f at (%.1f,%.1f,%.1f,%.1f) not in darknet's",
+                   model, e->d_name, ours[k].cls, (double)ours[k].score, (double)ours[k].x, (double)ours[k].y,
+                   (double)ours[k].w, (double)ours[k].h);
+            compared += hit;
+        }
+        for (int j = 0; j < np; j++)
+            CHECKF(peer[j].used || fabsf(peer[j].p - po.conf) < 1e-3f, "%s on %s: darknet's class %d %.4f not in ours",
+                   model, e->d_name, peer[j].cls, (double)peer[j].p);
+        unlink(bin);
+        unlink(txt);
+        images++;
+    }
+    closedir(dd);
+    rmdir(tmp);
+    CHECK(images == 7);
+    CHECKF(compared >= 7, "%s: only %d detections compared", model, compared);
+    printf("  %s: 7 images, %d detections equal to darknet's\n", model, compared);
+    yq_detector_free(d);
+    yq_graph_free(g);
+}
+
+static void t_dets_fastest_10(void) { detections_model(models[0]); }
+static void t_dets_fastest_11(void) { detections_model(models[1]); }
+static void t_dets_fastest_11_xl(void) { detections_model(models[2]); }
+static void t_dets_fastest_xl_10(void) { detections_model(models[3]); }
+static void t_dets_yolo_lite(void) { detections_model(models[4]); }
+
 static void t_peer_fastest_10(void) { parity_model(models[0]); }
 static void t_peer_fastest_11(void) { parity_model(models[1]); }
 static void t_peer_fastest_11_xl(void) { parity_model(models[2]); }
@@ -127,5 +215,10 @@ int main(void)
     TEST(t_peer_fastest_11_xl);
     TEST(t_peer_fastest_xl_10);
     TEST(t_peer_yolo_lite);
+    TEST(t_dets_fastest_10);
+    TEST(t_dets_fastest_11);
+    TEST(t_dets_fastest_11_xl);
+    TEST(t_dets_fastest_xl_10);
+    TEST(t_dets_yolo_lite);
     return test_done();
 }

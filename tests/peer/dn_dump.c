@@ -233,7 +233,7 @@ static void parse_size(const char *s, int *w, int *h)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: dn_dump CFG WEIGHTS IMAGE OUT.bin [--size WxH]\n");
+    fprintf(stderr, "usage: dn_dump CFG WEIGHTS IMAGE OUT.bin [--size WxH] [--dets FILE]\n");
     exit(2);
 }
 
@@ -241,8 +241,12 @@ int main(int argc, char **argv)
 {
     const char *pos[4];
     int npos = 0, sw = 0, sh = 0;
+    const char *dets_path = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--size") == 0) {
+        if (strcmp(argv[i], "--dets") == 0) {
+            if (++i >= argc) usage();
+            dets_path = argv[i];
+        } else if (strcmp(argv[i], "--size") == 0) {
             if (++i >= argc) usage();
             parse_size(argv[i], &sw, &sh);
         } else if (strncmp(argv[i], "--size=", 7) == 0) {
@@ -332,6 +336,31 @@ int main(int argc, char **argv)
     }
     printf("; load %.1f ms, predict %.1f ms\n", t_load * 1e3, t_pred * 1e3);
     free(tmp_out);
+
+    /* --dets: darknet's own detections, as `darknet detect` makes them (thresh .25,
+     * hier .5, letterboxed boxes mapped back, do_nms_sort at .45): one line per
+     * (box, class) with prob > .25: "class prob x y w h", pixels, top-left, clipped. */
+    if (dets_path) {
+        int nboxes = 0, classes = net->layers[net->n - 1].classes;
+        detection *dets = get_network_boxes(net, im.w, im.h, .25f, .5f, 0, 1, &nboxes);
+        do_nms_sort(dets, nboxes, classes, .45f);
+        FILE *df = fopen(dets_path, "w");
+        if (!df) die("%s: cannot create: %s", dets_path, strerror(errno));
+        for (int i = 0; i < nboxes; i++)
+            for (int k = 0; k < classes; k++) {
+                if (!(dets[i].prob[k] > .25f)) continue;
+                box b = dets[i].bbox;
+                float x0 = (b.x - b.w / 2) * im.w, y0 = (b.y - b.h / 2) * im.h;
+                float x1 = (b.x + b.w / 2) * im.w, y1 = (b.y + b.h / 2) * im.h;
+                if (x0 < 0) x0 = 0;
+                if (y0 < 0) y0 = 0;
+                if (x1 > im.w) x1 = im.w;
+                if (y1 > im.h) y1 = im.h;
+                fprintf(df, "%d %.7f %.3f %.3f %.3f %.3f\n", k, dets[i].prob[k], x0, y0, x1 - x0, y1 - y0);
+            }
+        if (fclose(df) != 0) die("%s: write failed", dets_path);
+        free_detections(dets, nboxes);
+    }
 
     free_image(sized);
     free_image(im);

@@ -1,0 +1,148 @@
+/* GPU timing for benchmarks: events, graph capture and replay (kernels/cuda_bench.h). */
+#include <stdlib.h>
+#include "kernels/cuda_common.cuh"
+extern "C" {
+#include "kernels/cuda_bench.h"
+}
+
+extern "C" yq_status yq_gpu_graph_capture(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void **graph, yq_error *err)
+{
+    cudaStream_t s = YQ_STREAM(stream);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ex = NULL;
+    *graph = NULL;
+    YQ_CUDA_TRY(cudaStreamSynchronize(s));
+    YQ_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    yq_status st = fn(ctx, err);
+    cudaError_t e = cudaStreamEndCapture(s, &g);
+    if (st) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        return st;
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return yq_fail(err, YQ_ERR_CUDA, "stream capture: %s", cudaGetErrorString(e));
+    }
+    e = cudaGraphInstantiate(&ex, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return yq_fail(err, YQ_ERR_CUDA, "graph instantiate: %s", cudaGetErrorString(e));
+    }
+    *graph = ex;
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_gpu_graph_launch(void *graph, void *stream, yq_error *err)
+{
+    YQ_CUDA_TRY(cudaGraphLaunch((cudaGraphExec_t)graph, YQ_STREAM(stream)));
+    return YQ_OK;
+}
+
+extern "C" void yq_gpu_graph_free(void *graph)
+{
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
+static yq_status one(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph, yq_error *err)
+{
+    if (graph) return yq_gpu_graph_launch(graph, stream, err);
+    return fn(ctx, err);
+}
+
+extern "C" yq_status yq_gpu_time(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph, int warmup, int runs,
+                                 float *ms, yq_error *err)
+{
+    cudaStream_t s = YQ_STREAM(stream);
+    cudaEvent_t a, b;
+    yq_status st = YQ_OK;
+    YQ_CUDA_TRY(cudaEventCreate(&a));
+    if (cudaEventCreate(&b) != cudaSuccess) {
+        cudaEventDestroy(a);
+        return yq_fail(err, YQ_ERR_CUDA, "cudaEventCreate failed");
+    }
+    for (int i = 0; i < warmup && !st; i++) st = one(stream, fn, ctx, graph, err);
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (!st && e != cudaSuccess) st = yq_fail(err, YQ_ERR_CUDA, "warm-up: %s", cudaGetErrorString(e));
+    for (int i = 0; i < runs && !st; i++) {
+        cudaEventRecord(a, s);
+        st = one(stream, fn, ctx, graph, err);
+        cudaEventRecord(b, s);
+        if (st) break;
+        if ((e = cudaEventSynchronize(b)) != cudaSuccess || (e = cudaEventElapsedTime(&ms[i], a, b)) != cudaSuccess)
+            st = yq_fail(err, YQ_ERR_CUDA, "timed run %d: %s", i, cudaGetErrorString(e));
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return st;
+}
+
+struct yq_gpu_marks { int n; cudaEvent_t *ev; };
+
+extern "C" yq_status yq_gpu_marks_new(int n, yq_gpu_marks **out, yq_error *err)
+{
+    yq_gpu_marks *m = (yq_gpu_marks *)calloc(1, sizeof *m);
+    if (!m || !(m->ev = (cudaEvent_t *)calloc((size_t)n, sizeof *m->ev))) {
+        free(m);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    }
+    m->n = n;
+    for (int i = 0; i < n; i++)
+        if (cudaEventCreate(&m->ev[i]) != cudaSuccess) {
+            m->ev[i] = NULL;
+            yq_gpu_marks_free(m);
+            return yq_fail(err, YQ_ERR_CUDA, "cudaEventCreate failed (%d events)", n);
+        }
+    *out = m;
+    return YQ_OK;
+}
+
+extern "C" void yq_gpu_marks_free(yq_gpu_marks *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n; i++)
+        if (m->ev[i]) cudaEventDestroy(m->ev[i]);
+    free(m->ev);
+    free(m);
+}
+
+extern "C" void yq_gpu_marks_record(yq_gpu_marks *m, int k, void *stream)
+{
+    if (k >= 0 && k < m->n) cudaEventRecord(m->ev[k], YQ_STREAM(stream));
+}
+
+extern "C" yq_status yq_gpu_marks_ms(yq_gpu_marks *m, int a, int b, float *ms, yq_error *err)
+{
+    if (a < 0 || b < 0 || a >= m->n || b >= m->n) return yq_fail(err, YQ_ERR_INVALID_ARG, "event %d/%d of %d", a, b, m->n);
+    YQ_CUDA_TRY(cudaEventElapsedTime(ms, m->ev[a], m->ev[b]));
+    return YQ_OK;
+}
+
+extern "C" yq_status yq_gpu_stream_sync(void *stream, yq_error *err)
+{
+    YQ_CUDA_TRY(cudaStreamSynchronize(YQ_STREAM(stream)));
+    YQ_CUDA_TRY(cudaGetLastError());
+    return YQ_OK;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+extern "C" yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs,
+                                      float *median, yq_error *err)
+{
+    if (runs < 1) runs = 1;
+    float *ms = (float *)malloc(sizeof(float) * (size_t)runs);
+    if (!ms) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_status st = yq_gpu_time(stream, fn, ctx, NULL, warmup, runs, ms, err);
+    if (!st) {
+        qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
+        *median = runs % 2 ? ms[runs / 2] : 0.5f * (ms[runs / 2 - 1] + ms[runs / 2]);
+    }
+    free(ms);
+    return st;
+}

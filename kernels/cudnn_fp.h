@@ -1,0 +1,89 @@
+/* The GPU float engine: whole FP32 graphs through cuDNN, in FP32 or FP16.  It is
+ * the float reference on the GPU and the baseline a user would otherwise pick.
+ *
+ *     yq_cudnn_opt o = yq_cudnn_defaults(YQ_CUDNN_FP16);     // NHWC, tensor cores
+ *     yq_cudnn_plan *p;
+ *     if (yq_cudnn_plan_new(g, batch, &o, &p, &err) != YQ_OK) ...
+ *     yq_cudnn_run(p, input, &err);                    // batch x C x H x W floats, host memory
+ *     yq_cudnn_download(p, head_input_id, host, &err);  // float NCHW, whatever the precision
+ *     yq_cudnn_plan_free(p);
+ *
+ * Planning does everything once: a cuDNN algorithm per conv (measured with
+ * cudnnFindConvolutionForwardAlgorithm, or cuDNN's heuristic), weights converted
+ * to the precision and layout, and one device allocation for the parameters, the
+ * activations (placed by liveness, as runtime/plan.c does), the float input and
+ * the largest workspace.  A run only enqueues kernels on the plan's stream, so it
+ * can be captured into a CUDA graph (kernels/cuda_bench.h).
+ *
+ * Ops: conv (any groups; bias and activation fused by cuDNN for relu, and for
+ * linear when the chosen algorithm allows it; otherwise one small bias+activation
+ * kernel, leaky included), shortcut, route (cudaMemcpy2DAsync), upsample and maxpool
+ * as small kernels with darknet's semantics; dropout and the heads alias their input.
+ *
+ * Numerics: FP32 runs with CUDNN_FMA_MATH (no TF32), so it differs from the CPU
+ * engine (runtime/plan.h, yq_exec_fp32) by summation order only; FP16 stores every
+ * tensor in half and accumulates convs in float.  tests/test_cudnn.c bounds both.
+ * An int8 graph (g->q set) runs its float original; a graph without float weights
+ * (a .yqp package) is refused.
+ *
+ * Built without cuDNN (no YQ_HAVE_CUDNN), yq_cudnn_available() is 0 and
+ * yq_cudnn_plan_new returns YQ_ERR_UNSUPPORTED. */
+#ifndef YQ_CUDNN_FP_H
+#define YQ_CUDNN_FP_H
+
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct yq_cudnn_plan yq_cudnn_plan;
+
+typedef enum yq_cudnn_prec { YQ_CUDNN_FP32 = 0, YQ_CUDNN_FP16 } yq_cudnn_prec;
+typedef enum yq_cudnn_layout { YQ_CUDNN_LAYOUT_AUTO = 0, YQ_CUDNN_NCHW, YQ_CUDNN_NHWC } yq_cudnn_layout;
+
+typedef struct yq_cudnn_opt {
+    yq_cudnn_prec precision;
+    yq_cudnn_layout layout;      /* AUTO: NHWC for FP16 (tensor cores), NCHW for FP32 */
+    int device;
+    int flags;                   /* YQ_PLAN_KEEP_HEADS (default) / YQ_PLAN_KEEP_ALL (runtime/plan.h) */
+    size_t workspace_limit;      /* bytes a conv may use; 0: 256 MiB */
+    int heuristic;               /* 1: cuDNN's heuristic pick instead of timing the algorithms */
+} yq_cudnn_opt;
+
+yq_cudnn_opt yq_cudnn_defaults(yq_cudnn_prec precision);
+
+/* 1 if this build has cuDNN (it may still find no GPU). */
+int yq_cudnn_available(void);
+/* "cuDNN 9.19.0 (compiled against 9.19.0)", or why there is none. */
+void yq_cudnn_version(char *buf, size_t cap);
+
+/* *out set only on YQ_OK.  g must outlive the plan. */
+yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cudnn_opt *o, yq_cudnn_plan **out,
+                            yq_error *err);
+void      yq_cudnn_plan_free(yq_cudnn_plan *p);                   /* NULL is a no-op */
+size_t    yq_cudnn_plan_bytes(const yq_cudnn_plan *p);            /* the one device allocation */
+size_t    yq_cudnn_arena_bytes(const yq_cudnn_plan *p);           /* of it, the activations */
+/* "FP16 NHWC", for tables. */
+const char *yq_cudnn_plan_desc(const yq_cudnn_plan *p);
+/* What runs node id: "conv IMPLICIT_PRECOMP_GEMM tensor-op fused" and the like. */
+void      yq_cudnn_node_desc(const yq_cudnn_plan *p, int id, char *buf, size_t cap);
+
+/* yq_cudnn_run = upload + enqueue + wait.  The parts are for benchmarks: enqueue
+ * puts one whole run on the plan's stream (the input already uploaded) and returns. */
+yq_status yq_cudnn_run(yq_cudnn_plan *p, const float *host_input, yq_error *err);
+yq_status yq_cudnn_upload(yq_cudnn_plan *p, const float *host_input, yq_error *err);
+yq_status yq_cudnn_enqueue(yq_cudnn_plan *p, yq_error *err);
+void     *yq_cudnn_stream(const yq_cudnn_plan *p);                /* a cudaStream_t */
+/* Called on the host after each node's work is enqueued (stream: the plan's). */
+typedef void (*yq_gpu_node_fn)(void *ctx, int id, void *stream);
+void      yq_cudnn_set_hook(yq_cudnn_plan *p, yq_gpu_node_fn fn, void *ctx);
+
+/* Node id's output after a run as float NCHW (batch images), converted from the
+ * plan's precision and layout.  YQ_ERR_INVALID_ARG if its memory was reused. */
+yq_status yq_cudnn_download(const yq_cudnn_plan *p, int id, float *host_nchw, yq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
