@@ -54,8 +54,9 @@ yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int
                            yq_layer_err **out, yq_error *err);
 /* Up to max preprocessed images of dir, evenly spaced; *out malloc'ed. */
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
-/* The rewrite, then the data-driven bias correction when the qconfig asks for it. */
-yq_status cli_quantize_graph(const cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
+/* The rewrite; then keep_float's measured choice of float layers (written into q's
+ * per-layer skips) and the data-driven bias correction, when the qconfig asks. */
+yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
 /* Evaluation helpers (cli/cmd_eval.c). */
@@ -66,10 +67,36 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
 yq_status cli_evaluate(yq_session *s, int batch, const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo,
                        const char *label, double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
 
+/* Sweeps, sensitivity and the accuracy-aware mode (cli/cmd_sweep.c, cli/cmd_sensitivity.c). */
+typedef struct cli_timed_eval {
+    double s[YQ_COCO_NSTATS];
+    double ms_median, ms_mean;    /* the engine alone (yq_exec_int8 / yq_exec_fp32, batch 1), per image */
+    double ms_wall;               /* everything (decode, resize, engine, NMS), per image */
+    yq_det *dets;                 /* malloc'ed (yq_coco_dets_free) */
+    int n, images;
+} cli_timed_eval;
+/* As yq_eval_detect + yq_coco_eval, with the engine timed image by image; progress may be
+ * NULL (cli_progress with a cli_bar, or any yq_progress_fn). */
+yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
+                         cli_timed_eval *r, yq_error *err);
+/* SQNR (dB) of the tensors feeding the heads, all heads pooled, from yq_compare_layers' output. */
+double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e);
+/* --max-drop: starting from every layer in int8, keeps the most sensitive layers in float
+ * (ranked by rank: "head" | "sqnr" | "map") one at a time until the mAP@[.5:.95] drop against
+ * fp_stats is within budget_pts points on ds, or max_float layers are float (0: no cap).  Sets q->qc to the result (head and first int8,
+ * skip_layers the chosen layers) and leaves g rewritten with it; *all8 and *final are the
+ * first and last evaluations (caller frees their dets), *met whether the budget was met.
+ * json (may be NULL) receives the steps. */
+yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
+                       const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
+                       cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_sensitivity(int argc, char **argv);
 
 #endif

@@ -32,7 +32,7 @@
 static const char *help =
     "usage: yquant bench MODEL|PKG [--batch 1,32] [--device cuda|cpu] [--precision fp32,fp16,int8]\n"
     "                    [--runs N] [--warmup N] [--json FILE] [--profile] [--no-graph]\n"
-    "                    [--head int8|float] [--layout nchw|nhwc] [--heuristic]\n"
+    "                    [--head int8|float] [--layout nchw|nhwc] [--heuristic] [--legacy] [--fuse]\n"
     "                    [--weights FILE|synthetic[:SEED]] [--size N|WxH]\n"
     "\n"
     "Latency and throughput of yquant's engines on MODEL (a Darknet model, as for the\n"
@@ -49,7 +49,10 @@ static const char *help =
     "  --head H          int8 of a plain model: quantize the head convs too (int8) or keep\n"
     "                    them in float (float, the qconfig default)\n"
     "  --layout L        cuDNN layout (default: NHWC for fp16, NCHW for fp32)\n"
-    "  --heuristic       cuDNN's heuristic algorithm choice instead of timing them\n"
+    "  --heuristic       cuDNN legacy API: the heuristic's algorithm instead of timing them\n"
+    "  --legacy          cuDNN legacy API only (no graph-API engines)\n"
+    "  --fuse            cuDNN graph API: fuse bias + relu/leaky into the conv (runtime-\n"
+    "                    compiled engines: planning takes much longer)\n"
     "  --json FILE       also write every figure as JSON ('-': stdout)\n"
     "A plain model is quantized for int8 without calibration (thresholds do not change\n"
     "the speed).  The last lines are machine-readable: RESULT key=value ...\n";
@@ -59,7 +62,7 @@ enum { PROF_EVENTS = 0, PROF_ISOLATED, PROF_CLOCK };
 
 typedef struct bopt {
     int batches[16], n_batch;
-    int cuda, runs, warmup, profile, graph, head_int8, heuristic;
+    int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse;
     int prec;
     yq_cudnn_layout layout;
     const char *json;
@@ -70,11 +73,12 @@ typedef struct prow { int id; double us; } prow;
 
 typedef struct result {
     const char *precision;
-    char backend[64];
+    char backend[96];
     int batch;
     double med, mean, min, p90;          /* eager (or CPU), ms per batch */
     double g_med, g_min;                 /* graph replays; < 0 when none */
     double img_s;
+    double plan_s;                       /* planning (algorithm choice, uploads) */
     size_t mem;
     prow *prof;                          /* per node, n_nodes entries (us); NULL without --profile */
     char (*algo)[48];                    /* cuDNN: per node, what ran it */
@@ -252,9 +256,13 @@ static yq_status bench_cudnn(const bopt *o, const yq_graph *g, int batch, int fp
     yq_cudnn_opt co = yq_cudnn_defaults(fp16 ? YQ_CUDNN_FP16 : YQ_CUDNN_FP32);
     co.layout = o->layout;
     co.heuristic = o->heuristic;
+    co.legacy = o->legacy;
+    co.fuse = o->fuse;
     yq_cudnn_plan *p;
+    double t0 = now_ms();
     yq_status st = yq_cudnn_plan_new(g, batch, &co, &p, err);
     if (st) return st;
+    r->plan_s = (now_ms() - t0) * 1e-3;
     snprintf(r->backend, sizeof r->backend, "cuDNN %s", yq_cudnn_plan_desc(p));
     r->mem = yq_cudnn_plan_bytes(p);
     if (!(st = yq_cudnn_upload(p, x, err))) st = time_gpu(o, yq_cudnn_stream(p), cudnn_enqueue, p, r, err);
@@ -371,8 +379,10 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
 {
     yq_cuda_plan *p = NULL;
     void *stream = NULL;
+    double t0 = now_ms();
     yq_status st = yq_cuda_plan_new(g, batch, 0, &p, err);
     if (st) return st;
+    r->plan_s = (now_ms() - t0) * 1e-3;
     snprintf(r->backend, sizeof r->backend, "yquant dp4a%s", o->head_int8 ? "" : " (float heads)");
     r->mem = yq_cuda_plan_bytes(p);
     yq_shape is = g->nodes[0].out;
@@ -503,6 +513,7 @@ static cJSON *result_json(const yq_graph *g, const result *r)
     }
     cJSON_AddNumberToObject(o, "img_s", r->img_s);
     cJSON_AddNumberToObject(o, "device_bytes", (double)r->mem);
+    cJSON_AddNumberToObject(o, "plan_s", r->plan_s);
     if (r->note[0]) cJSON_AddStringToObject(o, "note", r->note);
     if (r->prof) {
         static const char *kind[3] = { "events", "isolated", "clock" };
@@ -549,6 +560,8 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--profile")) o.profile = 1;
         else if (!strcmp(a, "--no-graph")) o.graph = 0;
         else if (!strcmp(a, "--heuristic")) o.heuristic = 1;
+        else if (!strcmp(a, "--legacy")) o.legacy = 1;
+        else if (!strcmp(a, "--fuse")) o.fuse = 1;
         else if (!strcmp(a, "--batch") && has) {
             if ((o.n_batch = parse_list(argv[++i], o.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--device") && has) {
@@ -654,14 +667,14 @@ int cmd_bench(int argc, char **argv)
         }
     }
 
-    printf("\n%-34s %-5s %5s %10s %10s %10s %10s %10s %9s\n", "engine", "prec", "batch", o.cuda ? "eager ms" : "ms",
-           "min ms", "p90 ms", o.cuda ? "graph ms" : "", "img/s", "MB");
+    printf("\n%-44s %-5s %5s %10s %10s %10s %10s %10s %9s %7s\n", "engine", "prec", "batch", o.cuda ? "eager ms" : "ms",
+           "min ms", "p90 ms", o.cuda ? "graph ms" : "", "img/s", "MB", "plan s");
     for (int i = 0; i < nres; i++) {
         const result *r = &res[i];
         char gm[16] = "-";
         if (r->g_med > 0) snprintf(gm, sizeof gm, "%.3f", r->g_med);
-        printf("%-34s %-5s %5d %10.3f %10.3f %10.3f %10s %10.1f %9.1f\n", r->backend, r->precision, r->batch, r->med,
-               r->min, r->p90, o.cuda ? gm : "", r->img_s, r->mem / 1e6);
+        printf("%-44s %-5s %5d %10.3f %10.3f %10.3f %10s %10.1f %9.1f %7.1f\n", r->backend, r->precision, r->batch, r->med,
+               r->min, r->p90, o.cuda ? gm : "", r->img_s, r->mem / 1e6, r->plan_s);
         if (r->note[0]) printf("    note: %s\n", r->note);
     }
     if (o.profile)
@@ -673,7 +686,7 @@ int cmd_bench(int argc, char **argv)
         printf("RESULT engine=yquant precision=%s batch=%d device=%s median_ms=%.4f min_ms=%.4f graph_median_ms=%.4f "
                "img_s=%.2f\n", r->precision, r->batch, o.cuda ? "cuda" : "cpu", r->med, r->min, r->g_med, r->img_s);
     }
-    int rc = failed ? 1 : 0;
+    int rc = failed || nres == 0 ? 1 : 0;
     if (o.json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "model", g->cfg_path);

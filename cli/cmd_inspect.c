@@ -60,7 +60,9 @@ int cmd_inspect(int argc, char **argv)
     yq_graph *g;
     if (cli_load_model(&mo, &g, &err) != YQ_OK) return cli_error(&err);
 
-    FILE *t = json && !strcmp(json, "-") ? stderr : stdout;   /* keep stdout pure JSON with --json - */
+    /* With --json - stdout is the JSON alone; the table goes nowhere. */
+    FILE *t = json && !strcmp(json, "-") ? fopen("/dev/null", "w") : stdout;
+    if (!t) t = stdout;
     const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
     fprintf(t, "model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
     fprintf(t, "%5s  %-9s %-26s %-14s    %-14s %10s %8s\n", "layer", "type", "", "input", "output", "params", "GFLOPs");
@@ -112,6 +114,7 @@ int cmd_inspect(int argc, char **argv)
     fprintf(t, "total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
            flops * 1e-9, g->nodes[0].out.w, g->nodes[0].out.h);
     int rc = 0;
+    if (t != stdout) fclose(t);
     if (root) {
         cJSON_AddNumberToObject(root, "layers_total", g->n_nodes - 1);
         cJSON_AddNumberToObject(root, "convs", convs);

@@ -25,6 +25,15 @@ static const char *help =
     "  --no-val          skip the accuracy check (the package records none)\n"
     "  --bootstrap N     resamples for the 95% interval of the drop (default 200, 0: none)\n"
     "  --layers N        rows of the per-layer error report (default 10)\n"
+    "  --max-drop P      accuracy-aware: from every layer in int8 (head and first conv too), keep\n"
+    "                    the most sensitive layers in float, one at a time, until the mAP@[.5:.95]\n"
+    "                    drop is within P points on the validation sets; the package's qconfig\n"
+    "                    records them (skip_layers)\n"
+    "  --rank R          --max-drop's ranking: head (default: the head SQNR gain of keeping each\n"
+    "                    layer float, on 8 calibration images), sqnr (per-layer SQNR) or map\n"
+    "                    (the mAP gain on the validation sets: slow)\n"
+    "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
+    "                    (a budget not met: the package is written, the exit status is 3)\n"
     "  -o FILE           the package\n"
     "  --json FILE       the table and the per-layer report as JSON\n";
 
@@ -122,7 +131,9 @@ int cmd_quantize(int argc, char **argv)
     valset vals[16];
     char defbufs[6][1024];
     int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
-    const char *out = NULL, *json = NULL;
+    const char *out = NULL, *json = NULL, *rank = "head";
+    double max_drop = -1;
+    int max_float = 0;
     for (int i = 0; i < argc; i++) {
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
@@ -142,6 +153,12 @@ int cmd_quantize(int argc, char **argv)
         } else if (!strcmp(a, "--no-val")) no_val = 1;
         else if (!strcmp(a, "--layers") && has) top = atoi(argv[++i]);
         else if (!strcmp(a, "--bootstrap") && has) boots = atoi(argv[++i]);
+        else if (!strcmp(a, "--max-drop") && has) {
+            char *end;
+            max_drop = strtod(argv[++i], &end);
+            if (*end || !(max_drop >= 0 && max_drop <= 100)) return cli_usage_error("quantize: --max-drop P takes points in [0, 100]");
+        } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
+        else if (!strcmp(a, "--max-float") && has) max_float = atoi(argv[++i]);
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
@@ -157,6 +174,13 @@ int cmd_quantize(int argc, char **argv)
     if (!n_vals && !no_val) n_vals = default_vals(vals, defbufs);
     if (no_val) n_vals = 0;
     if (boots < 0 || top < 0) return cli_usage_error("quantize: --bootstrap and --layers take counts >= 0");
+    if (max_float < 0) return cli_usage_error("quantize: --max-float N takes N >= 0");
+    if (max_drop >= 0) {
+        if (!n_vals) return cli_usage_error("quantize: --max-drop needs a validation set (--val, or the shared sets)");
+        for (int i = 0; i < qo.qc.n_layers; i++)
+            if (qo.qc.layer[i].skip > 0) return cli_usage_error("quantize: --max-drop chooses the float layers itself; drop --skip-layers");
+        if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map")) return cli_usage_error("quantize: --rank head, sqnr or map");
+    }
 
     yq_error err;
     yq_graph *g = NULL;
@@ -164,7 +188,7 @@ int cmd_quantize(int argc, char **argv)
     yq_dataset *parts[16] = { 0 }, *ds = NULL;
     yq_layer_err *le = NULL;
     acc fp = { 0 }, q8 = { 0 }, all8 = { 0 };
-    int have_all8 = 0, rc = 1;
+    int have_all8 = 0, have_q8 = 0, rc = 1, met = 1;
     double ci[2][2], ci_all[2][2];
     cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "rows");
     char outbuf[1024], *qtext = NULL, *acc_json = NULL;
@@ -192,12 +216,26 @@ int cmd_quantize(int argc, char **argv)
         if (evaluate(g, ds, letterbox, "fp32", &fp, &err) != YQ_OK) goto fail;
     }
     if (cli_calibrate(&qo, g, letterbox, &cs, &err) != YQ_OK) goto fail;
+    if (max_drop >= 0) {
+        /* cli/cmd_sensitivity.c: sets qo.qc; its first and last evaluations are the
+         * all-int8 and the package rows below. */
+        cli_timed_eval e0, e1;
+        cJSON *md = cJSON_AddObjectToObject(root, "max_drop");
+        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &e0, &e1, &met, &err) != YQ_OK) goto fail;
+        memcpy(all8.s, e0.s, sizeof all8.s);
+        memcpy(q8.s, e1.s, sizeof q8.s);
+        all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n;
+        q8.ms = e1.ms_wall, q8.dets = e1.dets, q8.n = e1.n;
+        have_all8 = have_q8 = 1;
+        if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package keeps the layers tried in float\n", max_drop);
+    }
     /* The all-int8 figures, when the qconfig keeps layers in float. */
-    int keeps_float = qo.qc.head_float || qo.qc.first_float;
+    int keeps_float = qo.qc.head_float || qo.qc.first_float || qo.qc.keep_float > 0;
     for (int i = 0; i < qo.qc.n_layers; i++) keeps_float |= qo.qc.layer[i].skip > 0;
-    if (ds && keeps_float) {
+    if (!keeps_float) have_all8 = 0;          /* --max-drop kept none: the package row is all-int8 */
+    if (ds && keeps_float && !have_all8) {
         cli_quant_opt all = qo;
-        all.qc.head_float = all.qc.first_float = 0;
+        all.qc.head_float = all.qc.first_float = all.qc.keep_float = 0;
         for (int i = 0; i < all.qc.n_layers; i++) all.qc.layer[i].skip = -1;
         if (cli_quantize_graph(&all, g, cs, letterbox, &err) != YQ_OK) goto fail;
         if (evaluate(g, ds, letterbox, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
@@ -205,7 +243,7 @@ int cmd_quantize(int argc, char **argv)
         yq_unquantize_graph(g);
     }
     if (cli_quantize_graph(&qo, g, cs, letterbox, &err) != YQ_OK) goto fail;
-    if (ds && evaluate(g, ds, letterbox, "int8", &q8, &err) != YQ_OK) goto fail;
+    if (ds && !have_q8 && evaluate(g, ds, letterbox, "int8", &q8, &err) != YQ_OK) goto fail;
     if (ds && boots > 0) {
         fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
         if (yq_bootstrap_drop(ds, fp.dets, fp.n, q8.dets, q8.n, boots, 1, ci, &err) != YQ_OK) goto fail;
@@ -264,10 +302,8 @@ int cmd_quantize(int argc, char **argv)
     if (yq_package_write(out, g, &meta, &err) != YQ_OK) goto fail;
     struct stat sb;
     printf("wrote %s (%.1f KB)\n", out, stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);
-    rc = 0;
-    if (json) {
-        rc = cli_write_json(json, root);
-    }
+    rc = met ? 0 : 3;
+    if (json && cli_write_json(json, root)) rc = 1;
     goto done;
 fail:
     cli_error(&err);

@@ -219,14 +219,46 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
     return YQ_OK;
 }
 
-yq_status cli_quantize_graph(const cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
+typedef struct worst { int id; double db; } worst;
+static int by_worst(const void *a, const void *b)
+{
+    const worst *x = a, *y = b;
+    return x->db < y->db ? -1 : x->db > y->db;
+}
+
+yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
 {
     yq_status st = yq_quantize_graph(g, cs, &q->qc, err);
-    if (st != YQ_OK || q->qc.bias_correction != 2) return st;
-    float *inputs;
-    int got;
-    if ((st = cli_load_inputs(g, q->calib_dir, 16, letterbox, &inputs, &got, err)) != YQ_OK) return st;
-    st = yq_bias_correct_data(g, inputs, got, err);
+    float *inputs = NULL;
+    int got = 0;
+    if (st == YQ_OK && (q->qc.keep_float > 0 || q->qc.bias_correction == 2))
+        st = cli_load_inputs(g, q->calib_dir, 16, letterbox, &inputs, &got, err);
+    if (st == YQ_OK && q->qc.keep_float > 0) {
+        /* keep_float = N: the N int8 convs whose outputs differ most from FP32 (SQNR on 8
+         * calibration images) go to float; they join skip_layers, so the package records them. */
+        yq_layer_err *e = NULL;
+        worst *w = malloc(sizeof *w * (size_t)g->n_nodes);
+        st = w ? yq_compare_layers(g, inputs, got < 8 ? got : 8, &e, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        int m = 0;
+        for (int i = 1; st == YQ_OK && i < g->n_nodes; i++)
+            if (g->nodes[i].op == YQ_OP_CONV && !g->q[i].float_op) w[m++] = (worst){ i, e[i].sqnr_db };
+        if (st == YQ_OK) {
+            qsort(w, (size_t)m, sizeof *w, by_worst);
+            for (int k = 0; k < m && k < q->qc.keep_float; k++) {
+                char key[64];
+                snprintf(key, sizeof key, "layer.%d.skip", g->nodes[w[k].id].layer);
+                if ((st = yq_qconfig_set(&q->qc, key, "on", "keep_float", err)) != YQ_OK) break;
+            }
+            q->qc.keep_float = 0;   /* done: the choice now lives in the per-layer skips */
+        }
+        free(e);
+        free(w);
+        if (st == YQ_OK) {
+            yq_unquantize_graph(g);
+            st = yq_quantize_graph(g, cs, &q->qc, err);
+        }
+    }
+    if (st == YQ_OK && q->qc.bias_correction == 2) st = yq_bias_correct_data(g, inputs, got, err);
     free(inputs);
     return st;
 }

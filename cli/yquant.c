@@ -14,6 +14,8 @@ static const char *usage =
     "  eval MODEL ...       COCO mAP on labelled images (FP32, or int8 with --calib DIR)\n"
     "  quantize MODEL --calib DIR   calibrate, rewrite to int8, validate, write a .yqp package\n"
     "  bench MODEL|PKG      latency and throughput: FP32/FP16 (cuDNN), int8 (ours), GPU or CPU\n"
+    "  sweep MODEL --grid G mAP against latency over a grid of qconfigs: CSV, Pareto chart, HTML\n"
+    "  sensitivity MODEL    per-layer int8 sensitivity: one layer int8 / one layer float at a time\n"
     "\n"
     "  yquant --calib DIR [--bits 8] ...   quantize the default model (yolo-fastest-1.1-xl)\n"
     "\n"
@@ -35,6 +37,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sensitivity")) return cmd_sensitivity(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

@@ -3,15 +3,18 @@
  * DP4A: implicit GEMM.  M = batch x out pixels, N = filters, K = k x k x c4/4
  *   32-bit words (4 channels each) of the NHWC4 input; weights are repacked at
  *   upload to [filters][ky][kx][c4] so that a filter's K words line up with the
- *   gathered input words.  A 256-thread block computes a 64 x 64 tile, each
- *   thread 4 pixels x 4 consecutive filters, over K chunks of 8 words staged in
- *   shared memory.  The first conv reads the uint8 image: dp4a.u32.s32 (unsigned
- *   bytes of the image times signed weight bytes, signed sum).
+ *   gathered input words.  Three kernels, picked by shape (dp4a_tile): 64 x 64
+ *   tiles (each thread 4 pixels x 4 consecutive filters, K chunks of 8 words in
+ *   shared memory); 128 x 128 tiles double-buffered, for large layers; 32 x 32
+ *   tiles with K split over the block's 8 warps, for small outputs.  The first conv
+ *   reads the uint8 image: dp4a.u32.s32 (unsigned bytes of the image times signed
+ *   weight bytes, signed sum).
  * DW: depthwise, one thread per pixel and 4 channels (one input word per tap).
  * DIRECT: one thread per output value, any groups (grouped convs are rare).
- * F32: layers the qconfig keeps in float: an FP32 direct conv reading any input
- *   type (int8 dequantized as yq_dequantize does).  Not bit-exact with OpenBLAS
- *   (summation order); compared by relative error.
+ * F32: layers the qconfig keeps in float: an FP32 conv reading any input type
+ *   (int8 dequantized as yq_dequantize does): a tiled implicit GEMM for groups == 1,
+ *   one thread per output otherwise.  Not bit-exact with OpenBLAS (summation
+ *   order); compared by relative error.
  *
  * Integer sums are exact (int32, wrapping like the CPU's), so any order gives the
  * CPU's accumulator; the epilogue is ir/requant.h itself, or for float outputs
@@ -294,15 +297,136 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
     }
 }
 
-/* Which dp4a tile: YQ_DP4A_TILE=64|128 forces one (tests run both on every case);
- * otherwise the large tile when it has enough filters to fill and at least a
- * wave of blocks over the multiprocessors. */
+/* Small outputs (13x13, 26x26 at batch 1): too few 64 x 64 tiles to fill the chip, so
+ * a 32-pixel x 32-filter tile per block whose 8 warps each take every 8th chunk of
+ * 8 K words (staged in the warp's own shared memory), then add their 8 partial tiles
+ * in shared memory.  Integer sums: any split and order give the same int32. */
+#define KS_T 32
+#define KS_KC 8
+#define KS_W 8
+
+template <bool U8, bool FOUT, bool VEC>
+__global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
+{
+    __shared__ __align__(16) int sm[KS_W * KS_T * KS_T];   /* staging (16 KB), then the partial tiles (32 KB) */
+    const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
+    const int m0 = blockIdx.x * KS_T, n0 = blockIdx.y * KS_T;
+    int *As = sm + wp * (2 * KS_KC * 32), *Bs = As + KS_KC * 32;   /* [KS_KC][32] each */
+    const int *in = (const int *)a.in;
+    const int ohw = a.OH * a.OW;
+    const int p = m0 + lane;
+    const bool pv = p < a.M;
+    int pb = 0, py = 0, px = 0;
+    if (pv) {
+        pb = p / ohw;
+        int rem = p - pb * ohw, oy = rem / a.OW;
+        py = oy * a.s - a.pad;
+        px = (rem - oy * a.OW) * a.s - a.pad;
+    }
+    const long in_img = (long)pb * a.IH;
+    const int f = n0 + lane;
+    const bool fv = f < a.F;
+    const int *wrow = a.w32 + (long)(fv ? f : 0) * a.K4;
+    const int pi = lane & 7, fi = lane >> 3;   /* compute: pixels pi*4..+3, filters fi*8..+7 */
+    int acc[4][8];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0;
+    for (int k0 = wp * KS_KC; k0 < a.K4; k0 += KS_W * KS_KC) {
+        int va[KS_KC], vb[KS_KC];
+#pragma unroll
+        for (int h = 0; h < KS_KC / 4; h++) {
+            int kg = k0 + 4 * h;
+            if (VEC) {
+                int4 A = make_int4(0, 0, 0, 0), W = make_int4(0, 0, 0, 0);
+                if (kg < a.K4) {
+                    int tap = kg / a.C4w, c4 = kg - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+                    int y = py + ky, x = px + kx;
+                    if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
+                        A = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.C4w + c4));
+                    if (fv) W = __ldg((const int4 *)(wrow + kg));
+                }
+                va[4 * h] = A.x; va[4 * h + 1] = A.y; va[4 * h + 2] = A.z; va[4 * h + 3] = A.w;
+                vb[4 * h] = W.x; vb[4 * h + 1] = W.y; vb[4 * h + 2] = W.z; vb[4 * h + 3] = W.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int kw = kg + j, v = 0, w = 0;
+                    if (kw < a.K4) {
+                        int tap = kw / a.C4w, c4 = kw - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+                        int y = py + ky, x = px + kx;
+                        if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
+                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.C4w + c4);
+                        if (fv) w = __ldg(wrow + kw);
+                    }
+                    va[4 * h + j] = v;
+                    vb[4 * h + j] = w;
+                }
+            }
+        }
+        __syncwarp();   /* the previous chunk has been read */
+#pragma unroll
+        for (int j = 0; j < KS_KC; j++) {
+            As[j * 32 + lane] = va[j];
+            Bs[j * 32 + lane] = vb[j];
+        }
+        __syncwarp();
+#pragma unroll
+        for (int kk = 0; kk < KS_KC; kk++) {
+            int4 av = *(const int4 *)&As[kk * 32 + pi * 4];
+            int4 b0 = *(const int4 *)&Bs[kk * 32 + fi * 8], b1 = *(const int4 *)&Bs[kk * 32 + fi * 8 + 4];
+            int xa[4] = { av.x, av.y, av.z, av.w };
+            int wb[8] = { b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w };
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = dot4<U8>(xa[i], wb[j], acc[i][j]);
+        }
+    }
+    __syncthreads();   /* every warp is done with its staging area */
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) sm[wp * KS_T * KS_T + (pi * 4 + i) * KS_T + fi * 8 + j] = acc[i][j];
+    __syncthreads();
+    const int rp = tid >> 3, rf = (tid & 7) * 4;   /* this thread's 4 outputs: pixel rp, filters rf..rf+3 */
+    int sum[4] = { 0, 0, 0, 0 };
+#pragma unroll
+    for (int w = 0; w < KS_W; w++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) sum[j] += sm[w * KS_T * KS_T + rp * KS_T + rf + j];
+    const int pp = m0 + rp, o0 = n0 + rf;
+    if (pp >= a.M) return;
+    if (FOUT) {
+        int b = pp / ohw, pix = pp - b * ohw;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int o = o0 + j;
+            if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(sum[j] + a.bq[o], o, a);
+        }
+    } else if (o0 < a.F4) {
+        unsigned word = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int o = o0 + j;
+            int8_t v = o < a.F ? rq_out(sum[j] + a.bq[o], o, a) : 0;
+            word |= (unsigned)(uint8_t)v << (8 * j);
+        }
+        ((unsigned *)a.out)[(long)pp * (a.F4 >> 2) + (o0 >> 2)] = word;
+    }
+}
+
+/* Which dp4a kernel: YQ_DP4A_TILE=32|64|128 forces one (the tests run each on every
+ * case); otherwise the large tile when it has enough filters to fill and at least a
+ * wave of blocks over the multiprocessors, the K-split one when 64 x 64 tiles would
+ * leave multiprocessors idle and K is long enough to split, else the 64 x 64 tile. */
 static int dp4a_tile(const ConvK &a, int nout)
 {
     static int forced = -1, sms = 0;
     if (forced < 0) {
         const char *e = getenv("YQ_DP4A_TILE");
-        forced = e && !strcmp(e, "128") ? 128 : e && !strcmp(e, "64") ? 64 : 0;
+        forced = e && !strcmp(e, "128") ? 128 : e && !strcmp(e, "64") ? 64 : e && !strcmp(e, "32") ? 32 : 0;
         int d = 0;
         if (cudaGetDevice(&d) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess)
             sms = 80;
@@ -310,7 +434,9 @@ static int dp4a_tile(const ConvK &a, int nout)
     }
     if (forced) return forced;
     long blocks = (long)((a.M + TM - 1) / TM) * ((nout + TN - 1) / TN);
-    return nout >= 96 && blocks >= sms ? 128 : 64;
+    if (nout >= 96 && blocks >= sms) return 128;
+    long b64 = (long)((a.M + BM - 1) / BM) * ((nout + BN - 1) / BN);
+    return b64 < sms && a.K4 >= 64 ? 32 : 64;
 }
 
 /* Depthwise: thread = (pixel, 4 channels). */
@@ -412,6 +538,81 @@ __global__ void conv_f32(ConvK a)
             }
         }
     ((float *)a.out)[t] = yq_act_f(__fadd_rn(s, a.bf[o]), a.act);
+}
+
+/* FP32 conv, groups == 1, as an implicit GEMM: a 64-pixel x 64-filter tile per
+ * 256-thread block, 4 x 4 outputs per thread, K (= c x k x k, in the weights' order)
+ * in chunks of 16 staged in shared memory.  Each output is one fmaf chain over K in
+ * increasing order, as conv_f32 (padding positions add fmaf(0, w, s) = s); the head
+ * convs a qconfig keeps in float run here, 20-50x faster than one thread per output. */
+#define FT 64
+#define FK 16
+
+__global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
+{
+    __shared__ float As[FK][FT + 1];
+    __shared__ float Bs[FK][FT + 1];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int m0 = blockIdx.x * FT, n0 = blockIdx.y * FT;
+    const int ohw = a.OH * a.OW, kk2 = a.k * a.k, K = a.C * kk2;
+    /* loader: pixel / filter lr, K rows lk + 4 r */
+    const int lr = tid & 63, lk = tid >> 6;
+    const int p = m0 + lr;
+    const bool pv = p < a.M;
+    int pb = 0, py = 0, px = 0;
+    if (pv) {
+        pb = p / ohw;
+        int rem = p - pb * ohw, oy = rem / a.OW;
+        py = oy * a.s - a.pad;
+        px = (rem - oy * a.OW) * a.s - a.pad;
+    }
+    const int f = n0 + lr;
+    const bool fv = f < a.F;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+    for (int k0 = 0; k0 < K; k0 += FK) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            int kr = lk + 4 * r, kg = k0 + kr;
+            float v = 0.f, w = 0.f;
+            if (kg < K) {
+                int ci = kg / kk2, t = kg - ci * kk2, ky = t / a.k, kx = t - ky * a.k;
+                int y = py + ky, x = px + kx;
+                if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW) v = yq_ld_f(a.tin, pb, ci, y, x);
+                if (fv) w = __ldg(a.wf + (long)f * K + kg);
+            }
+            As[kr][lr] = v;
+            Bs[kr][lr] = w;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < FK; kk++) {
+            float av[4], bv[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) av[i] = As[kk][tx + 16 * i];
+#pragma unroll
+            for (int j = 0; j < 4; j++) bv[j] = Bs[kk][ty + 16 * j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(bv[j], av[i], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int pp = m0 + tx + 16 * i;
+        if (pp >= a.M) continue;
+        int b = pp / ohw, pix = pp - b * ohw;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int o = n0 + ty + 16 * j;
+            if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = yq_act_f(__fadd_rn(acc[i][j], a.bf[o]), a.act);
+        }
+    }
 }
 
 /* ---- host side ----------------------------------------------------------- */
@@ -543,7 +744,20 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
     switch (c->var) {
     case YQ_CONV_DP4A: {
         int nout = a.fout ? a.F : a.F4;
-        if (dp4a_tile(a, nout) == 128) {
+        int tile = dp4a_tile(a, nout);
+        if (tile == 32) {
+            dim3 g1(yq_blocks(a.M, KS_T), yq_blocks(nout, KS_T));
+            bool vec = a.C4w % 4 == 0;
+            if (a.u8) {
+                if (a.fout) vec ? conv_dp4a_ks<true, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, true, false><<<g1, 256, 0, s>>>(a);
+                else vec ? conv_dp4a_ks<true, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, false, false><<<g1, 256, 0, s>>>(a);
+            } else {
+                if (a.fout) vec ? conv_dp4a_ks<false, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, true, false><<<g1, 256, 0, s>>>(a);
+                else vec ? conv_dp4a_ks<false, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, false, false><<<g1, 256, 0, s>>>(a);
+            }
+            break;
+        }
+        if (tile == 128) {
             dim3 g2(yq_blocks(a.M, TM), yq_blocks(nout, TN));
             bool vec = a.C4w % 4 == 0;
             if (a.u8) {
@@ -569,7 +783,12 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
         conv_direct<<<yq_blocks((long)a.M * (a.fout ? a.F : a.F4), 256), 256, 0, s>>>(a);
         break;
     case YQ_CONV_F32:
-        conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
+        if (a.groups == 1) {
+            dim3 g3(yq_blocks(a.M, FT), yq_blocks(a.F, FT));
+            conv_f32_tiled<<<g3, 256, 0, s>>>(a);
+        } else {
+            conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
+        }
         break;
     case YQ_CONV_AUTO:
         return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: no variant chosen");

@@ -35,11 +35,15 @@ static __device__ __forceinline__ int pow2_at_least(int n)
 
 /* ---- 1. decode ----------------------------------------------------------------- */
 
+/* One warp per (image, cell): every lane computes the objectness and the box (the
+ * same values; lane 0 stores the box), then the lanes share the classes.  A thread
+ * per cell would walk the classes alone, one dependent load after another. */
 __global__ void post_decode(yq_post_dev d, int n_img)
 {
-    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (long)n_img * d.cells) return;
-    int b = (int)(t / d.cells), cell = (int)(t % d.cells);
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x, wi = t >> 5;
+    int lane = (int)(t & 31);
+    if (wi >= (long)n_img * d.cells) return;            /* whole warps: the block size is a multiple of 32 */
+    int b = (int)(wi / d.cells), cell = (int)(wi % d.cells);
     int hk = 0;
     while (hk + 1 < d.n_heads && cell >= d.heads[hk + 1].cell0) hk++;
     const yq_post_head *p = &d.heads[hk];
@@ -86,17 +90,18 @@ __global__ void post_decode(yq_post_dev d, int n_img)
     cy = __fdiv_rn(__fsub_rn(cy, __fdiv_rn(__fdiv_rn((float)(d.neth - new_h), 2.f), neth)), __fdiv_rn((float)new_h, neth));
     cw = __fmul_rn(cw, __fdiv_rn(netw, (float)new_w));
     ch = __fmul_rn(ch, __fdiv_rn(neth, (float)new_h));
-    ((float4 *)d.boxes)[(size_t)b * d.cells + cell] = make_float4(cx, cy, cw, ch);
+    if (lane == 0) ((float4 *)d.boxes)[(size_t)b * d.cells + cell] = make_float4(cx, cy, cw, ch);
 
     const float *cl = a + 5 * plane + loc;
     float m = -INFINITY, sum = 0.f;
     int soft = !p->yolo && p->softmax;
-    if (soft) {                     /* softmax over the classes, as darknet's region layer */
+    if (soft) {                     /* softmax over the classes, as darknet's region layer: in the
+                                       CPU's order (a warp reduction would round the sum otherwise) */
         for (int k = 0; k < p->classes; k++) if (cl[k * plane] > m) m = cl[k * plane];
         for (int k = 0; k < p->classes; k++) sum = __fadd_rn(sum, ex(__fsub_rn(cl[k * plane], m)));
     }
     SegItem *seg = (SegItem *)d.seg;
-    for (int k = 0; k < p->classes; k++) {
+    for (int k = lane; k < p->classes; k += 32) {
         float v = cl[k * plane];
         float pk = soft ? __fdiv_rn(ex(__fsub_rn(v, m)), sum) : p->new_coords ? v : logistic(v);
         float sc = __fmul_rn(obj, pk);
@@ -338,7 +343,7 @@ extern "C" yq_status yq_cuda_post_enqueue(const yq_post_dev *d, int n, void *str
     if (n < 1 || n > d->batch) return yq_fail(err, YQ_ERR_INVALID_ARG, "post-processing: %d images, buffers for %d", n, d->batch);
     cudaStream_t s = YQ_STREAM(stream);
     YQ_CUDA_TRY(cudaMemsetAsync(d->counts, 0, sizeof(int) * (size_t)d->batch * (d->classes + 1), s));
-    long threads = (long)n * d->cells;
+    long threads = 32L * n * d->cells;
     post_decode<<<yq_blocks(threads, 256), 256, 0, s>>>(*d, n);
     YQ_CUDA_LAUNCHED();
     post_nms<<<(unsigned)(n * d->classes), NMS_THREADS, YQ_POST_SMEM_ITEMS * sizeof(SItem), s>>>(*d);

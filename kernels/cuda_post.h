@@ -7,7 +7,7 @@
  *     // d.result: per image a yq_post_rec: count, then up to d.k detections, best first
  *
  * Pipeline (one memset and three kernels, no host round trip):
- *   1. decode: one thread per (image, head cell, anchor).  Objectness above conf gives a
+ *   1. decode: one warp per (image, head cell, anchor).  Objectness above conf gives a
  *      box (centre form, original-image relative, as correct_yolo_boxes) and, per class
  *      whose score is above conf, a candidate appended with an atomic counter to the
  *      list of that (image, class).  Each cell adds at most one candidate per class, so
@@ -94,6 +94,9 @@ size_t yq_post_kept_item_bytes(void);
 yq_status yq_cuda_post_enqueue(const yq_post_dev *d, int n, void *stream, yq_error *err);
 
 /* --- runtime helpers for a graph-captured session (kernels/cuda_post_rt.cu) --- */
+/* Clears the runtime's last-error slot: a failed allocation elsewhere (one not made
+ * through yq_cuda_malloc) must not surface as the error of a later, unrelated launch. */
+void      yq_cuda_clear_error(void);
 /* Compute capability as major*10+minor of device, and its name. */
 yq_status yq_cuda_device_sm(int device, int *sm, char *name, size_t cap, yq_error *err);
 /* A stream that does not synchronise with the legacy default stream (capture needs one). */

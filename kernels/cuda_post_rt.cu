@@ -8,6 +8,11 @@ extern "C" {
 #include "kernels/cuda_post.h"
 }
 
+extern "C" void yq_cuda_clear_error(void)
+{
+    (void)cudaGetLastError();
+}
+
 extern "C" yq_status yq_cuda_device_sm(int device, int *sm, char *name, size_t cap, yq_error *err)
 {
     int n = yq_cuda_device_count();

@@ -1,5 +1,7 @@
-/* The cuDNN float engine (kernels/cudnn_fp.h): planning, the small kernels for
- * the ops cuDNN has no darknet version of, and the node loop.
+/* The cuDNN float engine (kernels/cudnn_fp.h): planning (liveness, the legacy
+ * algorithm and the graph-API engine per conv, chosen by timing them on the plan's
+ * own buffers), the small kernels for the ops cuDNN has no darknet version of, and
+ * the node loop.
  *
  * Tensors are packed in one layout for the whole plan: NCHW or NHWC, float or
  * half.  The small kernels decode an element's (b, c, y, x) from its position in
@@ -221,6 +223,35 @@ __global__ void k_maxpool(const T *in, T *out, int C, int IH, int IW, int OH, in
     ((Vec<T, V> *)out)[t] = o;
 }
 
+/* Planning only: random values in [-1, 1) (a hash of the position), and the
+ * largest |a - b| and |b| of two tensors (as bits: non-negative floats order as
+ * unsigned), with a flag for a non-finite a. */
+template <typename T>
+__global__ void k_fill(T *p, long n, uint32_t seed)
+{
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
+        stf(p, i, (float)(h >> 8) * (2.f / 16777216.f) - 1.f);
+    }
+}
+
+template <typename T>
+__global__ void k_cmp(const T *a, const T *b, long n, unsigned *out)
+{
+    float d = 0.f, m = 0.f;
+    unsigned bad = 0;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float x = ldf(a, i), r = ldf(b, i);
+        if (!isfinite(x)) bad = 1;
+        d = fmaxf(d, fabsf(x - r));
+        m = fmaxf(m, fabsf(r));
+    }
+    atomicMax(&out[0], __float_as_uint(d));
+    atomicMax(&out[1], __float_as_uint(m));
+    if (bad) atomicMax(&out[2], 1u);
+}
+
 /* ---- the plan ------------------------------------------------------------- */
 
 typedef struct conv_plan {
@@ -234,6 +265,19 @@ typedef struct conv_plan {
     int fused;              /* bias + activation inside cuDNN */
     size_t w_off, bt_off, bf_off;   /* in params: weights (T), bias (T, fused), bias (float) */
     float find_ms;
+    /* graph API */
+    int graph;              /* 1: runs through gplan (else the legacy call) */
+    int gfused;             /* the graph adds the bias and applies the activation */
+    int64_t gws, geng;      /* its workspace, cuDNN's global engine index */
+    cudnnBackendDescriptor_t gplan, gpack;
+    int n_cand;
+    cudnnBackendDescriptor_t cand[8];
+    int64_t cand_ws[8], cand_eng[8];
+    int cand_fused;
+    int gowner_self;        /* 1: gplan is this conv's own (0: shared with an earlier, equal conv) */
+    int share;              /* -1, or the earlier equal conv whose graph choice this one takes */
+    int nd;                 /* descriptors the plans refer to, destroyed with the plan */
+    cudnnBackendDescriptor_t d[128];
 } conv_plan;
 
 struct yq_cudnn_plan {
@@ -241,7 +285,7 @@ struct yq_cudnn_plan {
     int batch, flags, device;
     yq_cudnn_prec prec;
     int nhwc, es;           /* layout, element size */
-    char desc[32];
+    char desc[64];
     cudnnHandle_t h;
     cudaStream_t s;
     unsigned char *mem;     /* the one allocation: params | arena | input | workspace */
@@ -292,6 +336,11 @@ static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
 
 static void conv_destroy(conv_plan *c)
 {
+    if (c->gpack) cudnnBackendDestroyDescriptor(c->gpack);
+    for (int k = 0; k < c->n_cand; k++)
+        if (c->cand[k]) cudnnBackendDestroyDescriptor(c->cand[k]);
+    if (c->gplan && c->gowner_self) cudnnBackendDestroyDescriptor(c->gplan);
+    for (int k = c->nd - 1; k >= 0; k--) cudnnBackendDestroyDescriptor(c->d[k]);
     if (c->x) cudnnDestroyTensorDescriptor(c->x);
     if (c->y) cudnnDestroyTensorDescriptor(c->y);
     if (c->bias) cudnnDestroyTensorDescriptor(c->bias);
@@ -394,6 +443,336 @@ static yq_status conv_choose(yq_cudnn_plan *p, int id, size_t limit, int heurist
                    n->name, limit);
 }
 
+/* ---- convs through the graph (backend) API -------------------------------- */
+
+#define BKT(call) do { cudnnStatus_t s_ = (call); if (s_ != CUDNN_STATUS_SUCCESS) return s_; } while (0)
+
+/* A descriptor the conv keeps until the plan is freed (finalized plans refer to them). */
+static cudnnStatus_t bk_new(conv_plan *c, cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t *d)
+{
+    if (c->nd >= (int)(sizeof c->d / sizeof c->d[0])) return CUDNN_STATUS_ALLOC_FAILED;
+    cudnnStatus_t s = cudnnBackendCreateDescriptor(t, d);
+    if (s == CUDNN_STATUS_SUCCESS) c->d[c->nd++] = *d;
+    return s;
+}
+
+/* A packed tensor n x ch x h x w in the plan's layout. */
+static cudnnStatus_t bk_tensor(conv_plan *c, int64_t uid, cudnnDataType_t dt, int64_t n, int64_t ch, int64_t h,
+                               int64_t w, int nhwc, int virt, cudnnBackendDescriptor_t *t)
+{
+    int64_t d[4] = { n, ch, h, w }, st[4], align = 16;
+    if (nhwc) { st[1] = 1; st[3] = ch; st[2] = w * ch; st[0] = h * w * ch; }
+    else { st[3] = 1; st[2] = w; st[1] = h * w; st[0] = ch * h * w; }
+    bool v = virt != 0;
+    BKT(bk_new(c, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
+    BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+    BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, d));
+    BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, st));
+    BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+    BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+    if (virt) BKT(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &v));
+    return cudnnBackendFinalize(*t);
+}
+
+/* y = mode(x [, b]) in float. */
+static cudnnStatus_t bk_pointwise(conv_plan *c, cudnnPointwiseMode_t mode, double slope, cudnnBackendDescriptor_t x,
+                                  cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *op)
+{
+    cudnnBackendDescriptor_t pw;
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    BKT(bk_new(c, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw));
+    BKT(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+    BKT(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
+    if (mode == CUDNN_POINTWISE_RELU_FWD) {
+        double lo = 0.0;
+        BKT(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo));
+        BKT(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1, &slope));
+    }
+    BKT(cudnnBackendFinalize(pw));
+    BKT(bk_new(c, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+    BKT(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw));
+    BKT(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    if (b) BKT(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
+    BKT(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    return cudnnBackendFinalize(*op);
+}
+
+/* Whether an engine configuration keeps this path's numerics (see cudnn_fp.h);
+ * *eng: its global engine index. */
+static int engine_ok(const yq_cudnn_plan *p, cudnnBackendDescriptor_t cfg, int64_t *eng_index)
+{
+    cudnnBackendDescriptor_t eng;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS) return 0;
+    int64_t n = 0, nn = 0;
+    int ok = cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng) ==
+             CUDNN_STATUS_SUCCESS && n == 1;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    if (ok && cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                       CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn, notes) != CUDNN_STATUS_SUCCESS)
+        ok = 0;
+    for (int64_t k = 0; ok && k < nn; k++) {
+        cudnnBackendNumericalNote_t t = notes[k];
+        if (t == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC || t == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ok = 0;
+        if (p->prec == YQ_CUDNN_FP32 && (t == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || t == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))
+            ok = 0;
+    }
+    *eng_index = -1;
+    if (ok) cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, eng_index);
+    cudnnBackendDestroyDescriptor(eng);
+    return ok;
+}
+
+/* The operation graph of conv node id (fused: + bias, then the activation), and up
+ * to 8 finalized execution plans for it that keep our numerics and fit in limit. */
+static cudnnStatus_t graph_candidates(yq_cudnn_plan *p, int id, int fused, size_t limit)
+{
+    const yq_graph *g = p->g;
+    const yq_node *n = &g->nodes[id];
+    conv_plan *c = &p->cv[id];
+    yq_shape is = yq_node_in_shape(g, n), os = n->out;
+    const yq_conv_p *cp = &n->p.conv;
+    cudnnDataType_t dt = dtype_of(p), fl = CUDNN_DATA_FLOAT;
+    int B = p->batch, nh = p->nhwc;
+    cudnnBackendDescriptor_t x, w, y, cy, conv, op, ops[3], og, heur, b = NULL, ya = NULL;
+    int nops = 0;
+    BKT(bk_tensor(c, 1, dt, B, is.c, is.h, is.w, nh, 0, &x));
+    BKT(bk_tensor(c, 2, dt, cp->filters, is.c / cp->groups, cp->size, cp->size, nh, 0, &w));
+    BKT(bk_tensor(c, 3, dt, B, os.c, os.h, os.w, nh, 0, &y));
+    if (fused) {
+        BKT(bk_tensor(c, 4, dt, 1, os.c, 1, 1, nh, 0, &b));
+        BKT(bk_tensor(c, 10, fl, B, os.c, os.h, os.w, nh, 1, &cy));
+    } else {
+        cy = y;
+    }
+    {
+        cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+        cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+        int64_t nd = 2, dil[2] = { 1, 1 }, st[2] = { cp->stride, cp->stride }, pad[2] = { cp->pad, cp->pad };
+        float alpha = 1.f, beta = 0.f;
+        BKT(bk_new(c, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nd));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, st));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
+        BKT(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
+        BKT(cudnnBackendFinalize(conv));
+        BKT(bk_new(c, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cy));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
+        BKT(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
+        BKT(cudnnBackendFinalize(op));
+        ops[nops++] = op;
+    }
+    if (fused) {
+        cudnnBackendDescriptor_t add;
+        if (n->act == YQ_ACT_LINEAR) {
+            BKT(bk_pointwise(c, CUDNN_POINTWISE_ADD, 0, cy, b, y, &add));
+            ops[nops++] = add;
+        } else {
+            cudnnBackendDescriptor_t act;
+            BKT(bk_tensor(c, 11, fl, B, os.c, os.h, os.w, nh, 1, &ya));
+            BKT(bk_pointwise(c, CUDNN_POINTWISE_ADD, 0, cy, b, ya, &add));
+            BKT(bk_pointwise(c, CUDNN_POINTWISE_RELU_FWD, n->act == YQ_ACT_LEAKY ? 0.1 : 0.0, ya, NULL, y, &act));
+            ops[nops++] = add;
+            ops[nops++] = act;
+        }
+    }
+    BKT(bk_new(c, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &og));
+    BKT(cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops));
+    BKT(cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &p->h));
+    BKT(cudnnBackendFinalize(og));
+    cudnnBackendHeurMode_t modes[2] = { CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK };
+    for (int mi = 0; mi < 2 && c->n_cand == 0; mi++) {
+        BKT(bk_new(c, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+        BKT(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og));
+        BKT(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[mi]));
+        if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS) continue;
+        cudnnBackendDescriptor_t cfgs[16];
+        int64_t ncfg = 0;
+        int made = 0;
+        for (; made < 16; made++)
+            if (bk_new(c, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) != CUDNN_STATUS_SUCCESS) break;
+        if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &ncfg, cfgs) !=
+            CUDNN_STATUS_SUCCESS)
+            ncfg = 0;
+        for (int64_t k = 0; k < ncfg && c->n_cand < 8; k++) {
+            int64_t eng = -1, ws = 0, cnt = 0;
+            if (!engine_ok(p, cfgs[k], &eng)) continue;
+            cudnnBackendDescriptor_t plan;
+            if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) continue;
+            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &p->h) ||
+                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[k]) ||
+                cudnnBackendFinalize(plan) ||
+                cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, &ws) ||
+                ws < 0 || (size_t)ws > limit) {
+                cudnnBackendDestroyDescriptor(plan);
+                continue;
+            }
+            c->cand[c->n_cand] = plan;
+            c->cand_ws[c->n_cand] = ws;
+            c->cand_eng[c->n_cand] = eng;
+            c->n_cand++;
+        }
+    }
+    c->cand_fused = fused;
+    return c->n_cand ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+static cudnnStatus_t make_pack(yq_cudnn_plan *p, int id, int fused, cudnnBackendDescriptor_t *pack)
+{
+    const yq_node *n = &p->g->nodes[id];
+    conv_plan *c = &p->cv[id];
+    int64_t uids[4] = { 1, 2, 3, 4 };
+    void *ptrs[4] = { nbuf(p, n->src[0]), p->mem + c->w_off, nbuf(p, id), p->mem + c->bt_off };
+    void *ws = p->mem + p->ws_off;
+    BKT(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, pack));
+    cudnnStatus_t s = cudnnBackendSetAttribute(*pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, fused ? 4 : 3, uids);
+    if (!s) s = cudnnBackendSetAttribute(*pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, fused ? 4 : 3, ptrs);
+    if (!s) s = cudnnBackendSetAttribute(*pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (!s) s = cudnnBackendFinalize(*pack);
+    if (s) {
+        cudnnBackendDestroyDescriptor(*pack);
+        *pack = NULL;
+    }
+    return s;
+}
+
+/* ---- running one conv ------------------------------------------------------ */
+
+/* The vector width for elements of T when every V-group stays in one channel run. */
+template <typename T> static int vec_width(long group)
+{
+    int v = 16 / (int)sizeof(T);
+    return group % v == 0 ? v : 1;
+}
+
+/* In place on conv node id's output: + bias, then the activation. */
+template <typename T, bool NHWC>
+static yq_status bias_act_t(yq_cudnn_plan *p, int id, yq_error *err)
+{
+    const yq_node *nd = &p->g->nodes[id];
+    yq_shape os = nd->out;
+    long nout = yq_shape_size(os) * p->batch, hw = (long)os.h * os.w;
+    T *y = (T *)nbuf(p, id);
+    const float *bf = (const float *)(p->mem + p->cv[id].bf_off);
+    int v = vec_width<T>(NHWC ? os.c : hw);
+    if (v > 1)
+        k_bias_act<T, NHWC, 16 / sizeof(T)><<<yq_blocks(nout / v, NT), NT, 0, p->s>>>(y, bf, os.c, hw, nout / v, nd->act);
+    else
+        k_bias_act<T, NHWC, 1><<<yq_blocks(nout, NT), NT, 0, p->s>>>(y, bf, os.c, hw, nout, nd->act);
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
+static yq_status bias_act(yq_cudnn_plan *p, int id, yq_error *err)
+{
+    if (p->es == 2) return p->nhwc ? bias_act_t<__half, true>(p, id, err) : bias_act_t<__half, false>(p, id, err);
+    return p->nhwc ? bias_act_t<float, true>(p, id, err) : bias_act_t<float, false>(p, id, err);
+}
+
+static yq_status conv_legacy(yq_cudnn_plan *p, int id, yq_error *err)
+{
+    const float one = 1.f, zero = 0.f;
+    conv_plan *c = &p->cv[id];
+    const void *x = nbuf(p, p->g->nodes[id].src[0]), *w = p->mem + c->w_off;
+    void *y = nbuf(p, id), *ws = p->ws_bytes ? p->mem + p->ws_off : NULL;
+    if (c->fused) {
+        CUDNN_TRY(cudnnConvolutionBiasActivationForward(p->h, &one, c->x, x, c->w, w, c->conv, c->algo, ws, p->ws_bytes,
+                                                        &zero, c->y, y, c->bias, p->mem + c->bt_off, c->act, c->y, y));
+        return YQ_OK;
+    }
+    CUDNN_TRY(cudnnConvolutionForward(p->h, &one, c->x, x, c->w, w, c->conv, c->algo, ws, p->ws_bytes, &zero, c->y, y));
+    return bias_act(p, id, err);
+}
+
+static yq_status conv_graph(yq_cudnn_plan *p, int id, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
+                            int fused, yq_error *err)
+{
+    CUDNN_TRY(cudnnBackendExecute(p->h, plan, pack));
+    return fused ? YQ_OK : bias_act(p, id, err);
+}
+
+/* Best of 5 runs of conv id (legacy when plan is NULL), in ms; < 0 on failure. */
+static float conv_time(yq_cudnn_plan *p, int id, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack, int fused,
+                       cudaEvent_t e0, cudaEvent_t e1)
+{
+    float best = -1;
+    yq_error e2;
+    for (int r = 0; r < 6; r++) {
+        float ms = 0;
+        cudaEventRecord(e0, p->s);
+        yq_status st = plan ? conv_graph(p, id, plan, pack, fused, &e2) : conv_legacy(p, id, &e2);
+        cudaEventRecord(e1, p->s);
+        if (st || cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        if (r > 0 && (best < 0 || ms < best)) best = ms;   /* the first run warms up */
+    }
+    return best;
+}
+
+/* Picks conv id's fastest graph candidate whose output matches the legacy path on
+ * the (random) data in the plan's buffers, if it beats the legacy path; frees the
+ * other candidates.  ref: scratch for one output; cmp: 3 device words. */
+static yq_status conv_tune(yq_cudnn_plan *p, int id, void *ref, unsigned *cmp, cudaEvent_t e0, cudaEvent_t e1,
+                           yq_error *err)
+{
+    conv_plan *c = &p->cv[id];
+    const yq_node *n = &p->g->nodes[id];
+    long nout = yq_shape_size(n->out) * p->batch;
+    yq_status st = conv_legacy(p, id, err);
+    if (st) return st;
+    YQ_CUDA_TRY(cudaMemcpyAsync(ref, nbuf(p, id), (size_t)nout * p->es, cudaMemcpyDeviceToDevice, p->s));
+    float best = conv_time(p, id, NULL, NULL, 0, e0, e1);
+    int bi = -1;
+    double tol = p->prec == YQ_CUDNN_FP16 ? 1e-2 : 1e-4;
+    cudnnBackendDescriptor_t pack = NULL;
+    if (make_pack(p, id, c->cand_fused, &pack) == CUDNN_STATUS_SUCCESS) {
+        for (int k = 0; k < c->n_cand; k++) {
+            yq_error e2;
+            if (conv_graph(p, id, c->cand[k], pack, c->cand_fused, &e2)) {
+                (void)cudaGetLastError();
+                continue;
+            }
+            unsigned h[3] = { 0, 0, 0 };
+            cudaMemsetAsync(cmp, 0, sizeof h, p->s);
+            if (p->es == 2) k_cmp<__half><<<512, NT, 0, p->s>>>((const __half *)nbuf(p, id), (const __half *)ref, nout, cmp);
+            else k_cmp<float><<<512, NT, 0, p->s>>>((const float *)nbuf(p, id), (const float *)ref, nout, cmp);
+            YQ_CUDA_TRY(cudaMemcpyAsync(h, cmp, sizeof h, cudaMemcpyDeviceToHost, p->s));
+            YQ_CUDA_TRY(cudaStreamSynchronize(p->s));
+            float d, m;
+            memcpy(&d, &h[0], sizeof d);
+            memcpy(&m, &h[1], sizeof m);
+            if (h[2] || !((double)d <= tol * (double)m)) continue;   /* not the same function: never chosen */
+            float t = conv_time(p, id, c->cand[k], pack, c->cand_fused, e0, e1);
+            if (t > 0 && (best < 0 || t < best)) {
+                best = t;
+                bi = k;
+            }
+        }
+        cudnnBackendDestroyDescriptor(pack);
+    }
+    if (bi >= 0) {
+        c->graph = 1;
+        c->gplan = c->cand[bi];
+        c->gowner_self = 1;
+        c->cand[bi] = NULL;
+        c->gws = c->cand_ws[bi];
+        c->geng = c->cand_eng[bi];
+        c->gfused = c->cand_fused;
+    }
+    for (int k = 0; k < c->n_cand; k++)
+        if (c->cand[k]) cudnnBackendDestroyDescriptor(c->cand[k]);
+    c->n_cand = 0;
+    return YQ_OK;
+}
+
 /* Host copy of a conv's weights in the plan's layout and type, at dst. */
 static void pack_weights(const yq_cudnn_plan *p, const yq_node *n, int cin_g, unsigned char *dst)
 {
@@ -408,6 +787,91 @@ static void pack_weights(const yq_cudnn_plan *p, const yq_node *n, int cin_g, un
                     if (p->es == 2) ((__half *)dst)[i] = __float2half_rn(v);
                     else ((float *)dst)[i] = v;
                 }
+}
+
+/* After the allocation: each conv with graph candidates keeps the fastest correct
+ * one, or the legacy path (conv_tune); equal convs share the choice.  Then the one
+ * allocation shrinks to the workspace actually used, and the variant packs (device
+ * pointers) are built. */
+static yq_status choose_graphs(yq_cudnn_plan *p, yq_error *err)
+{
+    const yq_graph *g = p->g;
+    size_t maxout = 0;
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_CONV) {
+            size_t b = (size_t)yq_shape_size(g->nodes[i].out) * p->batch * p->es;
+            if (b > maxout) maxout = b;
+        }
+    void *ref = NULL;
+    unsigned *cmp = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    yq_status st = YQ_OK;
+    if (cudaMalloc(&ref, maxout ? maxout : 1) != cudaSuccess || cudaMalloc((void **)&cmp, 16) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+        (void)cudaGetLastError();
+        st = yq_fail(err, YQ_ERR_NOMEM, "cuDNN plan: no device memory to try the graph engines");
+    }
+    /* random activations, so that a wrong engine cannot match by accident */
+    long ne = (long)(p->arena_bytes / p->es);
+    if (!st && ne > 0) {
+        if (p->es == 2) k_fill<__half><<<1024, NT, 0, p->s>>>((__half *)(p->mem + p->arena_off), ne, 12345u);
+        else k_fill<float><<<1024, NT, 0, p->s>>>((float *)(p->mem + p->arena_off), ne, 12345u);
+    }
+    for (int i = 1; i < g->n_nodes && !st; i++) {
+        conv_plan *c = &p->cv[i];
+        if (g->nodes[i].op != YQ_OP_CONV) continue;
+        if (c->share >= 0) {
+            const conv_plan *o = &p->cv[c->share];
+            c->graph = o->graph;
+            c->gplan = o->gplan;
+            c->gowner_self = 0;
+            c->gws = o->gws;
+            c->geng = o->geng;
+            c->gfused = o->gfused;
+        } else if (c->n_cand) {
+            st = conv_tune(p, i, ref, cmp, e0, e1, err);
+        }
+    }
+    if (ref) cudaFree(ref);
+    if (cmp) cudaFree(cmp);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (st) return st;
+    YQ_CUDA_TRY(cudaStreamSynchronize(p->s));
+    YQ_CUDA_TRY(cudaGetLastError());
+    /* the workspace the chosen paths need */
+    size_t ws = 0;
+    for (int i = 1; i < g->n_nodes; i++) {
+        const conv_plan *c = &p->cv[i];
+        if (g->nodes[i].op != YQ_OP_CONV) continue;
+        size_t need = c->graph ? (size_t)c->gws : c->ws;
+        if (need > ws) ws = need;
+    }
+    if (ws < p->ws_bytes) {
+        size_t bytes = p->ws_off + up(ws ? ws : 1);
+        unsigned char *m = NULL;
+        if (cudaMalloc((void **)&m, bytes) == cudaSuccess) {
+            cudaError_t e = cudaMemcpy(m, p->mem, p->params_bytes, cudaMemcpyDeviceToDevice);
+            if (e != cudaSuccess) {
+                cudaFree(m);
+                return yq_fail(err, YQ_ERR_CUDA, "cuDNN plan: moving the weights: %s", cudaGetErrorString(e));
+            }
+            cudaFree(p->mem);
+            p->mem = m;
+            p->mem_bytes = bytes;
+            p->ws_bytes = ws;
+        } else {
+            (void)cudaGetLastError();   /* keep the larger allocation */
+        }
+    }
+    for (int i = 1; i < g->n_nodes; i++) {
+        conv_plan *c = &p->cv[i];
+        if (g->nodes[i].op != YQ_OP_CONV || !c->graph) continue;
+        cudnnStatus_t cs = make_pack(p, i, c->gfused, &c->gpack);
+        if (cs != CUDNN_STATUS_SUCCESS)
+            return yq_fail(err, YQ_ERR_CUDA, "%s: cuDNN variant pack: %s", g->nodes[i].name, cudnnGetErrorString(cs));
+    }
+    return YQ_OK;
 }
 
 typedef struct { int id; size_t size; } item;
@@ -437,6 +901,10 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     yq_status st = yq_cuda_set_device(o->device, err);
     if (st) return st;
     size_t limit = o->workspace_limit ? o->workspace_limit : (size_t)256 << 20;
+    const char *env_legacy = getenv("YQ_CUDNN_LEGACY");
+    int use_graph = !o->legacy && !(env_legacy && *env_legacy == '1');
+    const char *env_fuse = getenv("YQ_CUDNN_FUSE");
+    int use_fuse = o->fuse || (env_fuse && *env_fuse == '1');
     yq_cudnn_plan *p = (yq_cudnn_plan *)calloc(1, sizeof *p);
     item *items = (item *)calloc((size_t)n, sizeof *items);
     unsigned char *host = NULL;
@@ -534,6 +1002,24 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
                 }
             }
             if (c->ws > p->ws_bytes) p->ws_bytes = c->ws;
+            /* graph API candidates; an equal conv (same problem and activation) shares its plan */
+            c->share = -1;
+            if (use_graph) {
+                for (int j = 1; j < i && c->share < 0; j++)
+                    if (g->nodes[j].op == YQ_OP_CONV && g->nodes[j].act == nd->act && same_conv(g, j, i) &&
+                        p->cv[j].share < 0)
+                        c->share = j;
+                if (c->share < 0) {
+                    int fuse = use_fuse && (nd->act == YQ_ACT_LINEAR || nd->act == YQ_ACT_LEAKY || nd->act == YQ_ACT_RELU);
+                    if (graph_candidates(p, i, fuse, limit) != CUDNN_STATUS_SUCCESS && fuse) {
+                        for (int k = 0; k < c->n_cand; k++) cudnnBackendDestroyDescriptor(c->cand[k]);
+                        c->n_cand = 0;
+                        graph_candidates(p, i, 0, limit);
+                    }
+                    for (int k = 0; k < c->n_cand; k++)
+                        if ((size_t)c->cand_ws[k] > p->ws_bytes) p->ws_bytes = (size_t)c->cand_ws[k];
+                }
+            }
             c->w_off = params;
             params += up((size_t)nd->n_w * p->es);
             c->bt_off = params;
@@ -601,6 +1087,17 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
             goto fail;
         }
     }
+    if (use_graph && (st = choose_graphs(p, err))) goto fail;
+    if (use_graph) {
+        int nc = 0, ng = 0;
+        for (int i = 1; i < n; i++)
+            if (g->nodes[i].op == YQ_OP_CONV) {
+                nc++;
+                ng += p->cv[i].graph;
+            }
+        snprintf(p->desc, sizeof p->desc, "%s %s, graph API %d/%d convs%s", p->prec == YQ_CUDNN_FP16 ? "FP16" : "FP32",
+                 p->nhwc ? "NHWC" : "NCHW", ng, nc, use_fuse ? " (fused)" : "");
+    }
     free(items);
     *out = p;
     return YQ_OK;
@@ -629,8 +1126,12 @@ extern "C" void yq_cudnn_node_desc(const yq_cudnn_plan *p, int id, char *buf, si
     buf[0] = 0;
     if (id < 0 || id >= p->g->n_nodes || p->g->nodes[id].op != YQ_OP_CONV) return;
     const conv_plan *c = &p->cv[id];
-    snprintf(buf, cap, "%s%s%s", algo_name(c->algo), c->math == CUDNN_TENSOR_OP_MATH || c->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? " tc" : "",
-             c->fused ? " fused" : "");
+    if (c->graph)
+        snprintf(buf, cap, "graph eng %lld%s", (long long)c->geng, c->gfused ? " fused" : "");
+    else
+        snprintf(buf, cap, "%s%s%s", algo_name(c->algo),
+                 c->math == CUDNN_TENSOR_OP_MATH || c->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? " tc" : "",
+                 c->fused ? " fused" : "");
 }
 
 extern "C" yq_status yq_cudnn_upload(yq_cudnn_plan *p, const float *host, yq_error *err)
@@ -640,13 +1141,6 @@ extern "C" yq_status yq_cudnn_upload(yq_cudnn_plan *p, const float *host, yq_err
     YQ_CUDA_TRY(cudaMemcpyAsync(p->mem + p->in_off, host, bytes, cudaMemcpyHostToDevice, p->s));
     YQ_CUDA_TRY(cudaStreamSynchronize(p->s));
     return YQ_OK;
-}
-
-/* The vector width for n elements of T when every V-group stays in one channel run. */
-template <typename T> static int vec_width(long group)
-{
-    int v = 16 / (int)sizeof(T);
-    return group % v == 0 ? v : 1;
 }
 
 template <typename T, bool NHWC>
@@ -664,7 +1158,6 @@ static yq_status run_nodes(yq_cudnn_plan *p, yq_error *err)
         YQ_CUDA_LAUNCHED();
     }
     if (p->hook) p->hook(p->hook_ctx, 0, s);
-    const float one = 1.f, zero = 0.f;
     for (int i = 1; i < g->n_nodes; i++) {
         const yq_node *nd = &g->nodes[i];
         yq_shape os = nd->out;
@@ -674,24 +1167,8 @@ static yq_status run_nodes(yq_cudnn_plan *p, yq_error *err)
         switch (nd->op) {
         case YQ_OP_CONV: {
             conv_plan *c = &p->cv[i];
-            const void *w = p->mem + c->w_off;
-            void *ws = p->ws_bytes ? p->mem + p->ws_off : NULL;
-            if (c->fused) {
-                CUDNN_TRY(cudnnConvolutionBiasActivationForward(p->h, &one, c->x, x, c->w, w, c->conv, c->algo, ws,
-                                                                p->ws_bytes, &zero, c->y, y, c->bias,
-                                                                p->mem + c->bt_off, c->act, c->y, y));
-            } else {
-                CUDNN_TRY(cudnnConvolutionForward(p->h, &one, c->x, x, c->w, w, c->conv, c->algo, ws, p->ws_bytes,
-                                                  &zero, c->y, y));
-                long hw = (long)os.h * os.w;
-                int v = vec_width<T>(NHWC ? os.c : hw);
-                const float *bf = (const float *)(p->mem + c->bf_off);
-                if (v == VV)
-                    k_bias_act<T, NHWC, 16 / sizeof(T)><<<yq_blocks(nout / v, NT), NT, 0, s>>>(y, bf, os.c, hw, nout / v, nd->act);
-                else
-                    k_bias_act<T, NHWC, 1><<<yq_blocks(nout, NT), NT, 0, s>>>(y, bf, os.c, hw, nout, nd->act);
-                YQ_CUDA_LAUNCHED();
-            }
+            yq_status st = c->graph ? conv_graph(p, i, c->gplan, c->gpack, c->gfused, err) : conv_legacy(p, i, err);
+            if (st) return st;
             break;
         }
         case YQ_OP_SHORTCUT: {

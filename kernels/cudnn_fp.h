@@ -8,21 +8,33 @@
  *     yq_cudnn_download(p, head_input_id, host, &err);  // float NCHW, whatever the precision
  *     yq_cudnn_plan_free(p);
  *
- * Planning does everything once: a cuDNN algorithm per conv (measured with
- * cudnnFindConvolutionForwardAlgorithm, or cuDNN's heuristic), weights converted
- * to the precision and layout, and one device allocation for the parameters, the
+ * Planning does everything once: weights converted to the precision and layout;
+ * per conv, the way cuDNN runs it; one device allocation for the parameters, the
  * activations (placed by liveness, as runtime/plan.c does), the float input and
- * the largest workspace.  A run only enqueues kernels on the plan's stream, so it
- * can be captured into a CUDA graph (kernels/cuda_bench.h).
+ * the largest workspace.  A run only enqueues work on the plan's stream, so it can
+ * be captured into a CUDA graph (kernels/cuda_bench.h).
  *
- * Ops: conv (any groups; bias and activation fused by cuDNN for relu, and for
- * linear when the chosen algorithm allows it; otherwise one small bias+activation
- * kernel, leaky included), shortcut, route (cudaMemcpy2DAsync), upsample and maxpool
- * as small kernels with darknet's semantics; dropout and the heads alias their input.
+ * Convs, two ways, the faster kept:
+ *   graph API: an operation graph of the conv alone (then the bias+activation
+ *     kernel), or with opt->fuse conv -> + bias -> activation (relu, leaky as relu
+ *     with a 0.1 lower slope, identity); up to 8 engine configurations cuDNN's
+ *     heuristics offer that keep this path's numerics (below) are timed on the
+ *     plan's own buffers, each checked against the legacy path on random data
+ *     before it may be chosen;
+ *   legacy API: cudnnConvolutionForward with the algorithm cudnnFind (or the
+ *     heuristic) picks; bias + relu fused by cuDNN, bias + identity too when the
+ *     algorithm allows it; otherwise one small bias+activation kernel (leaky, mish...).
+ * The legacy API alone plans much faster but is far slower on small convs (no
+ * split-K engines): small spatial sizes at batch 1 ran 5-10x slower on an H200.
+ * Other ops: shortcut, route (cudaMemcpy2DAsync), upsample and maxpool as small
+ * kernels with darknet's semantics; dropout and the heads alias their input.
  *
- * Numerics: FP32 runs with CUDNN_FMA_MATH (no TF32), so it differs from the CPU
+ * Numerics: FP32 uses no tensor cores (no TF32: CUDNN_FMA_MATH; graph engines with
+ * the tensor-core or down-convert notes are refused), so it differs from the CPU
  * engine (runtime/plan.h, yq_exec_fp32) by summation order only; FP16 stores every
- * tensor in half and accumulates convs in float.  tests/test_cudnn.c bounds both.
+ * tensor in half and accumulates convs in float (engines with the reduced-precision
+ * reduction note are refused).  Nondeterministic engines are refused: two runs give
+ * the same bytes.  tests/test_cudnn.c bounds both precisions against the CPU.
  * An int8 graph (g->q set) runs its float original; a graph without float weights
  * (a .yqp package) is refused.
  *
@@ -48,7 +60,11 @@ typedef struct yq_cudnn_opt {
     int device;
     int flags;                   /* YQ_PLAN_KEEP_HEADS (default) / YQ_PLAN_KEEP_ALL (runtime/plan.h) */
     size_t workspace_limit;      /* bytes a conv may use; 0: 256 MiB */
-    int heuristic;               /* 1: cuDNN's heuristic pick instead of timing the algorithms */
+    int heuristic;               /* 1: cuDNN's heuristic pick instead of timing the legacy algorithms */
+    int legacy;                  /* 1: legacy API only (also YQ_CUDNN_LEGACY=1 in the environment) */
+    int fuse;                    /* 1: graph API convs also add the bias and apply relu/leaky/identity
+                                    (runtime-fusion engines: compiled at planning, seconds per conv;
+                                    also YQ_CUDNN_FUSE=1) */
 } yq_cudnn_opt;
 
 yq_cudnn_opt yq_cudnn_defaults(yq_cudnn_prec precision);
@@ -66,7 +82,7 @@ size_t    yq_cudnn_plan_bytes(const yq_cudnn_plan *p);            /* the one dev
 size_t    yq_cudnn_arena_bytes(const yq_cudnn_plan *p);           /* of it, the activations */
 /* "FP16 NHWC", for tables. */
 const char *yq_cudnn_plan_desc(const yq_cudnn_plan *p);
-/* What runs node id: "conv IMPLICIT_PRECOMP_GEMM tensor-op fused" and the like. */
+/* What runs node id: "graph eng 12 fused", "IMPLICIT_PRECOMP_GEMM tc fused" and the like. */
 void      yq_cudnn_node_desc(const yq_cudnn_plan *p, int id, char *buf, size_t cap);
 
 /* yq_cudnn_run = upload + enqueue + wait.  The parts are for benchmarks: enqueue

@@ -138,6 +138,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         if (!strcmp(value, "float")) qc->first_float = 1;
         else if (!strcmp(value, "int8")) qc->first_float = 0;
         else return bad(err, origin, key, value, "int8 or float");
+    } else if (!strcmp(key, "keep_float")) {
+        if (!parse_int(value, &v) || v < 0 || v > 64) return bad(err, origin, key, value, "an integer in 0..64");
+        qc->keep_float = (int)v;
     } else if (!strcmp(key, "equalize")) {
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
         qc->equalize = b;
@@ -148,7 +151,7 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         else return bad(err, origin, key, value, "off, weights or data (on = weights)");
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
-                       "rounding, head, first, equalize, bias_correction, layer.N.*)", origin, key);
+                       "rounding, head, first, keep_float, equalize, bias_correction, layer.N.*)", origin, key);
     }
     return YQ_OK;
 }
@@ -211,10 +214,10 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
     size_t n = (size_t)snprintf(buf, cap,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
-        "equalize = %s\nbias_correction = %s\n",
+        "keep_float = %d\nequalize = %s\nbias_correction = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
-        qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
+        qc->keep_float, qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers && n < cap; i++)
         if (qc->layer[i].skip == 2) {

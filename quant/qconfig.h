@@ -17,6 +17,9 @@
  *   rounding        nearest | even  (ties away from zero | ties to even, for weights and biases)
  *   head            int8 | float    the convs feeding the [yolo]/[region] heads
  *   first           int8 | float    the first conv (int8: it reads the uint8 image directly)
+ *   keep_float      0..64           keep the N int8 convs with the lowest SQNR against FP32 (measured on
+ *                                   8 calibration images) in float: a measured choice, recorded in
+ *                                   skip_layers
  *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
  *   bias_correction off | weights | data
  *                                   weights: fold the mean shift the weight rounding causes
@@ -48,6 +51,7 @@ typedef struct yq_qconfig {
     yq_calib_method calib;
     int round_even;
     int head_float, first_float;
+    int keep_float;
     int equalize, bias_correction;   /* bias_correction: 0 off, 1 weights, 2 data */
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];

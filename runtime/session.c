@@ -224,6 +224,7 @@ void yq_session_free(yq_session *s)
 static yq_status cuda_fail(const yq_session *s, yq_status st, yq_error *err)
 {
     if (st == YQ_OK || st == YQ_ERR_INVALID_ARG || st == YQ_ERR_UNSUPPORTED) return st;
+    yq_cuda_clear_error();
     char why[sizeof err->msg];
     snprintf(why, sizeof why, "%s", err ? err->msg : "");
     return yq_fail(err, YQ_ERR_CUDA, "cuda:%d: %s%s", s->device, st == YQ_ERR_NOMEM ? "out of memory: " : "", why);

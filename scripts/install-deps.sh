@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh        (as root, or as a user with sudo)
 #
 # Debian packages: compiler and fuzzer runtimes, OpenBLAS, OpenCV, HDF5, cJSON, libpng, OpenSSL,
-# darknet (the peer the FP32 graph is compared with), python3 and pip.  apt is run only when
+# darknet (the peer the FP32 graph is compared with), chromium (headless, for the report
+# screenshot test), python3 and pip.  apt is run only when
 # dpkg-query reports a package missing, so a second run takes about a second.
 # Python packages: scripts/requirements-test.txt, installed with pip only when one is missing.
 # CUDA is NOT installed here: the toolkit is expected at /usr/local/cuda (or nvcc on PATH);
@@ -17,6 +18,7 @@ APT_PKGS=(
     clang libclang-rt-14-dev          # the fuzzers (-fsanitize=fuzzer)
     libopenblas-dev libopencv-dev libhdf5-dev hdf5-tools libcjson-dev libpng-dev libssl-dev
     darknet                           # the peer: /usr/lib/darknet/libdarknet.so
+    chromium                          # tests/sweep_test.py renders report.html headless (skipped without)
     python3 python3-pip
 )
 REQS=scripts/requirements-test.txt

@@ -49,12 +49,16 @@ static double rel_err(const float *ref, const float *got, long n)
     return mx > 0 ? d / mx : d;
 }
 
-typedef struct gconf { const char *name; yq_cudnn_prec prec; yq_cudnn_layout layout; double bound; } gconf;
+/* Each precision and layout through the default path (graph-API engines where they
+ * win, the legacy API elsewhere), and the legacy API alone. */
+typedef struct gconf { const char *name; yq_cudnn_prec prec; yq_cudnn_layout layout; int legacy; double bound; } gconf;
 static const gconf confs[] = {
-    { "FP32 NCHW", YQ_CUDNN_FP32, YQ_CUDNN_NCHW, FP32_BOUND },
-    { "FP32 NHWC", YQ_CUDNN_FP32, YQ_CUDNN_NHWC, FP32_BOUND },
-    { "FP16 NHWC", YQ_CUDNN_FP16, YQ_CUDNN_NHWC, FP16_BOUND },
-    { "FP16 NCHW", YQ_CUDNN_FP16, YQ_CUDNN_NCHW, FP16_BOUND },
+    { "FP32 NCHW", YQ_CUDNN_FP32, YQ_CUDNN_NCHW, 0, FP32_BOUND },
+    { "FP32 NHWC", YQ_CUDNN_FP32, YQ_CUDNN_NHWC, 0, FP32_BOUND },
+    { "FP16 NHWC", YQ_CUDNN_FP16, YQ_CUDNN_NHWC, 0, FP16_BOUND },
+    { "FP16 NCHW", YQ_CUDNN_FP16, YQ_CUDNN_NCHW, 0, FP16_BOUND },
+    { "FP32 NCHW legacy", YQ_CUDNN_FP32, YQ_CUDNN_NCHW, 1, FP32_BOUND },
+    { "FP16 NHWC legacy", YQ_CUDNN_FP16, YQ_CUDNN_NHWC, 1, FP16_BOUND },
 };
 #define NCONF ((int)(sizeof confs / sizeof confs[0]))
 
@@ -75,11 +79,12 @@ static void compare_graph(const char *label, const yq_graph *g, int B, int all_n
         free(x);
         return;
     }
-    char line[600];
+    char line[1600];
     int k = snprintf(line, sizeof line, "# %s, batch %d, %dx%d:", label, B, is.w, is.h);
     for (int c = 0; c < nconf && !why[0]; c++) {
         yq_cudnn_opt o = yq_cudnn_defaults(confs[c].prec);
         o.layout = confs[c].layout;
+        o.legacy = confs[c].legacy;
         o.flags = flags;
         yq_cudnn_plan *gp = NULL;
         if (yq_cudnn_plan_new(g, B, &o, &gp, &err) || yq_cudnn_run(gp, x, &err)) {
@@ -111,8 +116,8 @@ static void compare_graph(const char *label, const yq_graph *g, int B, int all_n
             free(got);
         }
         if (k > 0 && (size_t)k < sizeof line)
-            k += snprintf(line + k, sizeof line - (size_t)k, "  %s max %.2g (%d %s, %.0f MB)", confs[c].name, worst,
-                          checked, all_nodes ? "nodes" : "heads", yq_cudnn_plan_bytes(gp) / 1e6);
+            k += snprintf(line + k, sizeof line - (size_t)k, "\n#   %-17s max rel err %.2g (%d %s; %s, %.0f MB)", confs[c].name,
+                          worst, checked, all_nodes ? "nodes" : "heads", yq_cudnn_plan_desc(gp), yq_cudnn_plan_bytes(gp) / 1e6);
         yq_cudnn_plan_free(gp);
     }
     if (!why[0]) printf("%s\n", line);

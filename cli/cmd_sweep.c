@@ -1,0 +1,765 @@
+/* yquant sweep MODEL --calib DIR --val DIR (--ann F | --labels D) --grid G: mAP against
+ * latency over a grid of qconfigs.  FP32 runs once; calibration runs once per graph state
+ * (the equalize key is the only grid key that changes the float weights, so a grid over
+ * it keeps two graphs) and comes from the cache when it can; every point is a rewrite of
+ * the same graph and one evaluation.  Writes sweep.csv, pareto.png and report.html. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "cli/report.h"
+#include "datasets/chart.h"
+#include "datasets/labels.h"
+#include "quant/rewrite.h"
+#include "runtime/plan.h"
+#include "runtime/postproc.h"
+
+#define LATENCY_DEVICE "cpu-int8-reference"
+
+static const char *help =
+    "usage: yquant sweep MODEL --calib DIR --val DIR (--ann F | --labels D) --grid G\n"
+    "                    [--out DIR] [--json FILE] [--sqnr-images N] [qconfig flags]\n"
+    "\n"
+    "Evaluates one int8 rewrite per combination of the grid's values: COCO mAP on the\n"
+    "labelled set and the latency of the int8 CPU reference engine (" LATENCY_DEVICE ":\n"
+    "median over the images of the engine alone, batch 1; decoding, resizing and NMS\n"
+    "excluded).  FP32 is evaluated once; calibration runs once (and is cached).\n"
+    "  --grid G          \"key=v1,v2,...; key=...\": any qconfig keys (README: qconfig keys), e.g.\n"
+    "                    \"bits=8,6,4; calib=max,percentile:99.99,kl,mse; weights=per_channel,per_tensor;\n"
+    "                    head=float,int8\".  Separate values with | when they hold commas\n"
+    "                    (skip_layers=|0,105|0).  The qconfig flags set the values the grid leaves.\n"
+    "  --out DIR         sweep.csv, pareto.png, report.html (default MODELNAME-sweep)\n"
+    "  --json FILE       every point as JSON\n"
+    "  --sqnr-images N   calibration images for the chosen point's per-layer SQNR (default 8)\n"
+    "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
+    "The chosen point is the best mAP on the Pareto front (mAP up, latency down).\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- the timed evaluation shared by sweep, sensitivity and --max-drop ---- */
+
+#define MAX_HEADS 16
+
+yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
+                         cli_timed_eval *r, yq_error *err)
+{
+    memset(r, 0, sizeof *r);
+    yq_eval_opt eo = yq_eval_defaults();
+    int heads[MAX_HEADS], nh = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+            if (nh == MAX_HEADS) return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS);
+            heads[nh++] = i;
+        }
+    if (!nh) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path);
+    yq_plan *p = NULL;
+    yq_status st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &p, err);
+    if (st != YQ_OK) return st;
+    int cap = 1024, n = 0, bad = 0, timed = 0;
+    yq_det *dets = malloc(sizeof *dets * (size_t)cap);
+    yq_detection *one = malloc(sizeof *one * (size_t)eo.post.max_dets);
+    double *ms = malloc(sizeof *ms * (size_t)(ds->n_images ? ds->n_images : 1)), wall = 0;
+    if (!dets || !one || !ms) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < ds->n_images && st == YQ_OK; i++) {
+        char path[2048];
+        yq_image im;
+        yq_error e2;
+        double t0 = now_s();
+        if ((st = yq_dataset_image_path(ds, i, path, sizeof path, err)) != YQ_OK) break;
+        if (yq_image_load(path, &im, &e2) != YQ_OK) {
+            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
+            bad++;
+            if (progress) progress(pctx, i + 1, ds->n_images);
+            continue;
+        }
+        st = yq_preprocess(g, &im, letterbox, yq_plan_input(p), err);
+        double t1 = now_s();
+        if (st == YQ_OK) st = g->q ? yq_exec_int8(p, NULL, NULL, NULL, err) : yq_exec_fp32(p, NULL, NULL, NULL, err);
+        double t2 = now_s();
+        int k = 0;
+        if (st == YQ_OK) {
+            const float *hp[MAX_HEADS];
+            for (int h = 0; h < nh; h++) hp[h] = yq_plan_tensor(p, heads[h]);
+            k = yq_postprocess(g, hp, 0, im.w, im.h, letterbox, &eo.post, one, eo.post.max_dets);
+            if (k < 0) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
+        }
+        yq_image_free(&im);
+        if (st != YQ_OK) break;
+        ms[timed++] = 1e3 * (t2 - t1);
+        wall += now_s() - t0;
+        if (n + k > cap) {
+            while (n + k > cap) cap *= 2;
+            yq_det *nd = realloc(dets, sizeof *nd * (size_t)cap);
+            if (!nd) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); break; }
+            dets = nd;
+        }
+        for (int j = 0; j < k; j++) {
+            int cat = yq_coco_category_id(one[j].cls);
+            dets[n++] = (yq_det){ ds->images[i].id, cat > 0 ? cat : one[j].cls,
+                                  { one[j].x, one[j].y, one[j].w, one[j].h }, one[j].score };
+        }
+        if (progress) progress(pctx, i + 1, ds->n_images);
+    }
+    if (st == YQ_OK && !timed) st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
+    if (st == YQ_OK) st = yq_coco_eval(ds, dets, n, r->s, NULL, NULL, err);
+    if (st == YQ_OK) {
+        double sum = 0;
+        for (int i = 0; i < timed; i++) sum += ms[i];
+        qsort(ms, (size_t)timed, sizeof *ms, cmp_double);
+        r->ms_median = timed % 2 ? ms[timed / 2] : 0.5 * (ms[timed / 2 - 1] + ms[timed / 2]);
+        r->ms_mean = sum / timed;
+        r->ms_wall = 1e3 * wall / timed;
+        r->dets = dets;
+        r->n = n;
+        r->images = timed;
+        dets = NULL;
+    }
+    if (bad && st == YQ_OK) fprintf(stderr, "warning: %d of %d images could not be read and were skipped\n", bad, ds->n_images);
+    free(dets);
+    free(one);
+    free(ms);
+    yq_plan_free(p);
+    return st;
+}
+
+double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e)
+{
+    double sig = 0, noise = 0;
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+            int s = g->nodes[i].src[0];
+            sig += e[s].sig;
+            noise += e[s].noise;
+        }
+    if (!(noise > 0)) return 200;
+    return 10 * log10(sig / noise);
+}
+
+/* ---- the grid ---- */
+
+#define GRID_KEYS 16
+#define GRID_VALS 64
+#define GRID_POINTS 4096
+
+typedef struct grid {
+    int n;
+    struct { char *key; int n; char *val[GRID_VALS]; } k[GRID_KEYS];
+    char *buf;
+    int points;
+} grid;
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) *--e = 0;
+    return s;
+}
+
+/* Parses "key=v1,v2; key=..." and tries every value on a scratch qconfig, so a typo
+ * fails before any work. */
+static yq_status grid_parse(grid *G, const char *text, yq_error *err)
+{
+    memset(G, 0, sizeof *G);
+    G->points = 1;
+    G->buf = strdup(text ? text : "");
+    yq_qconfig *scratch = malloc(sizeof *scratch);
+    if (!G->buf || !scratch) { free(scratch); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+    yq_status st = YQ_OK;
+    char *save = NULL;
+    for (char *part = strtok_r(G->buf, ";", &save); part && st == YQ_OK; part = strtok_r(NULL, ";", &save)) {
+        part = trim(part);
+        if (!*part) continue;
+        char *eq = strchr(part, '=');
+        if (!eq) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: '%s': expected key=v1,v2,...", part); break; }
+        *eq = 0;
+        char *key = trim(part), *vals = eq + 1;
+        if (!*key) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: a value list without a key"); break; }
+        for (int j = 0; j < G->n; j++)
+            if (!strcmp(G->k[j].key, key)) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: key '%s' given twice", key);
+        if (st != YQ_OK) break;
+        if (G->n == GRID_KEYS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: at most %d keys", GRID_KEYS); break; }
+        int j = G->n++;
+        G->k[j].key = key;
+        char sep = strchr(vals, '|') ? '|' : ',';
+        for (char *v = vals;;) {
+            char *e = strchr(v, sep);
+            if (e) *e = 0;
+            if (G->k[j].n == GRID_VALS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: %s: at most %d values", key, GRID_VALS); break; }
+            char *tv = trim(v);
+            G->k[j].val[G->k[j].n++] = tv;
+            char origin[96];
+            snprintf(origin, sizeof origin, "--grid %.80s", key);
+            yq_qconfig_defaults(scratch);
+            if ((st = yq_qconfig_set(scratch, key, tv, origin, err)) != YQ_OK) break;
+            if (!e) break;
+            v = e + 1;
+        }
+        if (st == YQ_OK) {
+            G->points *= G->k[j].n;
+            if (G->points > GRID_POINTS) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: more than %d points", GRID_POINTS);
+        }
+    }
+    free(scratch);
+    return st;
+}
+
+/* The qconfig of point p: base, then the grid's values in the order the keys came. */
+static yq_status grid_point(const grid *G, int p, const yq_qconfig *base, yq_qconfig *qc, int *idx, yq_error *err)
+{
+    *qc = *base;
+    int rest = p;
+    for (int j = G->n - 1; j >= 0; j--) {        /* the first key varies slowest */
+        idx[j] = (int)(rest % G->k[j].n);
+        rest /= G->k[j].n;
+    }
+    for (int j = 0; j < G->n; j++) {
+        yq_status st = yq_qconfig_set(qc, G->k[j].key, G->k[j].val[idx[j]], "--grid", err);
+        if (st != YQ_OK) return st;
+    }
+    return YQ_OK;
+}
+
+/* A short token for one grid value, for chart labels: "8b", "p99.99", "pc", "hf". */
+static void short_value(const char *key, const char *v, char *buf, size_t cap)
+{
+    if (!strcmp(key, "bits")) snprintf(buf, cap, "%sb", v);
+    else if (!strcmp(key, "calib")) snprintf(buf, cap, "%s", !strncmp(v, "percentile:", 11) ? "" : v);
+    else if (!strcmp(key, "weights")) snprintf(buf, cap, "%s", !strcmp(v, "per_channel") ? "pc" : !strcmp(v, "per_tensor") ? "pt" : v);
+    else if (!strcmp(key, "head") || !strcmp(key, "first"))
+        snprintf(buf, cap, "%c%s", key[0], !strcmp(v, "float") ? "f" : !strcmp(v, "int8") ? "8" : v);
+    else if (!strcmp(key, "equalize"))
+        snprintf(buf, cap, "%s", !strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "true") ? "eq" : "noeq");
+    else if (!strcmp(key, "bias_correction"))
+        snprintf(buf, cap, "bc%s", !strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false") ? "0" : !strcmp(v, "data") ? "d" : "w");
+    else if (!strcmp(key, "weight_scale")) snprintf(buf, cap, "ws%s", v);
+    else if (!strcmp(key, "rounding")) snprintf(buf, cap, "r%s", !strcmp(v, "even") ? "e" : "n");
+    else if (!strcmp(key, "skip_layers")) {
+        snprintf(buf, cap, "%s%s", *v ? "skip" : "noskip", v);
+        for (char *s = buf; *s; s++) if (*s == ',') *s = '+';
+    } else if (!strncmp(key, "layer.", 6)) {
+        const char *dot = strchr(key + 6, '.');
+        char inner[48];
+        short_value(dot ? dot + 1 : "", v, inner, sizeof inner);
+        snprintf(buf, cap, "L%.*s:%s", dot ? (int)(dot - key - 6) : 0, key + 6, inner);
+    } else snprintf(buf, cap, "%s=%s", key, v);
+    if (!strcmp(key, "calib") && !strncmp(v, "percentile:", 11)) snprintf(buf, cap, "p%s", v + 11);
+}
+
+static void point_name(const grid *G, const int *idx, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int j = 0; j < G->n && n < cap; j++) {
+        if (G->k[j].n < 2) continue;
+        char t[96];
+        short_value(G->k[j].key, G->k[j].val[idx[j]], t, sizeof t);
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", t);
+    }
+    if (!buf[0]) snprintf(buf, cap, "int8");
+}
+
+/* ---- points ---- */
+
+typedef struct point {
+    int idx[GRID_KEYS];
+    char name[128];
+    char *qtext;              /* the qconfig as "key = value; ..." on one line */
+    char calib[48], skip[512];
+    int bits, per_channel, wscale, round_even, head_float, first_float, equalize, bias_correction;
+    int float_convs, int8_convs;
+    double map, map50, map75, ms, ms_mean, ms_wall;
+    int front, chosen;
+} point;
+
+static void fill_settings(point *pt, const yq_qconfig *qc, const yq_graph *g)
+{
+    pt->bits = qc->bits;
+    pt->per_channel = qc->per_channel;
+    pt->wscale = qc->wscale;
+    pt->round_even = qc->round_even;
+    pt->head_float = qc->head_float;
+    pt->first_float = qc->first_float;
+    pt->equalize = qc->equalize;
+    pt->bias_correction = qc->bias_correction;
+    yq_calib_method_str(&qc->calib, pt->calib, sizeof pt->calib);
+    size_t n = 0;
+    pt->skip[0] = 0;
+    for (int i = 0; i < qc->n_layers && n < sizeof pt->skip; i++)
+        if (yq_qc_skip(qc, i)) n += (size_t)snprintf(pt->skip + n, sizeof pt->skip - n, "%s%d", n ? "," : "", i);
+    pt->float_convs = pt->int8_convs = 0;
+    for (int i = 1; g->q && i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_CONV) {
+            if (g->q[i].float_op) pt->float_convs++;
+            else pt->int8_convs++;
+        }
+    char *t = malloc(1 << 16);
+    if (t) {
+        yq_qconfig_str(qc, t, 1 << 16);
+        size_t m = strlen(t);
+        while (m && t[m - 1] == '\n') t[--m] = 0;
+        for (char *s = t; *s; s++) if (*s == '\n') *s = ';';
+        /* "a = b;c = d" -> "a=b; c=d" */
+        char *o = t;
+        for (char *s = t; *s; s++) {
+            if (*s == ' ' && (s[1] == '=' || (s > t && s[-1] == '='))) continue;
+            *o++ = *s;
+            if (*s == ';') *o++ = ' ';
+        }
+        *o = 0;
+    }
+    pt->qtext = t;
+}
+
+static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
+static const char *bc_name(int b) { return b == 2 ? "data" : b ? "weights" : "off"; }
+
+/* One bar over every image of every point. */
+typedef struct sweep_bar { cli_bar *bar; int point, points; } sweep_bar;
+
+static void sweep_progress(void *ctx, int done, int total)
+{
+    sweep_bar *s = ctx;
+    long t = (long)total * s->points, d = (long)total * s->point + done;
+    if (t > 1 << 30) { d = d * 1000 / t; t = 1000; }    /* cli_progress counts in int */
+    cli_progress(s->bar, (int)d, (int)t);
+}
+
+/* A graph with its calibration: one per value of equalize the grid visits. */
+typedef struct gstate { yq_graph *g; yq_calib_stats *cs; } gstate;
+
+/* ---- outputs ---- */
+
+typedef struct sweep_ctx {
+    const grid *G;
+    point *pts;
+    int np;
+    int chosen;
+    cli_timed_eval fp;
+    const char *model, *cfg, *val_dir, *calib_dir, *grid_text;
+    int images, calib_images, letterbox, w, h, sqnr_images;
+    int argc;
+    char **argv;
+} sweep_ctx;
+
+static int is_std_key(const char *k)
+{
+    static const char *std[] = { "bits", "weights", "weight_scale", "calib", "skip_layers", "rounding",
+                                 "head", "first", "equalize", "bias_correction" };
+    for (size_t i = 0; i < sizeof std / sizeof *std; i++) if (!strcmp(k, std[i])) return 1;
+    return 0;
+}
+
+static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
+{
+    cli_out o;
+    yq_status st = cli_out_open(&o, path, err);
+    if (st != YQ_OK) return st;
+    FILE *f = o.f;
+    fputs("point,name,bits,weights,weight_scale,calib,rounding,head,first,equalize,bias_correction,skip_layers,", f);
+    for (int j = 0; j < X->G->n; j++)
+        if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].key, ',');
+    fputs("float_convs,int8_convs,map,map50,map75,drop_pts,drop50_pts,latency_ms,latency_mean_ms,latency_device,"
+          "wall_ms_per_image,fp32_map,fp32_map50,fp32_latency_ms,images,calib_images,pareto,chosen,qconfig\n", f);
+    for (int i = 0; i < X->np; i++) {
+        const point *p = &X->pts[i];
+        fprintf(f, "%d,", i + 1);
+        cli_csv_field(f, p->name, ',');
+        fprintf(f, "%d,%s,%s,", p->bits, p->per_channel ? "per_channel" : "per_tensor", wscale_name(p->wscale));
+        cli_csv_field(f, p->calib, ',');
+        fprintf(f, "%s,%s,%s,%s,%s,", p->round_even ? "even" : "nearest", p->head_float ? "float" : "int8",
+                p->first_float ? "float" : "int8", p->equalize ? "on" : "off", bc_name(p->bias_correction));
+        cli_csv_field(f, p->skip, ',');
+        for (int j = 0; j < X->G->n; j++)
+            if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].val[p->idx[j]], ',');
+        fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->float_convs,
+                p->int8_convs, p->map, p->map50, p->map75, 100 * (X->fp.s[YQ_COCO_AP] - p->map),
+                100 * (X->fp.s[YQ_COCO_AP50] - p->map50), p->ms, p->ms_mean, LATENCY_DEVICE, p->ms_wall,
+                X->fp.s[YQ_COCO_AP], X->fp.s[YQ_COCO_AP50], X->fp.ms_median, X->images, X->calib_images, p->front,
+                p->chosen);
+        cli_csv_field(f, p->qtext ? p->qtext : "", '\n');
+    }
+    return cli_out_close(&o, err);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static yq_status write_chart(const sweep_ctx *X, const char *path, yq_error *err)
+{
+    yq_chart_point *cp = calloc((size_t)X->np, sizeof *cp);
+    if (!cp) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    double mean = 0;
+    for (int i = 0; i < X->np; i++) {
+        cp[i] = (yq_chart_point){ X->pts[i].ms, 100 * X->pts[i].map, X->pts[i].name, X->pts[i].front, X->pts[i].chosen };
+        mean += X->pts[i].ms / (double)X->np;
+    }
+    char title[256], ref[64], xl[128];
+    char model[128];
+    snprintf(model, sizeof model, "%s", base_name(X->cfg));
+    char *dot = strrchr(model, '.');
+    if (dot) *dot = 0;
+    snprintf(title, sizeof title, "%s: mAP@[.5:.95] vs latency, %d points, %d images", model, X->np, X->images);
+    snprintf(ref, sizeof ref, "FP32 %.2f", 100 * X->fp.s[YQ_COCO_AP]);
+    snprintf(xl, sizeof xl, "ms per image, int8 CPU engine (%s)", LATENCY_DEVICE);
+    yq_scatter_opt o = { .title = title, .xlabel = xl, .ylabel = "mAP@[.5:.95] (points)", .has_ref = 1,
+                         .ref_y = 100 * X->fp.s[YQ_COCO_AP], .ref_label = ref, .min_xspan = 0.1 * mean };
+    yq_canvas cv;
+    yq_status st = yq_chart_scatter(cp, X->np, &o, X->w, X->h, &cv, err);
+    free(cp);
+    if (st != YQ_OK) return st;
+    st = yq_png_write(path, &cv, err);
+    yq_canvas_free(&cv);
+    return st;
+}
+
+static yq_status write_html(const sweep_ctx *X, const char *path, const char *png, const yq_graph *g,
+                            const yq_layer_err *le, int le_images, yq_error *err)
+{
+    cli_out o;
+    yq_status st = cli_out_open(&o, path, err);
+    if (st != YQ_OK) return st;
+    FILE *f = o.f;
+    char title[600];
+    snprintf(title, sizeof title, "yquant sweep: %s", base_name(X->cfg));
+    cli_html_head(f, title);
+    fputs("<h1>", f);
+    cli_html_text(f, title);
+    fputs("</h1>\n<ul>\n<li>model: <code>", f);
+    cli_html_text(f, X->cfg);
+    fprintf(f, "</code>, input %dx%d, %s</li>\n", g->nodes[0].out.w, g->nodes[0].out.h, X->letterbox ? "letterbox" : "plain resize");
+    fprintf(f, "<li>validation: %d images from <code>", X->images);
+    cli_html_text(f, X->val_dir);
+    fprintf(f, "</code>; calibration: %d images from <code>", X->calib_images);
+    cli_html_text(f, X->calib_dir);
+    fputs("</code></li>\n<li>grid: <code>", f);
+    cli_html_text(f, X->grid_text ? X->grid_text : "");
+    fprintf(f, "</code> (%d points)</li>\n", X->np);
+    fprintf(f, "<li>FP32: mAP@[.5:.95] %.2f, mAP@.5 %.2f, %.2f ms/image (CPU FP32 engine)</li>\n",
+            100 * X->fp.s[YQ_COCO_AP], 100 * X->fp.s[YQ_COCO_AP50], X->fp.ms_median);
+    const point *c = X->chosen >= 0 ? &X->pts[X->chosen] : NULL;
+    if (c) {
+        fputs("<li>chosen point (the best mAP on the Pareto front): <b>", f);
+        cli_html_text(f, c->name);
+        fprintf(f, "</b>, mAP@[.5:.95] %.2f (drop %.2f points), %.2f ms/image</li>\n", 100 * c->map,
+                100 * (X->fp.s[YQ_COCO_AP] - c->map), c->ms);
+    }
+    fputs("</ul>\n<h2>mAP against latency</h2>\n", f);
+    if ((st = cli_html_png(f, png, "Pareto chart: mAP@[.5:.95] against latency", err)) != YQ_OK) { cli_out_abort(&o); return st; }
+    const char *obt = getenv("OPENBLAS_NUM_THREADS");
+    fprintf(f, "<p class=\"muted\">Latency (" LATENCY_DEVICE "): the median over the validation images of the int8 "
+               "CPU reference engine alone (batch 1; this host: %ld CPUs online, OPENBLAS_NUM_THREADS ",
+            sysconf(_SC_NPROCESSORS_ONLN));
+    cli_html_text(f, obt ? obt : "unset");
+    fputs("); decoding, resizing and NMS are excluded. No GPU latency is measured by this command. Red: the Pareto "
+          "front (no other point is both faster and more accurate), joined left to right; green ring: the chosen "
+          "point; dashed: FP32. The x axis spans at least 10% of the mean latency, so that timing noise does not "
+          "fill the chart. With few validation images the mAP figures are noisy.</p>\n", f);
+
+    fputs("<h2>Points</h2>\n<table class=\"points\">\n<tr><th>#</th><th>name</th>", f);
+    for (int j = 0; j < X->G->n; j++) {
+        fputs("<th>", f);
+        cli_html_text(f, X->G->k[j].key);
+        fputs("</th>", f);
+    }
+    fputs("<th>float convs</th><th>mAP</th><th>mAP@.5</th><th>drop (pts)</th><th>ms/img</th><th>front</th></tr>\n", f);
+    for (int i = 0; i < X->np; i++) {
+        const point *p = &X->pts[i];
+        fprintf(f, "<tr%s><td class=\"n\">%d</td><td>", p->chosen ? " class=\"chosen\"" : p->front ? " class=\"front\"" : "", i + 1);
+        cli_html_text(f, p->name);
+        fputs("</td>", f);
+        for (int j = 0; j < X->G->n; j++) {
+            fputs("<td>", f);
+            cli_html_text(f, X->G->k[j].val[p->idx[j]]);
+            fputs("</td>", f);
+        }
+        fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
+                   "<td class=\"n\">%.2f</td><td>%s</td></tr>\n",
+                p->float_convs, 100 * p->map, 100 * p->map50, 100 * (X->fp.s[YQ_COCO_AP] - p->map), p->ms,
+                p->chosen ? "chosen" : p->front ? "yes" : "");
+    }
+    fputs("</table>\n", f);
+    if (c && le) {
+        fputs("<h2>Per-layer SQNR of the chosen point (", f);
+        cli_html_text(f, c->name);
+        fprintf(f, ")</h2>\n<p class=\"muted\">Every layer's int8 output, dequantized, against the FP32 tensor on %d "
+                   "calibration images: SQNR = 10 log10(&Sigma;f&sup2; / &Sigma;(f&minus;q)&sup2;). Float layers show the "
+                   "error they inherit. qconfig: <code>", le_images);
+        cli_html_text(f, c->qtext);
+        fputs("</code></p>\n", f);
+        cli_html_sqnr_table(f, g, le);
+    }
+    fputs("<p class=\"muted\">", f);
+    fputs("command: <code>yquant sweep", f);
+    for (int i = 0; i < X->argc; i++) {
+        fputc(' ', f);
+        cli_html_text(f, X->argv[i]);
+    }
+    fputs("</code>; yquant " YQ_VERSION "</p>\n", f);
+    cli_html_tail(f);
+    return cli_out_close(&o, err);
+}
+
+static cJSON *points_json(const sweep_ctx *X)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", X->cfg);
+    cJSON_AddStringToObject(root, "grid", X->grid_text ? X->grid_text : "");
+    cJSON_AddNumberToObject(root, "images", X->images);
+    cJSON_AddStringToObject(root, "latency_device", LATENCY_DEVICE);
+    cJSON *fp = cJSON_AddObjectToObject(root, "fp32");
+    cJSON_AddNumberToObject(fp, "map", X->fp.s[YQ_COCO_AP]);
+    cJSON_AddNumberToObject(fp, "map50", X->fp.s[YQ_COCO_AP50]);
+    cJSON_AddNumberToObject(fp, "latency_ms", X->fp.ms_median);
+    cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
+    cJSON *arr = cJSON_AddArrayToObject(root, "points");
+    for (int i = 0; i < X->np; i++) {
+        const point *p = &X->pts[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "point", (double)(i + 1));
+        cJSON_AddStringToObject(o, "name", p->name);
+        cJSON *s = cJSON_AddObjectToObject(o, "grid");
+        for (int j = 0; j < X->G->n; j++) cJSON_AddStringToObject(s, X->G->k[j].key, X->G->k[j].val[p->idx[j]]);
+        cJSON_AddStringToObject(o, "qconfig", p->qtext ? p->qtext : "");
+        cJSON_AddNumberToObject(o, "map", p->map);
+        cJSON_AddNumberToObject(o, "map50", p->map50);
+        cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.s[YQ_COCO_AP] - p->map));
+        cJSON_AddNumberToObject(o, "latency_ms", p->ms);
+        cJSON_AddNumberToObject(o, "float_convs", p->float_convs);
+        cJSON_AddBoolToObject(o, "pareto", p->front);
+        cJSON_AddBoolToObject(o, "chosen", p->chosen);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return root;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    cli_model_opt mo = { 0 };
+    cli_quant_opt *qo = malloc(sizeof *qo), *pq = malloc(sizeof *pq);
+    if (!qo || !pq) { free(qo); free(pq); fprintf(stderr, "yquant: out of memory\n"); return 1; }
+    cli_quant_init(qo);
+    const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *grid_text = NULL;
+    int letterbox = -1, sqnr_images = 8, rc = 2;
+    for (int i = 0; i < argc; i++) {
+        int r = cli_model_arg(&mo, argc, argv, &i);
+        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
+        if (r < 0) goto early;
+        if (r) continue;
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); rc = 0; goto early; }
+        else if ((!strcmp(a, "--val") || !strcmp(a, "--images")) && has) val = argv[++i];
+        else if (!strcmp(a, "--ann") && has) ann = argv[++i];
+        else if (!strcmp(a, "--labels") && has) labels = argv[++i];
+        else if (!strcmp(a, "--grid") && has) grid_text = argv[++i];
+        else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
+        else if (!strcmp(a, "--json") && has) json = argv[++i];
+        else if (!strcmp(a, "--sqnr-images") && has) sqnr_images = atoi(argv[++i]);
+        else if (!strcmp(a, "--letterbox")) letterbox = 1;
+        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
+        else if (a[0] == '-') { cli_usage_error("sweep: unknown option or missing value: %s", a); goto early; }
+        else if (!mo.model) mo.model = a;
+        else { cli_usage_error("sweep: one MODEL only"); goto early; }
+    }
+    if (!mo.model) { cli_usage_error("sweep: which MODEL?"); goto early; }
+    if (!qo->calib_dir) { cli_usage_error("sweep: --calib DIR is required"); goto early; }
+    if (!val || !ann == !labels) { cli_usage_error("sweep: --val DIR and one of --ann FILE or --labels DIR are required"); goto early; }
+    if (sqnr_images < 1 || sqnr_images > 1024) { cli_usage_error("sweep: --sqnr-images in 1..1024"); goto early; }
+
+    yq_error err;
+    grid G;
+    gstate gs[2] = { { 0 } };
+    yq_graph *spare = NULL;
+    yq_dataset *ds = NULL;
+    point *pts = NULL;
+    yq_layer_err *le = NULL;
+    sweep_ctx X = { 0 };
+    char outbuf[1024], path[1100], png[1100];
+    rc = 1;
+    X.fp.dets = NULL;
+    if (grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
+    if (cli_load_model(&mo, &spare, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
+    yq_graph *g0 = spare;     /* borrowed from then on: a graph state takes it over */
+    if (letterbox < 0) letterbox = g0->letter_box;
+    if (yq_qconfig_validate(&qo->qc, g0, &err) != YQ_OK) goto fail;
+    if (!out) {
+        const char *b = base_name(g0->cfg_path), *dot = strrchr(b, '.');
+        snprintf(outbuf, sizeof outbuf, "%.*s-sweep", dot ? (int)(dot - b) : (int)strlen(b), b);
+        out = outbuf;
+    }
+    {   /* the calibration folder, before anything long runs */
+        char **paths;
+        int n_cal, sk;
+        if (yq_list_images(qo->calib_dir, &paths, &n_cal, &sk, &err) != YQ_OK) goto fail;
+        X.calib_images = n_cal;
+        yq_list_images_free(paths, n_cal);
+    }
+    if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
+    pts = calloc((size_t)G.points, sizeof *pts);
+    if (!pts) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    /* Every point's qconfig must fit the model before anything runs. */
+    for (int p = 0; p < G.points; p++) {
+        if (grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
+            goto fail;
+        point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
+    }
+    fprintf(stderr, "sweep: %d points over %d images of %s (%s)\n", G.points, ds->n_images, val,
+            letterbox ? "letterbox" : "plain resize");
+
+    /* FP32 once, on the graph as loaded (before any equalization). */
+    cli_bar bar;
+    cli_progress_start(&bar, "fp32");
+    if (cli_eval_timed(g0, ds, letterbox, cli_progress, &bar, &X.fp, &err) != YQ_OK) goto fail;
+    fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.s[YQ_COCO_AP],
+            100 * X.fp.s[YQ_COCO_AP50], X.fp.ms_median);
+
+    cli_progress_start(&bar, "sweep");
+    for (int p = 0; p < G.points; p++) {
+        point *pt = &pts[p];
+        *pq = *qo;
+        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail;
+        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
+        if (!s->cs) {                              /* this graph state's first point: calibrate */
+            if (!s->g && spare) { s->g = spare; spare = NULL; }       /* the graph FP32 ran on */
+            else if (!s->g && cli_load_model(&mo, &s->g, &err) != YQ_OK) goto fail;
+            if (bar.tty) fprintf(stderr, "\r\033[K");
+            if (cli_calibrate(pq, s->g, letterbox, &s->cs, &err) != YQ_OK) goto fail;
+            bar.last = -1;
+        }
+        yq_unquantize_graph(s->g);
+        if (cli_quantize_graph(pq, s->g, s->cs, letterbox, &err) != YQ_OK) goto fail;
+        cli_timed_eval r;
+        sweep_bar sb = { &bar, p, G.points };
+        if (cli_eval_timed(s->g, ds, letterbox, sweep_progress, &sb, &r, &err) != YQ_OK) goto fail;
+        fill_settings(pt, &pq->qc, s->g);
+        pt->map = r.s[YQ_COCO_AP];
+        pt->map50 = r.s[YQ_COCO_AP50];
+        pt->map75 = r.s[YQ_COCO_AP75];
+        pt->ms = r.ms_median;
+        pt->ms_mean = r.ms_mean;
+        pt->ms_wall = r.ms_wall;
+        yq_coco_dets_free(r.dets);
+        yq_unquantize_graph(s->g);
+        if (bar.tty) fprintf(stderr, "\r\033[K");
+        fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  %8.2f ms/img\n", G.points >= 100 ? 3 : 2, p + 1, G.points,
+                pt->name, 100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map), pt->ms);
+        bar.last = -1;
+        sweep_progress(&sb, ds->n_images, ds->n_images);
+    }
+
+    /* The front, and its best-mAP point. */
+    X.G = &G;
+    X.pts = pts;
+    X.np = G.points;
+    X.chosen = -1;
+    {
+        yq_chart_point *cp = calloc((size_t)(G.points > 0 ? G.points : 1), sizeof *cp);
+        if (!cp) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+        for (int p = 0; p < G.points; p++) cp[p] = (yq_chart_point){ .x = pts[p].ms, .y = pts[p].map };
+        yq_pareto_front(cp, G.points);
+        for (int p = 0; p < G.points; p++) {
+            pts[p].front = cp[p].front;
+            if (cp[p].front && (X.chosen < 0 || pts[p].map > pts[X.chosen].map ||
+                                (pts[p].map == pts[X.chosen].map && pts[p].ms < pts[X.chosen].ms)))
+                X.chosen = p;
+        }
+        free(cp);
+        if (X.chosen >= 0) pts[X.chosen].chosen = 1;
+    }
+    /* The chosen point's per-layer SQNR: rewrite it once more. */
+    int le_images = 0;
+    yq_graph *cg = g0;
+    if (X.chosen >= 0) {
+        int idx[GRID_KEYS];
+        *pq = *qo;
+        if (grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
+        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
+        cg = s->g;
+        if (cli_quantize_graph(pq, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
+        if (cli_layer_report(cg, qo->calib_dir, sqnr_images, letterbox, 0, &le, &err) != YQ_OK) goto fail;
+        le_images = sqnr_images < X.calib_images ? sqnr_images : X.calib_images;
+    }
+    X.cfg = g0->cfg_path;
+    X.val_dir = val;
+    X.calib_dir = qo->calib_dir;
+    X.grid_text = grid_text;
+    X.images = X.fp.images;
+    X.letterbox = letterbox;
+    X.w = 1100;
+    X.h = 700;
+    X.argc = argc;
+    X.argv = argv;
+
+    snprintf(path, sizeof path, "%s/sweep.csv", out);
+    if (write_csv(&X, path, &err) != YQ_OK) goto fail;
+    snprintf(png, sizeof png, "%s/pareto.png", out);
+    if (write_chart(&X, png, &err) != YQ_OK) goto fail;
+    snprintf(path, sizeof path, "%s/report.html", out);
+    if (write_html(&X, path, png, cg, le, le_images, &err) != YQ_OK) goto fail;
+
+    /* The table. */
+    printf("\n%s: %d points on %d images; latency: %s, median ms per image\n", g0->cfg_path, G.points, X.images, LATENCY_DEVICE);
+    printf("  %4s  %-30s %8s %8s %8s %9s  %s\n", "#", "name", "mAP", "mAP50", "drop", "ms/img", "");
+    printf("  %4s  %-30s %8.2f %8.2f %8s %9.2f  (CPU FP32 engine)\n", "", "FP32", 100 * X.fp.s[YQ_COCO_AP],
+           100 * X.fp.s[YQ_COCO_AP50], "", X.fp.ms_median);
+    for (int p = 0; p < G.points; p++)
+        printf("  %4d  %-30s %8.2f %8.2f %8.2f %9.2f  %s\n", p + 1, pts[p].name, 100 * pts[p].map, 100 * pts[p].map50,
+               100 * (X.fp.s[YQ_COCO_AP] - pts[p].map), pts[p].ms,
+               pts[p].chosen ? "front, chosen" : pts[p].front ? "front" : "");
+    printf("Pareto front (fastest first):");
+    {
+        int *ord = malloc(sizeof *ord * (size_t)G.points);
+        int m = 0;
+        for (int p = 0; ord && p < G.points; p++) if (pts[p].front) ord[m++] = p;
+        for (int a = 1; a < m; a++)               /* insertion sort by latency */
+            for (int b = a; b > 0 && pts[ord[b]].ms < pts[ord[b - 1]].ms; b--) { int t = ord[b]; ord[b] = ord[b - 1]; ord[b - 1] = t; }
+        for (int k = 0; k < m; k++)
+            printf("%s %s (mAP %.2f, %.2f ms)", k ? "," : "", pts[ord[k]].name, 100 * pts[ord[k]].map, pts[ord[k]].ms);
+        free(ord);
+    }
+    printf("\nwrote %s/sweep.csv, %s/pareto.png, %s/report.html\n", out, out, out);
+    rc = 0;
+    if (json) {
+        cJSON *root = points_json(&X);
+        rc = cli_write_json(json, root);
+        cJSON_Delete(root);
+    }
+    goto done;
+fail:
+    cli_error(&err);
+done:
+    free(le);
+    if (pts) for (int p = 0; p < G.points; p++) free(pts[p].qtext);
+    free(pts);
+    free(G.buf);
+    yq_coco_dets_free(X.fp.dets);
+    yq_dataset_free(ds);
+    yq_graph_free(spare);
+    for (int k = 0; k < 2; k++) {
+        yq_calib_stats_free(gs[k].cs);
+        yq_graph_free(gs[k].g);
+    }
+early:
+    free(qo);
+    free(pq);
+    return rc;
+}
