@@ -67,7 +67,7 @@ const char *cli_quant_help =
     "  --calib-cache FILE     calibration cache (default ~/.cache/yquant/calib.h5): a second\n"
     "                         run on the same model and images skips the FP32 pass\n"
     "  --bits N               2..8 (default 8)\n"
-    "  --calib-method M       max | percentile:P | kl | mse (default percentile:99.99)\n"
+    "  --calib-method M       max | percentile:P | kl | mse (default mse)\n"
     "  --per-tensor           per-tensor weight scales (default per channel)\n"
     "  --weight-scale S       max | power2 | mse\n"
     "  --head int8|float      the convs feeding the heads (default float)\n"
