@@ -83,8 +83,9 @@ yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox,
 double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e);
 /* --max-drop: starting from every layer in int8, keeps the most sensitive layers in float
  * (ranked by rank: "head" | "sqnr" | "map") one at a time until the mAP@[.5:.95] drop against
- * fp_stats is within budget_pts points on ds, or max_float layers are float (0: no cap).  Sets q->qc to the result (head and first int8,
- * skip_layers the chosen layers) and leaves g rewritten with it; *all8 and *final are the
+ * fp_stats is within budget_pts points on ds, or max_float layers are float (0: no cap).
+ * Sets q->qc to the result (head and first int8, skip_layers the chosen layers: when the
+ * budget is not met, those of the step with the lowest drop) and leaves g rewritten with it; *all8 and *final are the
  * first and last evaluations (caller frees their dets), *met whether the budget was met.
  * json (may be NULL) receives the steps. */
 yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,

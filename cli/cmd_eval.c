@@ -203,10 +203,12 @@ int cmd_eval(int argc, char **argv)
         cli_error(&err);
         goto done;
     }
-    printf("%s %s on %d images (%s, conf %.3f, nms %.2f, %s):\n", name, what, ds->n_images,
-           eo.letterbox ? "letterbox" : "plain resize", (double)eo.post.conf, (double)eo.post.nms,
-           yq_session_device(sess));
-    cli_print_stats(stats);
+    if (!json || strcmp(json, "-")) {   /* with --json - stdout is the JSON alone */
+        printf("%s %s on %d images (%s, conf %.3f, nms %.2f, %s):\n", name, what, ds->n_images,
+               eo.letterbox ? "letterbox" : "plain resize", (double)eo.post.conf, (double)eo.post.nms,
+               yq_session_device(sess));
+        cli_print_stats(stats);
+    }
     rc = 0;
     if (json) {
         cJSON *root = cJSON_CreateObject();

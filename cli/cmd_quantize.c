@@ -29,11 +29,12 @@ static const char *help =
     "                    the most sensitive layers in float, one at a time, until the mAP@[.5:.95]\n"
     "                    drop is within P points on the validation sets; the package's qconfig\n"
     "                    records them (skip_layers)\n"
-    "  --rank R          --max-drop's ranking: head (default: the head SQNR gain of keeping each\n"
-    "                    layer float, on 8 calibration images), sqnr (per-layer SQNR) or map\n"
-    "                    (the mAP gain on the validation sets: slow)\n"
+    "  --rank R          --max-drop's ranking: sqnr (default: the lowest per-layer SQNR in the\n"
+    "                    all-int8 graph first, as keep_float), head (the head SQNR gain of keeping\n"
+    "                    each layer float, on 8 calibration images) or map (the mAP gain on the\n"
+    "                    validation sets: slow)\n"
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
-    "                    (a budget not met: the package is written, the exit status is 3)\n"
+    "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
     "  -o FILE           the package\n"
     "  --json FILE       the table and the per-layer report as JSON\n";
 
@@ -131,7 +132,7 @@ int cmd_quantize(int argc, char **argv)
     valset vals[16];
     char defbufs[6][1024];
     int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
-    const char *out = NULL, *json = NULL, *rank = "head";
+    const char *out = NULL, *json = NULL, *rank = "sqnr";
     double max_drop = -1;
     int max_float = 0;
     for (int i = 0; i < argc; i++) {
@@ -227,7 +228,7 @@ int cmd_quantize(int argc, char **argv)
         all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n;
         q8.ms = e1.ms_wall, q8.dets = e1.dets, q8.n = e1.n;
         have_all8 = have_q8 = 1;
-        if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package keeps the layers tried in float\n", max_drop);
+        if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package holds the best step tried\n", max_drop);
     }
     /* The all-int8 figures, when the qconfig keeps layers in float. */
     int keeps_float = qo.qc.head_float || qo.qc.first_float || qo.qc.keep_float > 0;

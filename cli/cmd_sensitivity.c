@@ -29,8 +29,8 @@ static const char *help =
     "  --layers N        only the N convs with the lowest SQNR in the all-int8 graph (faster)\n"
     "  --sqnr-images N   calibration images for the SQNR figures (default 8)\n"
     "  --out DIR         default MODELNAME-sensitivity\n"
-    "The qconfig flags set bits, calibration method, weights and so on; skip_layers, head and\n"
-    "first are what this command varies.\n";
+    "The qconfig flags set bits, calibration method, weights and so on; skip_layers, head,\n"
+    "first and keep_float are what this command varies (keep_float is 0 throughout).\n";
 
 /* ---- the measurement context, shared with --max-drop ---- */
 
@@ -47,10 +47,10 @@ typedef struct sens {
     size_t list_cap;
 } sens;
 
-/* Every layer in int8: head and first conv too, no skip. */
+/* Every layer in int8: head and first conv too, no skip, no keep_float choice. */
 static void all_int8(yq_qconfig *qc)
 {
-    qc->head_float = qc->first_float = 0;
+    qc->head_float = qc->first_float = qc->keep_float = 0;
     for (int i = 0; i < qc->n_layers; i++) qc->layer[i].skip = -1;
 }
 
@@ -413,8 +413,8 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     sens S = { .q = q, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work };
     cJSON *steps = json ? cJSON_AddArrayToObject(json, "steps") : NULL;
     yq_status st = YQ_OK;
-    cli_timed_eval cur = { 0 };
-    int n_chosen = 0;
+    cli_timed_eval cur = { 0 }, best = { 0 };
+    int n_chosen = 0, last_k = -1;      /* last_k: float layers of the rewrite g holds (-1: none yet) */
     if (!work || !c || !ids || !chosen) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     if (mode != 2 && (st = cli_load_inputs(g, q->calib_dir, 8, letterbox, &S.inputs, &S.n_inputs, err)) != YQ_OK) goto done;
 
@@ -425,6 +425,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     yq_unquantize_graph(g);
     if ((st = cli_quantize_graph(work, g, cs, letterbox, err)) != YQ_OK) goto done;
     if ((st = cli_eval_timed(g, ds, letterbox, cli_progress, &bar, all8, err)) != YQ_OK) goto done;
+    last_k = 0;
     if (mode != 2) {
         if ((st = yq_compare_layers(g, S.inputs, S.n_inputs, &e_all, err)) != YQ_OK) goto done;
         head_all = cli_head_sqnr(g, e_all);
@@ -452,7 +453,10 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
         if ((st = copy_eval(all8, final, err)) != YQ_OK) goto done;
     } else {
         /* Rank. */
-        if (mode == 0 || mode == 2) cli_progress_start(&bar, "ranking");
+        if (mode == 0 || mode == 2) {
+            cli_progress_start(&bar, "ranking");
+            last_k = -1;                 /* the ranking rewrites g */
+        }
         for (int k = 0; k < n; k++) {
             c[k] = (cand){ ids[k], g->nodes[ids[k]].layer, 0 };
             if (mode == 1) { c[k].key = -e_all[ids[k]].sqnr_db; continue; }
@@ -470,15 +474,26 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             cli_progress(&bar, k + 1, n);
         }
         qsort(c, (size_t)n, sizeof *c, by_key_desc);
-        /* Float one layer more at a time. */
+        /* Float one layer more at a time.  The best step so far (lowest drop, fewest float
+         * layers) is kept: it is the answer when the budget is never met. */
+        int best_k = 0;
+        double best_drop = drop;
         for (int k = 0; k < n && !*met && (max_float <= 0 || k < max_float); k++) {
             chosen[n_chosen++] = c[k].layer;
             if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
-            yq_coco_dets_free(cur.dets);
-            cur.dets = NULL;
             if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
+            last_k = n_chosen;
             drop = 100 * (fp - cur.s[YQ_COCO_AP]);
             *met = drop <= budget_pts;
+            if (drop < best_drop || *met) {
+                yq_coco_dets_free(best.dets);
+                best = cur;
+                best_drop = drop;
+                best_k = n_chosen;
+            } else {
+                yq_coco_dets_free(cur.dets);
+            }
+            cur.dets = NULL;
             char t[64];
             snprintf(t, sizeof t, "+ layer %d (%s)", c[k].layer, yq_op_name(g->nodes[c[k].id].op));
             printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", k + 1, t, 100 * cur.s[YQ_COCO_AP], drop, cur.ms_median,
@@ -493,14 +508,21 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                 cJSON_AddItemToArray(steps, s);
             }
         }
-        *final = cur;
-        cur.dets = NULL;
-        if (!n) { if ((st = copy_eval(all8, final, err)) != YQ_OK) goto done; }
+        if (!*met && n_chosen > best_k)
+            printf("  budget not met: keeping the best step, %d layer%s in float (drop %.2f)\n", best_k,
+                   best_k == 1 ? "" : "s", best_drop);
+        n_chosen = best_k;
+        if (best_k) {
+            *final = best;
+            best.dets = NULL;
+        } else if ((st = copy_eval(all8, final, err)) != YQ_OK) {
+            goto done;
+        }
     }
     /* The decision, into the caller's qconfig (and so into the package). */
     if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
     q->qc = work->qc;
-    if (!n_chosen) {                     /* g holds the last rewrite: make it this config's */
+    if (n_chosen != last_k) {            /* g holds the last rewrite: make it this config's */
         yq_unquantize_graph(g);
         if ((st = cli_quantize_graph(q, g, cs, letterbox, err)) != YQ_OK) goto done;
     }
@@ -529,6 +551,7 @@ done:
         all8->dets = final->dets = NULL;
     }
     yq_coco_dets_free(cur.dets);
+    yq_coco_dets_free(best.dets);
     free(e_all);
     free(S.inputs);
     free(S.list);

@@ -32,7 +32,9 @@ static const char *help =
     "                    \"bits=8,6,4; calib=max,percentile:99.99,kl,mse; weights=per_channel,per_tensor;\n"
     "                    head=float,int8\".  Separate values with | when they hold commas\n"
     "                    (skip_layers=|0,105|0).  The qconfig flags set the values the grid leaves.\n"
-    "  --out DIR         sweep.csv, pareto.png, report.html (default MODELNAME-sweep)\n"
+    "  --out DIR         sweep.csv, pareto.png, report.html (default MODELNAME-sweep); in the CSV\n"
+    "                    the settings are as asked, skip_layers and float_convs as run (keep_float's\n"
+    "                    choice included), qconfig the effective qconfig\n"
     "  --json FILE       every point as JSON\n"
     "  --sqnr-images N   calibration images for the chosen point's per-layer SQNR (default 8)\n"
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
@@ -249,6 +251,7 @@ static void short_value(const char *key, const char *v, char *buf, size_t cap)
         snprintf(buf, cap, "bc%s", !strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false") ? "0" : !strcmp(v, "data") ? "d" : "w");
     else if (!strcmp(key, "weight_scale")) snprintf(buf, cap, "ws%s", v);
     else if (!strcmp(key, "rounding")) snprintf(buf, cap, "r%s", !strcmp(v, "even") ? "e" : "n");
+    else if (!strcmp(key, "keep_float")) snprintf(buf, cap, "kf%s", v);
     else if (!strcmp(key, "skip_layers")) {
         snprintf(buf, cap, "%s%s", *v ? "skip" : "noskip", v);
         for (char *s = buf; *s; s++) if (*s == ',') *s = '+';
@@ -281,11 +284,18 @@ typedef struct point {
     char name[128];
     char *qtext;              /* the qconfig as "key = value; ..." on one line */
     char calib[48], skip[512];
-    int bits, per_channel, wscale, round_even, head_float, first_float, equalize, bias_correction;
+    int bits, per_channel, wscale, round_even, head_float, first_float, keep_float, equalize, bias_correction;
     int float_convs, int8_convs;
     double map, map50, map75, ms, ms_mean, ms_wall;
     int front, chosen;
 } point;
+
+/* The point's settings as asked (before the rewrite: keep_float turns into per-layer skips
+ * there), then, after it, what ran in float. */
+static void fill_asked(point *pt, const yq_qconfig *qc)
+{
+    pt->keep_float = qc->keep_float;
+}
 
 static void fill_settings(point *pt, const yq_qconfig *qc, const yq_graph *g)
 {
@@ -360,7 +370,7 @@ typedef struct sweep_ctx {
 static int is_std_key(const char *k)
 {
     static const char *std[] = { "bits", "weights", "weight_scale", "calib", "skip_layers", "rounding",
-                                 "head", "first", "equalize", "bias_correction" };
+                                 "head", "first", "keep_float", "equalize", "bias_correction" };
     for (size_t i = 0; i < sizeof std / sizeof *std; i++) if (!strcmp(k, std[i])) return 1;
     return 0;
 }
@@ -371,7 +381,7 @@ static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
     yq_status st = cli_out_open(&o, path, err);
     if (st != YQ_OK) return st;
     FILE *f = o.f;
-    fputs("point,name,bits,weights,weight_scale,calib,rounding,head,first,equalize,bias_correction,skip_layers,", f);
+    fputs("point,name,bits,weights,weight_scale,calib,rounding,head,first,keep_float,equalize,bias_correction,skip_layers,", f);
     for (int j = 0; j < X->G->n; j++)
         if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].key, ',');
     fputs("float_convs,int8_convs,map,map50,map75,drop_pts,drop50_pts,latency_ms,latency_mean_ms,latency_device,"
@@ -382,8 +392,8 @@ static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
         cli_csv_field(f, p->name, ',');
         fprintf(f, "%d,%s,%s,", p->bits, p->per_channel ? "per_channel" : "per_tensor", wscale_name(p->wscale));
         cli_csv_field(f, p->calib, ',');
-        fprintf(f, "%s,%s,%s,%s,%s,", p->round_even ? "even" : "nearest", p->head_float ? "float" : "int8",
-                p->first_float ? "float" : "int8", p->equalize ? "on" : "off", bc_name(p->bias_correction));
+        fprintf(f, "%s,%s,%s,%d,%s,%s,", p->round_even ? "even" : "nearest", p->head_float ? "float" : "int8",
+                p->first_float ? "float" : "int8", p->keep_float, p->equalize ? "on" : "off", bc_name(p->bias_correction));
         cli_csv_field(f, p->skip, ',');
         for (int j = 0; j < X->G->n; j++)
             if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].val[p->idx[j]], ',');
@@ -646,6 +656,7 @@ int cmd_sweep(int argc, char **argv)
             bar.last = -1;
         }
         yq_unquantize_graph(s->g);
+        fill_asked(pt, &pq->qc);
         if (cli_quantize_graph(pq, s->g, s->cs, letterbox, &err) != YQ_OK) goto fail;
         cli_timed_eval r;
         sweep_bar sb = { &bar, p, G.points };

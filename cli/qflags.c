@@ -241,6 +241,8 @@ yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats
         st = w ? yq_compare_layers(g, inputs, got < 8 ? got : 8, &e, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
         int m = 0;
         for (int i = 1; st == YQ_OK && i < g->n_nodes; i++)
+            /* Ranked by the output's own SQNR.  Ranking by what a layer adds (input SQNR minus
+             * output SQNR) was measured worse (bench/results/accuracy_2026-11-29.md). */
             if (g->nodes[i].op == YQ_OP_CONV && !g->q[i].float_op) w[m++] = (worst){ i, e[i].sqnr_db };
         if (st == YQ_OK) {
             qsort(w, (size_t)m, sizeof *w, by_worst);

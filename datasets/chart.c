@@ -332,6 +332,7 @@ yq_status yq_chart_scatter(const yq_chart_point *p, int n, const yq_scatter_opt 
         return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     }
     int keyed = 0;
+    double ref_x = 0;
     for (int pass = 0; pass < 2; pass++) {
         L.px1 = w - 24 - key_w;
         if (L.px1 - L.px0 < 100 || L.py1 - L.py0 < 60) {
@@ -345,10 +346,15 @@ yq_status yq_chart_scatter(const yq_chart_point *p, int n, const yq_scatter_opt 
             busy[nb++] = (rect){ cx - rr, cy - rr, cx + rr, cy + rr };
         }
         if (o->has_ref && isfinite(o->ref_y) && o->ref_label) {
+            /* The reference's label: at the right end of its line, or the left when a point sits there. */
             int tw, th;
             yq_label_size(o->ref_label, ls, &tw, &th);
             double y = Y(&L, o->ref_y);
-            busy[nb++] = (rect){ L.px1 - tw - 4, y - th - 2, L.px1, y + 2 };
+            rect r = { L.px1 - tw - 4, y - th - 2, L.px1, y + 2 };
+            int hit = 0;
+            for (int b = 0; b < nb && !hit; b++) hit = overlap(r, busy[b]) > 0;
+            ref_x = hit ? L.px0 + 6 : L.px1 - tw - 4;
+            busy[nb++] = (rect){ ref_x, y - th - 2, ref_x + tw + 4, y + 2 };
         }
         /* The front's segments, in pixels: labels keep off them. */
         int ns = 0;
@@ -458,7 +464,7 @@ yq_status yq_chart_scatter(const yq_chart_point *p, int n, const yq_scatter_opt 
         if (o->ref_label) {
             int tw, th;
             yq_label_size(o->ref_label, ls, &tw, &th);
-            yq_draw_text(c, L.px1 - tw - 4, (int)(y - th - 1), o->ref_label, ls, 0, 90, 90, 90);
+            yq_draw_text(c, (int)ref_x, (int)(y - th - 1), o->ref_label, ls, 0, 90, 90, 90);
         }
     }
 

@@ -183,7 +183,7 @@ def check_bad_grids(d):
             report("PASS", name)
 
 
-CSV_COLUMNS = ["point", "name", "bits", "weights", "weight_scale", "calib", "rounding", "head", "first", "equalize",
+CSV_COLUMNS = ["point", "name", "bits", "weights", "weight_scale", "calib", "rounding", "head", "first", "keep_float", "equalize",
                "bias_correction", "skip_layers", "float_convs", "int8_convs", "map", "map50", "map75", "drop_pts",
                "drop50_pts", "latency_ms", "latency_mean_ms", "latency_device", "wall_ms_per_image", "fp32_map",
                "fp32_map50", "fp32_latency_ms", "images", "calib_images", "pareto", "chosen", "qconfig"]
@@ -417,10 +417,18 @@ def check_max_drop(d):
         fl = md.get("float_layers", [])
         if (rc == 0) != bool(md.get("met")):
             why.append("exit status %d but met=%s" % (rc, md.get("met")))
-        if md.get("met") and md["steps"][0]["drop_pts"] <= 0:
+        steps = md.get("steps", [])
+        if md.get("met") and steps[0]["drop_pts"] <= 0:
             pass                                   # all-int8 already within 0 points: nothing to float
-        elif not 1 <= len(fl) <= 2 or len(md.get("steps", [])) != 1 + len(fl):
-            why.append("float_layers %s, %d steps" % (fl, len(md.get("steps", []))))
+        elif md.get("met") and (not 1 <= len(fl) <= 2 or len(steps) != 1 + len(fl)):
+            why.append("met with float_layers %s after %d steps" % (fl, len(steps)))
+        elif not md.get("met"):
+            # Two layers tried; the answer is the step with the lowest drop.
+            best = min(range(len(steps)), key=lambda k: (steps[k]["drop_pts"], k))
+            if len(steps) != 3 or len(fl) != best or fl != [s["layer"] for s in steps[1:1 + best]]:
+                why.append("not met: float_layers %s, steps %s" % (fl, [(s["layer"], s["drop_pts"]) for s in steps]))
+            if abs(md.get("drop_pts", 1e9) - steps[best]["drop_pts"]) > 1e-9:
+                why.append("not met: drop_pts %s is not the best step's" % md.get("drop_pts"))
         m = re.search(r"^skip_layers = ([0-9,]+)$", qc, re.M)
         if fl and (not m or sorted(int(x) for x in m.group(1).split(",")) != sorted(fl)):
             why.append("qconfig %r does not record float_layers %s" % (qc, fl))
