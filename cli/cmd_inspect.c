@@ -3,6 +3,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "runtime/package.h"
 
 static const char *help =
     "usage: yquant inspect MODEL [--weights FILE|synthetic[:SEED]] [--size N|WxH] [--json FILE]\n"
@@ -11,7 +12,9 @@ static const char *help =
     "then totals.  MODEL is a folder with one .cfg and one .weights, a .cfg file, or the\n"
     "name of a model under $YQ_DATA/models (yolo-fastest-1.1-xl, yolov3, ...).  Without\n"
     "weights the cfg alone is read.\n"
-    "  --json FILE   also write the table as JSON ('-' for stdout)\n";
+    "  --json FILE   also write the table as JSON ('-' for stdout)\n"
+    "A .yqp package is printed too: its provenance, qconfig, calibration, accuracy, and per\n"
+    "layer the output type and scale.\n";
 
 static void shape_str(char *buf, size_t n, yq_shape s) { snprintf(buf, n, "%dx%dx%d", s.w, s.h, s.c); }
 
@@ -58,14 +61,42 @@ int cmd_inspect(int argc, char **argv)
     if (!mo.model) return cli_usage_error("inspect: which MODEL?");
     yq_error err;
     yq_graph *g;
-    if (cli_load_model(&mo, &g, &err) != YQ_OK) return cli_error(&err);
+    yq_package_info *pi = NULL;
+    if (yq_package_is(mo.model)) {
+        if (yq_package_load(mo.model, &g, &pi, &err) != YQ_OK) return cli_error(&err);
+    } else if (cli_load_model(&mo, &g, &err) != YQ_OK) {
+        return cli_error(&err);
+    }
 
     /* With --json - stdout is the JSON alone; the table goes nowhere. */
     FILE *t = json && !strcmp(json, "-") ? fopen("/dev/null", "w") : stdout;
     if (!t) t = stdout;
     const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
+    if (pi) {
+        fprintf(t, "package: %s (format %d, yquant %s, written %s)\n", mo.model, pi->format_version,
+                pi->yquant_version, pi->created);
+        fprintf(t, "source:  %s + %s\n         model sha256 %s\n", pi->cfg_path, pi->weights_path, pi->model_sha256);
+        fprintf(t, "calibration: %d images (sha256 %s), %s; %s\n", pi->calib_images, pi->calib_images_sha256,
+                pi->calib_method, pi->letterbox ? "letterbox" : "plain resize");
+        fprintf(t, "qconfig:\n");
+        for (const char *l = pi->qconfig_text; *l;) {
+            const char *e = strchr(l, '\n');
+            int len = e ? (int)(e - l) : (int)strlen(l);
+            fprintf(t, "  %.*s\n", len, l);
+            l += len + (e != NULL);
+        }
+        cJSON *acc = cJSON_Parse(pi->accuracy_json);
+        fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " (not measured)");
+        for (cJSON *r = cJSON_IsArray(acc) ? acc->child : NULL; r; r = r->next) {
+            cJSON *nm = cJSON_GetObjectItem(r, "name"), *m = cJSON_GetObjectItem(r, "map"), *m50 = cJSON_GetObjectItem(r, "map50");
+            if (!cJSON_IsString(nm) || !cJSON_IsNumber(m) || !cJSON_IsNumber(m50)) continue;
+            fprintf(t, "  %-10s mAP %6.2f  mAP50 %6.2f\n", nm->valuestring, 100 * m->valuedouble, 100 * m50->valuedouble);
+        }
+        cJSON_Delete(acc);
+    } else
     fprintf(t, "model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
-    fprintf(t, "%5s  %-9s %-26s %-14s    %-14s %10s %8s\n", "layer", "type", "", "input", "output", "params", "GFLOPs");
+    const int dw = g->q ? 40 : 26;   /* the detail column: wider with the int8 type and scale */
+    fprintf(t, "%5s  %-9s %-*s %-14s    %-14s %10s %8s\n", "layer", "type", dw, "", "input", "output", "params", "GFLOPs");
     double flops = 0;
     long params = 0;
     int convs = 0;
@@ -81,19 +112,25 @@ int cmd_inspect(int argc, char **argv)
     }
     for (int i = 1; i < g->n_nodes; i++) {
         const yq_node *n = &g->nodes[i];
-        char a[32], b[32], d[64];
+        char a[32], b[32], d[96];
         shape_str(a, sizeof a, yq_node_in_shape(g, n));
         shape_str(b, sizeof b, n->out);
         detail(g, n, d, sizeof d);
+        if (g->q) {
+            size_t dl = strlen(d);
+            const yq_qnode *q = &g->q[i];
+            snprintf(d + dl, sizeof d - dl, " [%s%s s=%.3g]", q->float_op ? "float" : q->dtype == YQ_S8 ? "int8" : q->dtype == YQ_U8 ? "uint8" : "i8>f32",
+                     "", (double)q->scale);
+        }
         double f = yq_node_flops(g, n);
         long p = yq_node_params(n);
         flops += f;
         params += p;
         convs += n->op == YQ_OP_CONV;
         if (n->op == YQ_OP_CONV)
-            fprintf(t, "%5d  %-9s %-26s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), d, a, b, p, f * 1e-9);
+            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), dw, d, a, b, p, f * 1e-9);
         else
-            fprintf(t, "%5d  %-9s %-26s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), d, a, b);
+            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), dw, d, a, b);
         if (layers) {
             cJSON *l = cJSON_CreateObject();
             cJSON_AddNumberToObject(l, "index", n->layer);
@@ -129,6 +166,7 @@ int cmd_inspect(int argc, char **argv)
         cJSON_free(s);
         cJSON_Delete(root);
     }
+    yq_package_info_free(pi);
     yq_graph_free(g);
     return rc;
 }
