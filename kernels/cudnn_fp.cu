@@ -16,6 +16,7 @@
 #include "kernels/cuda_common.cuh"
 extern "C" {
 #include "kernels/cudnn_fp.h"
+#include "ir/pack.h"
 #include "runtime/plan.h"
 }
 
@@ -874,13 +875,6 @@ static yq_status choose_graphs(yq_cudnn_plan *p, yq_error *err)
     return YQ_OK;
 }
 
-typedef struct { int id; size_t size; } item;
-static int by_size_desc(const void *a, const void *b)
-{
-    const item *x = (const item *)a, *y = (const item *)b;
-    if (x->size != y->size) return x->size < y->size ? 1 : -1;
-    return x->id - y->id;
-}
 
 extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cudnn_opt *o, yq_cudnn_plan **out,
                                        yq_error *err)
@@ -906,7 +900,7 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     const char *env_fuse = getenv("YQ_CUDNN_FUSE");
     int use_fuse = o->fuse || (env_fuse && *env_fuse == '1');
     yq_cudnn_plan *p = (yq_cudnn_plan *)calloc(1, sizeof *p);
-    item *items = (item *)calloc((size_t)n, sizeof *items);
+    yq_buf *items = (yq_buf *)calloc((size_t)n, sizeof *items);
     unsigned char *host = NULL;
     if (!p || !items) goto nomem;
     p->g = g;
@@ -958,26 +952,8 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     {
         int m = 0;
         for (int i = 0; i < n; i++)
-            if (p->owner[i] == i) items[m++] = (item){ i, up((size_t)yq_shape_size(g->nodes[i].out) * batch * p->es) };
-        qsort(items, (size_t)m, sizeof *items, by_size_desc);
-        size_t total = 0;
-        for (int a = 0; a < m; a++) {
-            int id = items[a].id;
-            size_t off = 0;
-            for (int moved = 1; moved;) {
-                moved = 0;
-                for (int b = 0; b < a; b++) {
-                    int ob = items[b].id;
-                    int overlap = !(p->last_use[ob] < id || p->last_use[id] < ob);
-                    if (overlap && off < p->off[ob] + items[b].size && p->off[ob] < off + items[a].size) {
-                        off = p->off[ob] + items[b].size;
-                        moved = 1;
-                    }
-                }
-            }
-            p->off[id] = off;
-            if (off + items[a].size > total) total = off + items[a].size;
-        }
+            if (p->owner[i] == i) items[m++] = (yq_buf){ i, up((size_t)yq_shape_size(g->nodes[i].out) * batch * p->es) };
+        size_t total = yq_pack_buffers(items, m, p->last_use, p->off);
         p->arena_bytes = total;
     }
 

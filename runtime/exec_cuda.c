@@ -10,6 +10,7 @@
 #include <string.h>
 #include "kernels/cuda.h"
 #include "runtime/exec_cuda.h"
+#include "ir/pack.h"
 #include "runtime/plan.h"
 
 #define ALIGN 256
@@ -65,13 +66,6 @@ static yq_dtensor dt(const yq_cuda_plan *p, int id)
     return t;
 }
 
-typedef struct { int id; size_t size; } item;
-static int by_size_desc(const void *a, const void *b)
-{
-    const item *x = a, *y = b;
-    if (x->size != y->size) return x->size < y->size ? 1 : -1;
-    return x->id - y->id;
-}
 
 void yq_cuda_plan_free(yq_cuda_plan *p)
 {
@@ -104,7 +98,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     yq_status st = yq_cuda_set_device(device, err);
     if (st) return st;
     yq_cuda_plan *p = calloc(1, sizeof *p);
-    item *items = calloc((size_t)n, sizeof *items);
+    yq_buf *items = calloc((size_t)n, sizeof *items);
     if (!p || !items) goto nomem;
     p->g = g;
     p->batch = batch;
@@ -146,26 +140,8 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
 
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (p->owner[i] == i) items[m++] = (item){ i, up(node_bytes(g, i, batch)) };
-    qsort(items, (size_t)m, sizeof *items, by_size_desc);
-    size_t total = 0;
-    for (int a = 0; a < m; a++) {
-        int id = items[a].id;
-        size_t off = 0;
-        for (int moved = 1; moved;) {
-            moved = 0;
-            for (int b = 0; b < a; b++) {
-                int o = items[b].id;
-                int overlap = !(p->last_use[o] < id || p->last_use[id] < o);
-                if (overlap && off < p->off[o] + items[b].size && p->off[o] < off + items[a].size) {
-                    off = p->off[o] + items[b].size;
-                    moved = 1;
-                }
-            }
-        }
-        p->off[id] = off;
-        if (off + items[a].size > total) total = off + items[a].size;
-    }
+        if (p->owner[i] == i) items[m++] = (yq_buf){ i, up(node_bytes(g, i, batch)) };
+    size_t total = yq_pack_buffers(items, m, p->last_use, p->off);
     p->arena_bytes = total;
     p->scratch_bytes = scratch;
     void *d;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
+#include "ir/pack.h"
 #include "runtime/plan.h"
 
 struct yq_plan {
@@ -35,13 +36,6 @@ static int is_alias(const yq_plan *p, int id)
 void *yq_plan_buf(const yq_plan *p, int id) { return p->arena + p->off[p->owner[id]]; }
 static float *buf(const yq_plan *p, int id) { return yq_plan_buf(p, id); }
 
-typedef struct { int id; size_t size; } item;
-static int by_size_desc(const void *a, const void *b)
-{
-    const item *x = a, *y = b;
-    if (x->size != y->size) return x->size < y->size ? 1 : -1;
-    return x->id - y->id;
-}
 
 yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err)
 {
@@ -49,7 +43,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     int n = g->n_nodes;
     if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "empty graph");
     yq_plan *p = calloc(1, sizeof *p);
-    item *items = calloc((size_t)n, sizeof *items);
+    yq_buf *items = calloc((size_t)n, sizeof *items);
     if (!p || !items) goto nomem;
     p->g = g;
     p->batch = batch;
@@ -83,7 +77,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     for (int i = 0; i < n; i++) {
         if (p->owner[i] == i) {
             size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * batch * yq_dtype_size(dtype(p, i));
-            items[m++] = (item){ i, (bytes + 63) & ~(size_t)63 };
+            items[m++] = (yq_buf){ i, (bytes + 63) & ~(size_t)63 };
         }
         long w = yq_f32_conv_work(g, &g->nodes[i]);
         if (g->q && !(flags & YQ_PLAN_FLOAT)) {   /* in floats, rounded up */
@@ -92,25 +86,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
         }
         if (w > work) work = w;
     }
-    qsort(items, (size_t)m, sizeof *items, by_size_desc);
-    size_t total = 0;
-    for (int a = 0; a < m; a++) {
-        int id = items[a].id;
-        size_t off = 0;
-        for (int moved = 1; moved;) {
-            moved = 0;
-            for (int b = 0; b < a; b++) {
-                int o = items[b].id;
-                int overlap = !(p->last_use[o] < id || p->last_use[id] < o);
-                if (overlap && off < p->off[o] + items[b].size && p->off[o] < off + items[a].size) {
-                    off = p->off[o] + items[b].size;
-                    moved = 1;
-                }
-            }
-        }
-        p->off[id] = off;
-        if (off + items[a].size > total) total = off + items[a].size;
-    }
+    size_t total = yq_pack_buffers(items, m, p->last_use, p->off);
     p->arena_bytes = total;
     p->arena = aligned_alloc(64, total ? total : 64);
     p->work = malloc((size_t)(work ? work : 1) * sizeof(float));

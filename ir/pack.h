@@ -1,0 +1,24 @@
+/* Buffer packing by liveness: one allocation for every tensor of a plan.
+ * Shared by the CPU plan (runtime/plan.c), the int8 GPU plan (runtime/exec_cuda.c)
+ * and the cuDNN float plan (kernels/cudnn_fp.cu). */
+#ifndef YQ_PACK_H
+#define YQ_PACK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that owns the buffer */
+
+/* Greedy by size: sorts bufs largest first (ties by id) and gives each the lowest
+ * offset that does not collide with an already placed buffer whose lifetime
+ * [id, last_use[id]] overlaps its own.  off and last_use are indexed by node id.
+ * Returns the arena size in bytes. */
+size_t yq_pack_buffers(yq_buf *bufs, int m, const int *last_use, size_t *off);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
