@@ -10,6 +10,14 @@
 extern "C" {
 #endif
 
+/* Plan flags, taken by every planner (runtime/plan.h, runtime/exec_cuda.h, kernels/cudnn_fp.h). */
+enum {
+    YQ_PLAN_KEEP_HEADS = 1,   /* the tensors feeding [yolo]/[region] stay readable after the run */
+    YQ_PLAN_KEEP_ALL = 2,     /* every tensor stays readable (debugging, per-layer reports) */
+    YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
+    YQ_PLAN_REFERENCE = 8     /* int8 convs through the plain-C reference, not the exact dgemm path */
+};
+
 typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that owns the buffer */
 
 /* Greedy by size: sorts bufs largest first (ties by id) and gives each the lowest

@@ -17,7 +17,6 @@
 extern "C" {
 #include "kernels/cudnn_fp.h"
 #include "ir/pack.h"
-#include "runtime/plan.h"
 }
 
 extern "C" yq_cudnn_opt yq_cudnn_defaults(yq_cudnn_prec precision)

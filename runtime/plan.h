@@ -14,15 +14,11 @@
 #define YQ_PLAN_H
 
 #include "ir/ir.h"
+#include "ir/pack.h"
 
 typedef struct yq_plan yq_plan;
 
-enum {
-    YQ_PLAN_KEEP_HEADS = 1,   /* the tensors feeding [yolo]/[region] stay readable after the run */
-    YQ_PLAN_KEEP_ALL = 2,     /* every tensor stays readable (debugging, per-layer reports) */
-    YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
-    YQ_PLAN_REFERENCE = 8     /* int8 convs through the plain-C reference, not the exact dgemm path */
-};
+/* YQ_PLAN_* flags: ir/pack.h (shared with the GPU planners). */
 
 yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err);
 void      yq_plan_free(yq_plan *p);
