@@ -419,20 +419,9 @@ void yq_coco_dets_free(yq_det *dets) { free(dets); }
 
 yq_status yq_coco_dets_load(const char *path, yq_det **out, int *n_out, yq_error *err)
 {
-    unsigned char *buf;
-    size_t n;
-    yq_status st = yq_ds_read_file(path, &buf, &n, err);
+    cJSON *root;
+    yq_status st = yq_ds_read_json(path, &root, err);
     if (st != YQ_OK) return st;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts((const char *)buf, n, &end, 0);
-    if (!root) {
-        size_t at = end ? (size_t)(end - (const char *)buf) : 0;
-        int line = 1;
-        for (size_t i = 0; i < at && i < n; i++) line += buf[i] == '\n';
-        free(buf);
-        return yq_fail(err, YQ_ERR_FORMAT, "%s: malformed JSON at line %d (byte %zu)", path, line, at);
-    }
-    free(buf);
     if (!cJSON_IsArray(root)) {
         cJSON_Delete(root);
         return yq_fail(err, YQ_ERR_FORMAT, "%s: a results file is a JSON array of detections", path);

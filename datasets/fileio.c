@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "datasets/fileio.h"
 #include "ir/ir.h"
 
@@ -46,4 +48,22 @@ char *yq_ds_path_join(const char *dir, const char *name)
     if (slash) p[a] = '/';
     memcpy(p + a + (size_t)slash, name, b + 1);
     return p;
+}
+
+yq_status yq_ds_read_json(const char *path, cJSON **root, yq_error *err)
+{
+    unsigned char *buf;
+    size_t n;
+    yq_status st = yq_ds_read_file(path, &buf, &n, err);
+    if (st != YQ_OK) return st;
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts((const char *)buf, n, &end, 0);
+    if (!*root) {
+        size_t at = end ? (size_t)(end - (const char *)buf) : 0;
+        int line = 1;
+        for (size_t i = 0; i < at && i < n; i++) line += buf[i] == '\n';
+        st = yq_fail(err, YQ_ERR_FORMAT, "%s: malformed JSON at line %d (byte %zu)", path, line, at);
+    }
+    free(buf);
+    return st;
 }

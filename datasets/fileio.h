@@ -10,6 +10,10 @@
  * directory, is YQ_ERR_IO naming the path. */
 yq_status yq_ds_read_file(const char *path, unsigned char **buf, size_t *n, yq_error *err);
 
+/* Parses the JSON file at path into *root (cJSON_Delete it); malformed JSON is
+ * YQ_ERR_FORMAT naming the path and the line. */
+struct cJSON;
+yq_status yq_ds_read_json(const char *path, struct cJSON **root, yq_error *err);
 /* "dir/name" in a malloc'd string (no doubled '/'); NULL when out of memory. */
 char *yq_ds_path_join(const char *dir, const char *name);
 

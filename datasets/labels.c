@@ -229,20 +229,9 @@ static yq_status check_files(const yq_dataset *ds, const char *json_path, yq_err
 yq_status yq_dataset_load_coco(const char *json_path, const char *image_dir, yq_dataset **out,
                                yq_error *err)
 {
-    unsigned char *buf;
-    size_t n;
-    yq_status st = yq_ds_read_file(json_path, &buf, &n, err);
+    cJSON *root;
+    yq_status st = yq_ds_read_json(json_path, &root, err);
     if (st != YQ_OK) return st;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts((const char *)buf, n, &end, 0);
-    if (!root) {
-        size_t at = end ? (size_t)(end - (const char *)buf) : 0;
-        int line = 1;
-        for (size_t i = 0; i < at && i < n; i++) line += buf[i] == '\n';
-        free(buf);
-        return yq_fail(err, YQ_ERR_FORMAT, "%s: malformed JSON at line %d (byte %zu)", json_path, line, at);
-    }
-    free(buf);
     yq_dataset *ds = calloc(1, sizeof *ds);
     if (!ds) { cJSON_Delete(root); return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", json_path); }
     const cJSON *images = json_array(root, "images"), *cats = json_array(root, "categories");
