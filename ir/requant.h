@@ -31,8 +31,12 @@ typedef struct yq_rq { int32_t mult; int32_t shift; } yq_rq;   /* mult 0: the mu
 YQ_HD int64_t yq_round_shift(int64_t v, int shift)
 {
     if (shift == 0) return v;
-    int64_t half = (int64_t)1 << (shift - 1);
-    return v >= 0 ? (v + half) >> shift : -((-v + half) >> shift);
+    /* Without a branch (every lane of a GPU warp takes the same path, whatever the
+     * signs): |v| plus one half, shifted, and the sign put back.  |v| < 2^63 here. */
+    int64_t m = -(int64_t)(v < 0);                     /* 0, or -1 for negative v */
+    uint64_t a = (uint64_t)((v ^ m) - m);
+    int64_t r = (int64_t)((a + ((uint64_t)1 << (shift - 1))) >> shift);
+    return (r ^ m) - m;
 }
 
 YQ_HD int32_t yq_sat(int64_t v, int32_t lo, int32_t hi)

@@ -74,7 +74,9 @@ typedef enum yq_conv_variant {
     YQ_CONV_DP4A,      /* implicit GEMM, __dp4a over NHWC4 words: groups == 1 */
     YQ_CONV_DW,        /* depthwise: groups == c_in == filters */
     YQ_CONV_DIRECT,    /* one thread per output, any groups (the fallback) */
-    YQ_CONV_F32        /* FP32 direct conv for float_op layers (float weights) */
+    YQ_CONV_F32,       /* FP32 direct conv for float_op layers (float weights) */
+    YQ_CONV_MMA        /* implicit GEMM on int8 tensor cores (mma.sync m16n8k32, sm_80+):
+                          groups == 1, input channels a multiple of 16 */
 } yq_conv_variant;
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
@@ -85,10 +87,60 @@ void      yq_cuda_conv_free(yq_cuda_conv *c);
 /* Forces a kernel variant (tests, tuning); YQ_ERR_UNSUPPORTED if it cannot run this conv. */
 yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err);
 yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
+/* --- per-layer kernel choice (tuning) ---------------------------------------
+ * A conv runs one kernel configuration: a family (yq_conv_variant), a tile of that
+ * family and a K split.  Every configuration computes the same exact int32 sums and
+ * the same epilogue, so all give the same bytes; they differ only in speed.  The
+ * names ("dp4a_128x128", "mma_128x128x64_s3", "mma_64x64x64_s4_k4", "dw", "direct",
+ * "f32") are stable: tuning logs and packages store them.
+ *
+ *     yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
+ *     int n = yq_cuda_conv_candidates(c, batch, cand, YQ_CONV_MAX_CFGS);
+ *     yq_cuda_conv_set_cfg(c, cand[i], batch, &err);   // split-K scratch sized for batch
+ *     ... yq_cuda_conv_run(c, ...) ...                   // batch <= the one given above
+ */
+typedef struct yq_conv_cfg {
+    uint8_t family;    /* yq_conv_variant; YQ_CONV_AUTO: the built-in heuristic per run */
+    uint8_t tile;      /* index in the family's tile table */
+    uint8_t split_k;   /* 1: no split; else K is cut in split_k parts summed exactly */
+    uint8_t reserved;
+} yq_conv_cfg;
+
+#define YQ_CONV_MAX_CFGS 128
+
+/* Every configuration that can run this conv at this batch on the current device
+ * (tensor-core ones only on sm_80 and newer); returns how many (at most cap written). */
+int         yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv_cfg *out, int cap);
+/* What the built-in heuristic runs at this batch (the untuned default). */
+yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch);
+/* Fixes the configuration for runs of up to max_batch images (allocating split-K
+ * scratch); YQ_ERR_UNSUPPORTED if it cannot run this conv here.  {YQ_CONV_AUTO}
+ * returns to the heuristic. */
+yq_status   yq_cuda_conv_set_cfg(yq_cuda_conv *c, yq_conv_cfg cfg, int max_batch, yq_error *err);
+yq_conv_cfg yq_cuda_conv_get_cfg(const yq_cuda_conv *c);
+/* "mma_128x128x64_s3_k2" and back; parse returns 0, or -1 for a name no build knows. */
+void        yq_conv_cfg_name(yq_conv_cfg cfg, char *buf, size_t cap);
+int         yq_conv_cfg_parse(const char *name, yq_conv_cfg *cfg);
+/* The conv's shape as a tuning key: "c256x52x52-f512-k3s2p1-g1-s8s8-b32" (input
+ * channels x h x w, filters, kernel/stride/pad, groups, input and output types, batch). */
+void        yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int batch, char *buf, size_t cap);
+/* Integer operations of one run at this batch (2 x MACs, padding channels excluded). */
+double      yq_cuda_conv_ops(const yq_cuda_conv *c, int batch);
+/* The current device's compute capability as major*10+minor (90 for sm_90), 0 if none. */
+int         yq_cuda_arch(void);
+
 /* in: S8 or U8 (NHWC4) for an int8 conv, any type for a float one (int8 is
  * dequantized at in->scale); out: S8 (requantized) or F32 (dequantized, or float_op). */
 yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *out, int batch,
                            void *stream, yq_error *err);
+
+/* The conv and the [shortcut] that is its only consumer in one pass: out (the
+ * shortcut's S8 tensor) = yq_add_requant(conv output, res) with the shortcut's
+ * parameters sq, as yq_ref_shortcut computes it (res_first: res is the shortcut's
+ * first source, the conv its second).  The conv's own output is not written. */
+yq_status yq_cuda_conv_run_add(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *res,
+                               const yq_qnode *sq, int res_first, const yq_dtensor *out, int batch,
+                               void *stream, yq_error *err);
 
 /* --- other ops (int8 when out is S8; float when out is F32, reading any type) -- */
 yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, const yq_dtensor *out, int batch,

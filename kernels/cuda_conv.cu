@@ -19,9 +19,10 @@
  * Integer sums are exact (int32, wrapping like the CPU's), so any order gives the
  * CPU's accumulator; the epilogue is ir/requant.h itself, or for float outputs
  * act((float)acc * deq[o]) with the multiply written __fmul_rn (never an FMA). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_conv.cuh"
 
 struct yq_cuda_conv {
     int cin, ih, iw, F, k, stride, pad, groups, oh, ow;
@@ -29,38 +30,20 @@ struct yq_cuda_conv {
     yq_dtype out_t;
     int32_t qmin, qmax;
     int K4;                       /* dp4a: words per filter */
-    yq_conv_variant var;
+    yq_conv_variant var;          /* the family when cfg is AUTO */
+    yq_conv_cfg cfg;              /* fixed configuration, or family AUTO: the heuristic */
+    int32_t *ws;                  /* split-K scratch */
+    size_t ws_bytes;
     int32_t *w32;                 /* dp4a weights [F][k][k][c4] (as words) */
     int8_t *wq;                   /* [F][cin/groups][k][k], as the graph holds them */
     int32_t *bq;
     yq_rq *pos, *neg;
     float *deq;
     float *wf, *bf;               /* float_op */
+    int arch, sms;                /* the device's, at creation */
 };
 
-struct ConvK {
-    const void *in;
-    void *out;
-    int IH, IW, C, C4w, OH, OW, F, F4, k, s, pad, groups, M, K4;
-    const int *w32;
-    const int8_t *wq;
-    const int32_t *bq;
-    const yq_rq *pos, *neg;
-    const float *deq;
-    const float *wf, *bf;
-    int qmin, qmax, act, u8, fout;
-    yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
-};
-
-__device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
-{
-    return (int8_t)yq_requant_act(acc, a.pos[o], a.neg[o], a.qmin, a.qmax);
-}
-
-__device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
-{
-    return yq_act_f(__fmul_rn((float)acc, a.deq[o]), a.act);
-}
+static int mma_ok(const yq_cuda_conv *c);
 
 template <bool U8>
 __device__ __forceinline__ int dot4(int x, int w, int c)
@@ -150,7 +133,8 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
                 int8_t v = o < a.F ? rq_out(acc[i][j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
-            ((unsigned *)a.out)[(long)p * (a.F4 >> 2) + (o0 >> 2)] = word;
+            long wi = (long)p * (a.F4 >> 2) + (o0 >> 2);
+            ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
         }
     }
 }
@@ -291,7 +275,8 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
                     int8_t v = o < a.F ? rq_out(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
                     word |= (unsigned)(uint8_t)v << (8 * j);
                 }
-                ((unsigned *)a.out)[(long)pp * (a.F4 >> 2) + (o0 >> 2)] = word;
+                long wi = (long)pp * (a.F4 >> 2) + (o0 >> 2);
+                ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
             }
         }
     }
@@ -413,15 +398,16 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
             int8_t v = o < a.F ? rq_out(sum[j] + a.bq[o], o, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        ((unsigned *)a.out)[(long)pp * (a.F4 >> 2) + (o0 >> 2)] = word;
+        long wi = (long)pp * (a.F4 >> 2) + (o0 >> 2);
+        ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
     }
 }
 
-/* Which dp4a kernel: YQ_DP4A_TILE=32|64|128 forces one (the tests run each on every
+/* Which dp4a tile the heuristic runs: YQ_DP4A_TILE=32|64|128 forces one (the tests run each on every
  * case); otherwise the large tile when it has enough filters to fill and at least a
  * wave of blocks over the multiprocessors, the K-split one when 64 x 64 tiles would
  * leave multiprocessors idle and K is long enough to split, else the 64 x 64 tile. */
-static int dp4a_tile(const ConvK &a, int nout)
+static int dp4a_tile(long M, int nout, int K4)
 {
     static int forced = -1, sms = 0;
     if (forced < 0) {
@@ -433,10 +419,10 @@ static int dp4a_tile(const ConvK &a, int nout)
         (void)cudaGetLastError();
     }
     if (forced) return forced;
-    long blocks = (long)((a.M + TM - 1) / TM) * ((nout + TN - 1) / TN);
+    long blocks = (long)((M + TM - 1) / TM) * ((nout + TN - 1) / TN);
     if (nout >= 96 && blocks >= sms) return 128;
-    long b64 = (long)((a.M + BM - 1) / BM) * ((nout + BN - 1) / BN);
-    return b64 < sms && a.K4 >= 64 ? 32 : 64;
+    long b64 = (long)((M + BM - 1) / BM) * ((nout + BN - 1) / BN);
+    return b64 < sms && K4 >= 64 ? 32 : 64;
 }
 
 /* Depthwise: thread = (pixel, 4 channels). */
@@ -478,7 +464,7 @@ __global__ void conv_dw(ConvK a)
             int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        ((unsigned *)a.out)[(long)p * cw + (c0 >> 2)] = word;
+        ((unsigned *)a.out)[(long)p * cw + (c0 >> 2)] = res_word(word, (long)p * cw + (c0 >> 2), c0, a);
     }
 }
 
@@ -511,7 +497,15 @@ __global__ void conv_direct(ConvK a)
             }
         }
     if (a.fout) ((float *)a.out)[((long)b * a.F + o) * ohw + rem] = deq_out(s + a.bq[o], o, a);
-    else ((int8_t *)a.out)[(long)p * a.F4 + o] = rq_out(s + a.bq[o], o, a);
+    else {
+        int v = rq_out(s + a.bq[o], o, a);
+        if (a.res) {
+            int rv = a.res[(long)p * a.F4 + o];
+            v = a.res_first ? yq_add_requant(rv, v, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax)
+                            : yq_add_requant(v, rv, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax);
+        }
+        ((int8_t *)a.out)[(long)p * a.F4 + o] = (int8_t)v;
+    }
 }
 
 /* FP32 direct conv (float_op layers): out NCHW float, input of any type. */
@@ -548,7 +542,7 @@ __global__ void conv_f32(ConvK a)
 #define FT 64
 #define FK 16
 
-__global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
+__global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a, float *ws, int n_split)
 {
     __shared__ float As[FK][FT + 1];
     __shared__ float Bs[FK][FT + 1];
@@ -573,12 +567,14 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    for (int k0 = 0; k0 < K; k0 += FK) {
+    int kb, ke;                         /* split z's part of K (all of it unsplit) */
+    yq_split_range(K, FK, n_split, blockIdx.z, &kb, &ke);
+    for (int k0 = kb; k0 < ke; k0 += FK) {
 #pragma unroll
         for (int r = 0; r < 4; r++) {
             int kr = lk + 4 * r, kg = k0 + kr;
             float v = 0.f, w = 0.f;
-            if (kg < K) {
+            if (kg < ke) {
                 int ci = kg / kk2, t = kg - ci * kk2, ky = t / a.k, kx = t - ky * a.k;
                 int y = py + ky, x = px + kx;
                 if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW) v = yq_ld_f(a.tin, pb, ci, y, x);
@@ -610,12 +606,125 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             int o = n0 + ty + 16 * j;
-            if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = yq_act_f(__fadd_rn(acc[i][j], a.bf[o]), a.act);
+            if (o >= a.F) continue;
+            long idx = ((long)b * a.F + o) * ohw + pix;
+            if (ws) ws[(long)blockIdx.z * a.M * a.F + idx] = acc[i][j];
+            else ((float *)a.out)[idx] = yq_act_f(__fadd_rn(acc[i][j], a.bf[o]), a.act);
         }
     }
 }
 
+/* Split K of the FP32 conv: the parts added in split order (deterministic), then the
+ * bias and the activation. */
+__global__ void f32_reduce(ConvK a, const float *ws, int n_split)
+{
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)a.M * a.F;
+    if (t >= n) return;
+    int o = (int)(t / (a.OH * a.OW) % a.F);
+    float s = ws[t];
+    for (int z = 1; z < n_split; z++) s = __fadd_rn(s, ws[(long)z * n + t]);
+    ((float *)a.out)[t] = yq_act_f(__fadd_rn(s, a.bf[o]), a.act);
+}
+
 /* ---- host side ----------------------------------------------------------- */
+
+/* Small K (the first conv: 3 channels x 3 x 3 = 9 words): one thread per output pixel
+ * computes every filter.  Its K input words are gathered once into registers; the
+ * weights, [F][K4] words, sit in shared memory and are read by all threads at the
+ * same address (broadcast).  Filters in groups of 4: one output word per group. */
+#define PX_KMAX 36
+#define PX_T 128
+
+template <bool U8>
+__global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
+{
+    extern __shared__ int wsm[];
+    const int nw = a.F * a.K4;
+    for (int i = threadIdx.x; i < nw; i += PX_T) wsm[i] = a.w32[i];
+    __syncthreads();
+    const int p = blockIdx.x * PX_T + threadIdx.x;
+    if (p >= a.M) return;
+    const int ohw = a.OH * a.OW, b = p / ohw, pix = p - b * ohw, oy = pix / a.OW, ox = pix - oy * a.OW;
+    const int *in = (const int *)a.in;
+    int xw[PX_KMAX];
+#pragma unroll
+    for (int w = 0; w < PX_KMAX; w++) {
+        xw[w] = 0;
+        if (w < a.K4) {
+            int tap = w / a.C4w, c4 = w - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
+            int y = oy * a.s - a.pad + ky, x = ox * a.s - a.pad + kx;
+            if ((unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW)
+                xw[w] = __ldg(in + (((long)b * a.IH + y) * a.IW + x) * a.C4w + c4);
+        }
+    }
+    for (int o0 = 0; o0 < a.F4; o0 += 4) {
+        int acc[4] = { 0, 0, 0, 0 };
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (o0 + j >= a.F) break;
+            const int *wr = wsm + (o0 + j) * a.K4;
+#pragma unroll
+            for (int w = 0; w < PX_KMAX; w++)
+                if (w < a.K4) acc[j] = dot4<U8>(xw[w], wr[w], acc[j]);
+        }
+        if (a.fout) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int o = o0 + j;
+                if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(acc[j] + a.bq[o], o, a);
+            }
+        } else {
+            unsigned word = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int o = o0 + j;
+                int8_t v = o < a.F ? rq_out(acc[j] + a.bq[o], o, a) : 0;
+                word |= (unsigned)(uint8_t)v << (8 * j);
+            }
+            long wi = (long)p * (a.F4 >> 2) + (o0 >> 2);
+            ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+        }
+    }
+}
+
+/* The dp4a family's tiles: 0 = 64 x 64, 1 = 128 x 128, 2 = 32 x 32 with K split over
+ * warps, 3 = one pixel per thread (K4 <= PX_KMAX, weights <= 48 KB). */
+static void launch_dp4a(const ConvK &a, int tile, cudaStream_t s)
+{
+    int nout = a.fout ? a.F : a.F4;
+    bool vec = a.C4w % 4 == 0;
+    if (tile == 3) {
+        size_t sm = sizeof(int) * (size_t)a.F * a.K4;
+        if (a.u8) conv_dp4a_px<true><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
+        else conv_dp4a_px<false><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
+        return;
+    }
+    if (tile == 2) {
+        dim3 g1(yq_blocks(a.M, KS_T), yq_blocks(nout, KS_T));
+        if (a.u8) {
+            if (a.fout) vec ? conv_dp4a_ks<true, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, true, false><<<g1, 256, 0, s>>>(a);
+            else vec ? conv_dp4a_ks<true, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, false, false><<<g1, 256, 0, s>>>(a);
+        } else {
+            if (a.fout) vec ? conv_dp4a_ks<false, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, true, false><<<g1, 256, 0, s>>>(a);
+            else vec ? conv_dp4a_ks<false, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, false, false><<<g1, 256, 0, s>>>(a);
+        }
+    } else if (tile == 1) {
+        dim3 g2(yq_blocks(a.M, TM), yq_blocks(nout, TN));
+        if (a.u8) {
+            if (a.fout) vec ? conv_dp4a_128<true, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, true, false><<<g2, 256, 0, s>>>(a);
+            else vec ? conv_dp4a_128<true, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, false, false><<<g2, 256, 0, s>>>(a);
+        } else {
+            if (a.fout) vec ? conv_dp4a_128<false, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, true, false><<<g2, 256, 0, s>>>(a);
+            else vec ? conv_dp4a_128<false, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, false, false><<<g2, 256, 0, s>>>(a);
+        }
+    } else {
+        dim3 grid(yq_blocks(a.M, BM), yq_blocks(nout, BN));
+        if (a.u8 && a.fout) conv_dp4a<true, true><<<grid, 256, 0, s>>>(a);
+        else if (a.u8) conv_dp4a<true, false><<<grid, 256, 0, s>>>(a);
+        else if (a.fout) conv_dp4a<false, true><<<grid, 256, 0, s>>>(a);
+        else conv_dp4a<false, false><<<grid, 256, 0, s>>>(a);
+    }
+}
 
 extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
 {
@@ -628,6 +737,7 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->deq);
     cudaFree(c->wf);
     cudaFree(c->bf);
+    cudaFree(c->ws);
     free(c);
 }
 
@@ -654,6 +764,13 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
     c->out_t = q ? q->dtype : YQ_F32;
     c->qmin = q ? q->qmin : -127;
     c->qmax = q ? q->qmax : 127;
+    c->arch = yq_cuda_arch();
+    {
+        int d = 0;
+        if (cudaGetDevice(&d) != cudaSuccess || cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess)
+            c->sms = 80;
+        (void)cudaGetLastError();
+    }
     int F = c->F, k = c->k, cg = is.c / cp->groups;
     int c4 = (is.c + 3) & ~3;
     yq_status st = YQ_OK;
@@ -689,6 +806,10 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             free(h);
             if (st) goto fail;
             c->var = YQ_CONV_DP4A;
+            if (mma_ok(c)) {
+                if ((st = yq_mma_prepare(err))) goto fail;
+                c->var = YQ_CONV_MMA;
+            }
         } else if (cp->groups == is.c && F == is.c) {
             c->var = YQ_CONV_DW;
         } else {
@@ -706,19 +827,39 @@ extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v
 {
     int ok = c->float_op ? v == YQ_CONV_F32 || v == YQ_CONV_AUTO
            : v == YQ_CONV_DIRECT || v == YQ_CONV_AUTO || (v == YQ_CONV_DP4A && c->w32) ||
-             (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
+             (v == YQ_CONV_MMA && mma_ok(c)) || (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
     if (!ok) return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv variant %d cannot run this conv", (int)v);
     if (v == YQ_CONV_AUTO)
-        v = c->float_op ? YQ_CONV_F32 : c->w32 ? YQ_CONV_DP4A
+        v = c->float_op ? YQ_CONV_F32 : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
           : (c->groups == c->cin && c->F == c->cin) ? YQ_CONV_DW : YQ_CONV_DIRECT;
     c->var = v;
+    c->cfg.family = YQ_CONV_AUTO;
     return YQ_OK;
 }
 
 extern "C" yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c) { return c->var; }
 
+static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *res, const yq_qnode *sq,
+                          int res_first, const yq_dtensor *out, int batch, void *stream, yq_error *err);
+
 extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *out, int batch,
                                       void *stream, yq_error *err)
+{
+    return conv_run(c, in, NULL, NULL, 0, out, batch, stream, err);
+}
+
+extern "C" yq_status yq_cuda_conv_run_add(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *res,
+                                          const yq_qnode *sq, int res_first, const yq_dtensor *out, int batch,
+                                          void *stream, yq_error *err)
+{
+    if (c->float_op || c->out_t != YQ_S8 || res->dtype != YQ_S8 || out->dtype != YQ_S8 || res->c != c->F ||
+        res->h != c->oh || res->w != c->ow)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "conv + shortcut: int8 conv, int8 residual of the conv's shape and int8 output only");
+    return conv_run(c, in, res, sq, res_first, out, batch, stream, err);
+}
+
+static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *res, const yq_qnode *sq,
+                          int res_first, const yq_dtensor *out, int batch, void *stream, yq_error *err)
 {
     if (in->c != c->cin || in->h != c->ih || in->w != c->iw || out->c != c->F || out->h != c->oh || out->w != c->ow)
         return yq_fail(err, YQ_ERR_SHAPE, "conv: tensors %dx%dx%d -> %dx%dx%d for a %dx%dx%d -> %dx%dx%d conv",
@@ -740,40 +881,33 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
     a.tin = *in;
+    if (res) {
+        a.res = (const int8_t *)res->p;
+        a.res_first = res_first;
+        a.sma = sq->ma; a.smb = sq->mb; a.sshift = sq->shift; a.sneg = sq->neg_q31; a.sqmin = sq->qmin; a.sqmax = sq->qmax;
+    }
     cudaStream_t s = YQ_STREAM(stream);
-    switch (c->var) {
-    case YQ_CONV_DP4A: {
-        int nout = a.fout ? a.F : a.F4;
-        int tile = dp4a_tile(a, nout);
-        if (tile == 32) {
-            dim3 g1(yq_blocks(a.M, KS_T), yq_blocks(nout, KS_T));
-            bool vec = a.C4w % 4 == 0;
-            if (a.u8) {
-                if (a.fout) vec ? conv_dp4a_ks<true, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, true, false><<<g1, 256, 0, s>>>(a);
-                else vec ? conv_dp4a_ks<true, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, false, false><<<g1, 256, 0, s>>>(a);
-            } else {
-                if (a.fout) vec ? conv_dp4a_ks<false, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, true, false><<<g1, 256, 0, s>>>(a);
-                else vec ? conv_dp4a_ks<false, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, false, false><<<g1, 256, 0, s>>>(a);
-            }
-            break;
+    yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
+    if (cfg.family == YQ_CONV_MMA && a.u8) {     /* the uint8 image: the dp4a kernels read it */
+        cfg = { YQ_CONV_DP4A, 0, 1, 0 };
+        cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
+        if (c->var != YQ_CONV_DP4A) {
+            int t = dp4a_tile(a.M, a.fout ? a.F : a.F4, a.K4);
+            cfg.tile = (uint8_t)(t == 128 ? 1 : t == 32 ? 2 : 0);
         }
-        if (tile == 128) {
-            dim3 g2(yq_blocks(a.M, TM), yq_blocks(nout, TN));
-            bool vec = a.C4w % 4 == 0;
-            if (a.u8) {
-                if (a.fout) vec ? conv_dp4a_128<true, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, true, false><<<g2, 256, 0, s>>>(a);
-                else vec ? conv_dp4a_128<true, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, false, false><<<g2, 256, 0, s>>>(a);
-            } else {
-                if (a.fout) vec ? conv_dp4a_128<false, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, true, false><<<g2, 256, 0, s>>>(a);
-                else vec ? conv_dp4a_128<false, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, false, false><<<g2, 256, 0, s>>>(a);
-            }
-            break;
-        }
-        dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.fout ? a.F : a.F4, BN));
-        if (a.u8 && a.fout) conv_dp4a<true, true><<<grid, 256, 0, s>>>(a);
-        else if (a.u8) conv_dp4a<true, false><<<grid, 256, 0, s>>>(a);
-        else if (a.fout) conv_dp4a<false, true><<<grid, 256, 0, s>>>(a);
-        else conv_dp4a<false, false><<<grid, 256, 0, s>>>(a);
+    }
+    if (cfg.split_k > 1 && (size_t)cfg.split_k * a.M * a.F4 * sizeof(int32_t) > c->ws_bytes) {
+        if (c->cfg.family != YQ_CONV_AUTO)
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: batch %d above the one its configuration was set for", batch);
+        cfg.split_k = 1;           /* the heuristic's split without scratch: the unsplit tile */
+    }
+    switch ((yq_conv_variant)cfg.family) {
+    case YQ_CONV_DP4A:
+        launch_dp4a(a, cfg.tile, s);
+        break;
+    case YQ_CONV_MMA: {
+        yq_status st = yq_mma_launch(a, cfg.tile, cfg.split_k, c->ws, s, err);
+        if (st) return st;
         break;
     }
     case YQ_CONV_DW:
@@ -784,8 +918,13 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
         break;
     case YQ_CONV_F32:
         if (a.groups == 1) {
-            dim3 g3(yq_blocks(a.M, FT), yq_blocks(a.F, FT));
-            conv_f32_tiled<<<g3, 256, 0, s>>>(a);
+            int ns = cfg.split_k;
+            dim3 g3(yq_blocks(a.M, FT), yq_blocks(a.F, FT), ns);
+            conv_f32_tiled<<<g3, 256, 0, s>>>(a, ns > 1 ? (float *)c->ws : NULL, ns);
+            if (ns > 1) {
+                YQ_CUDA_LAUNCHED();
+                f32_reduce<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a, (const float *)c->ws, ns);
+            }
         } else {
             conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
         }
@@ -795,4 +934,194 @@ extern "C" yq_status yq_cuda_conv_run(const yq_cuda_conv *c, const yq_dtensor *i
     }
     YQ_CUDA_LAUNCHED();
     return YQ_OK;
+}
+
+/* ---- configurations ---------------------------------------------------------- */
+
+extern "C" int yq_cuda_arch(void)
+{
+    int d = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&d) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major * 10 + minor;
+}
+
+static const char *const dp4a_names[4] = { "64x64", "128x128", "32x32ks", "px" };
+static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
+
+/* The tensor-core family runs groups == 1 int8 convs whose input pixels are whole
+ * 16-byte chunks (channels a multiple of 16), on sm_80 and newer. */
+static int mma_ok(const yq_cuda_conv *c)
+{
+    return !c->float_op && c->w32 && c->arch >= 80 && ((c->cin + 3) & ~3) % 16 == 0;
+}
+
+static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
+{
+    if (g.split_k < 1) return 0;
+    switch ((yq_conv_variant)g.family) {
+    case YQ_CONV_AUTO: return 1;
+    case YQ_CONV_F32: {
+        if (!c->float_op || g.tile != 0) return 0;
+        if (g.split_k == 1) return 1;
+        long M = (long)batch * c->oh * c->ow, K = (long)c->cin * c->k * c->k;
+        long blocks = ((M + FT - 1) / FT) * ((c->F + FT - 1) / FT);
+        return c->groups == 1 && K / g.split_k >= 4 * FK && blocks < c->sms && blocks * g.split_k <= 4L * c->sms;
+    }
+    case YQ_CONV_DIRECT: return !c->float_op && g.tile == 0 && g.split_k == 1;
+    case YQ_CONV_DW: return !c->float_op && c->groups == c->cin && c->F == c->cin && g.tile == 0 && g.split_k == 1;
+    case YQ_CONV_DP4A:
+        return !c->float_op && c->w32 && g.split_k == 1 &&
+               (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 <= 48 * 1024));
+    case YQ_CONV_MMA: {
+        if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
+        if (g.split_k == 1) return 1;
+        const yq_mma_tile &t = yq_mma_tiles[g.tile];
+        long chunks = ((long)c->K4 * 4 + t.bk - 1) / t.bk;
+        long M = (long)batch * c->oh * c->ow;
+        long blocks = ((M + t.bm - 1) / t.bm) * ((((c->F + 3) & ~3) + t.bn - 1) / t.bn);
+        /* a split only pays while the unsplit grid leaves multiprocessors idle */
+        return chunks / g.split_k >= 2 && blocks < c->sms && blocks * g.split_k <= 4L * c->sms;
+    }
+    }
+    return 0;
+}
+
+extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv_cfg *out, int cap)
+{
+    int n = 0;
+    auto add = [&](int fam, int tile, int split) {
+        yq_conv_cfg g = { (uint8_t)fam, (uint8_t)tile, (uint8_t)split, 0 };
+        if (!cfg_ok(c, g, batch)) return;
+        if (n < cap) out[n] = g;
+        n++;
+    };
+    if (c->float_op) {
+        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_F32, 0, split_opts[k]);
+        return n;
+    }
+    for (int t = 0; t < YQ_MMA_TILES; t++)
+        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
+    for (int t = 0; t < 4; t++) add(YQ_CONV_DP4A, t, 1);
+    add(YQ_CONV_DW, 0, 1);
+    if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
+    return n;
+}
+
+extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch)
+{
+    yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
+    if (c->var == YQ_CONV_F32) {          /* the smallest K split that fills the multiprocessors */
+        long M = (long)batch * c->oh * c->ow, blocks = ((M + FT - 1) / FT) * ((c->F + FT - 1) / FT);
+        for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts && blocks * g.split_k < c->sms; k++) {
+            yq_conv_cfg s2 = g;
+            s2.split_k = (uint8_t)split_opts[k];
+            if (!cfg_ok(c, s2, batch)) break;
+            g = s2;
+        }
+    } else if (c->var == YQ_CONV_DP4A) {
+        long M = (long)batch * c->oh * c->ow;
+        int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
+        int t = dp4a_tile(M, nout, c->K4);
+        g.tile = t == 128 ? 1 : t == 32 ? 2 : 0;
+        /* a short K (the first conv's 9 words) on a wide image: a pixel per thread */
+        yq_conv_cfg px = { YQ_CONV_DP4A, 3, 1, 0 };
+        if (!getenv("YQ_DP4A_TILE") && c->K4 <= 12 && M >= 4L * c->sms * PX_T && cfg_ok(c, px, batch)) g.tile = 3;
+    } else if (c->var == YQ_CONV_MMA) {
+        /* the largest tile that still fills the multiprocessors; else 64 x 64 with the
+         * smallest K split that does */
+        static const int order[] = { 0, 1, 3 };
+        long M = (long)batch * c->oh * c->ow;
+        int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
+        g.tile = 3;
+        for (int i = 0; i < 3; i++) {
+            const yq_mma_tile &t = yq_mma_tiles[order[i]];
+            if (t.bn > 64 && nout <= 64) continue;          /* half the tile would be padding */
+            if (((M + t.bm - 1) / t.bm) * ((nout + t.bn - 1) / t.bn) >= c->sms) { g.tile = (uint8_t)order[i]; return g; }
+        }
+        for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts; k++) {
+            yq_conv_cfg s2 = g;
+            s2.split_k = (uint8_t)split_opts[k];
+            if (!cfg_ok(c, s2, batch)) break;
+            g = s2;
+            const yq_mma_tile &t = yq_mma_tiles[g.tile];
+            if (((M + t.bm - 1) / t.bm) * ((nout + t.bn - 1) / t.bn) * g.split_k >= c->sms) break;
+        }
+    }
+    return g;
+}
+
+extern "C" yq_status yq_cuda_conv_set_cfg(yq_cuda_conv *c, yq_conv_cfg cfg, int max_batch, yq_error *err)
+{
+    char name[64];
+    yq_conv_cfg_name(cfg, name, sizeof name);
+    if (max_batch < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: batch %d", max_batch);
+    if (!cfg_ok(c, cfg, max_batch))
+        return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv configuration %s cannot run this conv on this device", name);
+    if (cfg.split_k > 1) {
+        size_t need = (size_t)cfg.split_k * max_batch * c->oh * c->ow * ((c->F + 3) & ~3) * sizeof(int32_t);
+        if (need > c->ws_bytes) {
+            cudaFree(c->ws);
+            c->ws = NULL;
+            c->ws_bytes = 0;
+            YQ_CUDA_TRY(cudaMalloc((void **)&c->ws, need));
+            c->ws_bytes = need;
+        }
+    }
+    c->cfg = cfg;
+    return YQ_OK;
+}
+
+extern "C" yq_conv_cfg yq_cuda_conv_get_cfg(const yq_cuda_conv *c) { return c->cfg; }
+
+extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
+{
+    int n = 0;
+    switch ((yq_conv_variant)g.family) {
+    case YQ_CONV_AUTO: n = snprintf(buf, cap, "auto"); break;
+    case YQ_CONV_F32: n = snprintf(buf, cap, "f32"); break;
+    case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
+    case YQ_CONV_DW: n = snprintf(buf, cap, "dw"); break;
+    case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < 4 ? dp4a_names[g.tile] : "?"); break;
+    case YQ_CONV_MMA:
+        if (g.tile < YQ_MMA_TILES) {
+            const yq_mma_tile &t = yq_mma_tiles[g.tile];
+            n = snprintf(buf, cap, "mma_%dx%dx%d_s%d", t.bm, t.bn, t.bk, t.stages);
+        } else {
+            n = snprintf(buf, cap, "mma_?");
+        }
+        break;
+    default: n = snprintf(buf, cap, "?"); break;
+    }
+    if (g.split_k > 1 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "_k%d", g.split_k);
+}
+
+extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
+{
+    /* Every name a build can produce is enumerated and compared: no second grammar. */
+    char buf[64];
+    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_MMA; fam++)
+        for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_DP4A ? 4 : 1); t++)
+            for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
+                yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
+                yq_conv_cfg_name(g, buf, sizeof buf);
+                if (!strcmp(buf, name)) { *out = g; return 0; }
+            }
+    return -1;
+}
+
+static const char *dtype_tag(yq_dtype t) { return t == YQ_F32 ? "f32" : t == YQ_U8 ? "u8" : "s8"; }
+
+extern "C" void yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int batch, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s-b%d", c->cin, c->ih, c->iw, c->F, c->k, c->stride, c->pad,
+             c->groups, dtype_tag(in_dtype), dtype_tag(c->out_t), batch);
+}
+
+extern "C" double yq_cuda_conv_ops(const yq_cuda_conv *c, int batch)
+{
+    return 2.0 * batch * c->oh * c->ow * (double)c->F * (c->cin / c->groups) * c->k * c->k;
 }

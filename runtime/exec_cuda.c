@@ -25,16 +25,20 @@ struct yq_cuda_plan {
     unsigned char *scratch;    /* device: converted inputs of the node being run */
     float *input;              /* device: the float batch as given */
     yq_cuda_conv **conv;       /* per node */
+    int *fuse;                 /* per node: conv -> the shortcut fused into it, shortcut -> its conv; else -1 */
     void *stream;
 };
 
 static size_t up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
+/* Nodes whose output is their source's bytes: dropout and the heads, and a [route] of
+ * one whole source (YOLOv3's `layers = -4`): no copy, the same memory. */
 static int is_alias(const yq_graph *g, int id)
 {
-    yq_op op = g->nodes[id].op;
-    return (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) &&
-           yq_node_dtype(g, id) == yq_node_dtype(g, g->nodes[id].src[0]);
+    const yq_node *n = &g->nodes[id];
+    int whole_route = n->op == YQ_OP_ROUTE && n->n_src == 1 && n->p.route.groups <= 1 && !g->q[id].float_op;
+    return (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION || whole_route) &&
+           yq_node_dtype(g, id) == yq_node_dtype(g, n->src[0]);
 }
 
 static size_t node_bytes(const yq_graph *g, int id, int batch)
@@ -66,6 +70,38 @@ static yq_dtensor dt(const yq_cuda_plan *p, int id)
     return t;
 }
 
+/* Convs whose only consumer is an int8 [shortcut] whose other source is int8 and
+ * computed earlier: the add can run in the conv's epilogue (yq_cuda_conv_run_add) and
+ * the conv's own output is then never written. */
+static void find_fusions(const yq_graph *g, int *fuse)
+{
+    int n = g->n_nodes;
+    for (int i = 0; i < n; i++) fuse[i] = -1;
+    /* Off unless YQ_GPU_FUSE=1: measured on the H200 (YOLOv3-416, batch 32), the add's
+     * 64-bit requantize arithmetic in the tensor-core epilogue cost more (+1.8 ms) than
+     * the separate shortcut kernels it replaces; the path is kept, and tested, for
+     * GPUs and kernels where it pays. */
+    const char *e = getenv("YQ_GPU_FUSE");
+    if (!e || strcmp(e, "1")) return;
+    for (int j = 1; j < n; j++) {
+        const yq_node *s = &g->nodes[j];
+        if (s->op != YQ_OP_SHORTCUT || s->n_src != 2 || g->q[j].float_op || yq_node_dtype(g, j) != YQ_S8) continue;
+        for (int k = 0; k < 2; k++) {
+            int i = s->src[k], other = s->src[1 - k];
+            const yq_node *c = &g->nodes[i];
+            if (c->op != YQ_OP_CONV || g->q[i].float_op || yq_node_dtype(g, i) != YQ_S8 || other >= i ||
+                yq_node_dtype(g, other) != YQ_S8 || fuse[i] >= 0)
+                continue;
+            int uses = 0;
+            for (int m = 1; m < n; m++)
+                for (int q = 0; q < g->nodes[m].n_src; q++) uses += g->nodes[m].src[q] == i;
+            if (uses != 1) continue;
+            fuse[i] = j;
+            fuse[j] = i;
+            break;
+        }
+    }
+}
 
 void yq_cuda_plan_free(yq_cuda_plan *p)
 {
@@ -73,6 +109,7 @@ void yq_cuda_plan_free(yq_cuda_plan *p)
     if (p->conv)
         for (int i = 0; i < p->g->n_nodes; i++) yq_cuda_conv_free(p->conv[i]);
     free(p->conv);
+    free(p->fuse);
     yq_cuda_free(p->arena);
     yq_cuda_free(p->scratch);
     yq_cuda_free(p->input);
@@ -108,7 +145,9 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     p->last_use = malloc((size_t)n * sizeof *p->last_use);
     p->off = calloc((size_t)n, sizeof *p->off);
     p->conv = calloc((size_t)n, sizeof *p->conv);
-    if (!p->owner || !p->last_use || !p->off || !p->conv) goto nomem;
+    p->fuse = malloc((size_t)n * sizeof *p->fuse);
+    if (!p->owner || !p->last_use || !p->off || !p->conv || !p->fuse) goto nomem;
+    find_fusions(g, p->fuse);
 
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
@@ -117,6 +156,8 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
             goto fail;
         }
         p->owner[i] = i > 0 && is_alias(g, i) ? p->owner[nd->src[0]] : i;
+        /* a fused shortcut's output lives in its conv's buffer, from the conv's time on */
+        if (nd->op == YQ_OP_SHORTCUT && p->fuse[i] >= 0) p->owner[i] = p->owner[p->fuse[i]];
         p->last_use[i] = i;
     }
     size_t scratch = 0;
@@ -153,8 +194,12 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     if ((st = yq_cuda_malloc(&d, sizeof(float) * (size_t)yq_shape_size(is) * batch, err))) goto fail;
     p->input = d;
     if ((st = yq_cuda_stream_new(&p->stream, err))) goto fail;
+    /* each conv on the built-in heuristic's configuration for this batch (a tuned
+     * choice replaces it through yq_cuda_plan_conv) */
     for (int i = 1; i < n; i++)
-        if (g->nodes[i].op == YQ_OP_CONV && (st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)))
+        if (g->nodes[i].op == YQ_OP_CONV &&
+            ((st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)) ||
+             (st = yq_cuda_conv_set_cfg(p->conv[i], yq_cuda_conv_default_cfg(p->conv[i], batch), batch, err))))
             goto fail;
     free(items);
     *out = p;
@@ -198,9 +243,21 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
 
 float *yq_cuda_plan_input(yq_cuda_plan *p) { return p->input; }
 
+int yq_cuda_plan_fused(const yq_cuda_plan *p, int id)
+{
+    return id >= 0 && id < p->g->n_nodes ? p->fuse[id] : -1;
+}
+
+struct yq_cuda_conv *yq_cuda_plan_conv(yq_cuda_plan *p, int id)
+{
+    return id > 0 && id < p->g->n_nodes ? p->conv[id] : NULL;
+}
+
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id)
 {
-    if (id < 0 || id >= p->g->n_nodes || p->last_use[p->owner[id]] != p->g->n_nodes) return NULL;
+    if (id < 0 || id >= p->g->n_nodes || p->last_use[p->owner[id]] != p->g->n_nodes ||
+        (p->g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0))
+        return NULL;
     return p->arena + p->off[p->owner[id]];
 }
 
@@ -223,13 +280,23 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
         size_t so = 0;
         switch (n->op) {
         case YQ_OP_CONV:
-            if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_conv_run(p->conv[i], &a, &y, B, stream, err);
+            if ((st = source(p, i, 0, B, stream, &so, &a, err))) break;
+            if (p->fuse[i] >= 0) {
+                int j = p->fuse[i], first = g->nodes[j].src[0] != i;
+                b = dt(p, g->nodes[j].src[first ? 0 : 1]);
+                y = dt(p, j);
+                st = yq_cuda_conv_run_add(p->conv[i], &a, &b, &g->q[j], first, &y, B, stream, err);
+            } else {
+                st = yq_cuda_conv_run(p->conv[i], &a, &y, B, stream, err);
+            }
             break;
         case YQ_OP_SHORTCUT:
+            if (p->fuse[i] >= 0) break;           /* done in its conv's epilogue */
             if (!(st = source(p, i, 0, B, stream, &so, &a, err)) && !(st = source(p, i, 1, B, stream, &so, &b, err)))
                 st = yq_cuda_shortcut(&a, &b, q, n->act, &y, B, stream, err);
             break;
         case YQ_OP_ROUTE:
+            if (is_alias(g, i)) break;            /* one whole source: its memory */
             for (int k = 0; k < n->n_src && !st; k++) st = source(p, i, k, B, stream, &so, &srcs[k], err);
             if (!st) st = yq_cuda_route(srcs, n->n_src, &n->p.route, &y, B, stream, err);
             break;
@@ -270,6 +337,9 @@ yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host, yq_error *
     if (p->last_use[p->owner[id]] != g->n_nodes)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d (%s): its memory was reused (plan with YQ_PLAN_KEEP_ALL)",
                        id, g->nodes[id].name);
+    if (g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d (%s): fused with the shortcut %s, its output is not kept", id,
+                       g->nodes[id].name, g->nodes[p->fuse[id]].name);
     yq_dtensor t = dt(p, id);
     size_t bytes = node_bytes(g, id, p->batch);
     yq_status st = yq_cuda_sync(p->stream, err);

@@ -8,7 +8,8 @@
  *     yq_cuda_download(p, head_input_id, host, &err);     // NCHW, in the node's dtype
  *     yq_cuda_plan_free(p);
  *
- * Results: every int8 node equals the CPU reference (yq_exec_int8) byte for byte,
+ * Results: every int8 node equals the CPU reference (yq_exec_int8) byte for byte
+ * (a conv fused with its shortcut is not kept: yq_cuda_plan_fused),
  * dequantizing head convs bit for bit; layers the qconfig keeps in float
  * (q->float_op) run FP32 kernels on the GPU that match the CPU's OpenBLAS path to
  * float rounding only.  Device layout: kernels/cuda.h. */
@@ -41,5 +42,15 @@ yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host_nchw, yq_er
 float      *yq_cuda_plan_input(yq_cuda_plan *p);
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id);
 yq_status   yq_cuda_enqueue(yq_cuda_plan *p, int n, void *stream, yq_error *err);
+
+/* Fusion (with YQ_GPU_FUSE=1 in the environment when the plan is made): a conv whose
+ * only consumer is an int8 [shortcut] runs the add in its epilogue; for such a conv
+ * this returns the shortcut's id (its own output is not kept: yq_cuda_download
+ * refuses it), for the shortcut the conv's id; else -1. */
+int yq_cuda_plan_fused(const yq_cuda_plan *p, int id);
+
+/* Node id's conv kernel object (NULL if id is not a conv), for choosing its
+ * configuration (yq_cuda_conv_set_cfg with max_batch = the plan's batch). */
+struct yq_cuda_conv *yq_cuda_plan_conv(yq_cuda_plan *p, int id);
 
 #endif

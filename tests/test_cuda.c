@@ -121,6 +121,7 @@ static double rel_err(const float *ref, const float *got, long n)
 
 /* YQ_CUDA_PERF=1: after the tests, time a few conv shapes (printed, never asserted). */
 static int perf_mode;
+static long n_cfg_runs;    /* configurations run and compared */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
 static yq_status conv_timed(void *ctx)
 {
@@ -202,31 +203,33 @@ static void conv_one(const conv_case *cc)
     void *din = upload_nhwc4(x, is.c, is.h, is.w, B);
     yq_cuda_conv *c;
     OK(yq_cuda_conv_new(g, n, &q[1], &c, &err));
-    yq_conv_variant vars[3];
-    int nv = 0;
-    if (cc->float_op) vars[nv++] = YQ_CONV_F32;
-    else {
-        if (cc->groups == 1) vars[nv++] = YQ_CONV_DP4A;
-        if (cc->groups == cc->c && cc->f == cc->c) vars[nv++] = YQ_CONV_DW;
-        vars[nv++] = YQ_CONV_DIRECT;
-    }
+    /* every configuration a tuner could pick (yq_cuda_conv_candidates), then the
+     * one-thread-per-output fallback */
+    yq_conv_cfg cfgs[YQ_CONV_MAX_CFGS + 1];
+    int nv = yq_cuda_conv_candidates(c, B, cfgs, YQ_CONV_MAX_CFGS);
+    CHECK(nv >= 1 && nv <= YQ_CONV_MAX_CFGS);
+    if (!cc->float_op) cfgs[nv++] = (yq_conv_cfg){ YQ_CONV_DIRECT, 0, 1, 0 };
     yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax };
     size_t ob = yq_dlayout_bytes(cc->out_t, os.c, os.h, os.w) * B;
     unsigned char *raw = malloc(ob);
     CHECK(raw);
     for (int v = 0; v < nv; v++) {
-        OK(yq_cuda_conv_set_variant(c, vars[v], &err));
+        char name[64];
+        yq_conv_cfg_name(cfgs[v], name, sizeof name);
+        if (cfgs[v].family == YQ_CONV_DIRECT) OK(yq_cuda_conv_set_variant(c, YQ_CONV_DIRECT, &err));
+        else OK(yq_cuda_conv_set_cfg(c, cfgs[v], B, &err));
         gbuf gb;
         yq_dtensor to = { gbuf_new(&gb, ob), cc->out_t, os.c, os.h, os.w, q[1].scale, q[1].qmin, q[1].qmax };
-        OK(yq_cuda_conv_run(c, &ti, &to, B, NULL, &err));
+        yq_status rs = yq_cuda_conv_run(c, &ti, &to, B, NULL, &err);
+        CHECKF(rs == YQ_OK, "%s: %s", name, err.msg);
         if (perf_mode) {
             conv_timing ct = { c, &ti, &to, B };
             float ms = 0;
             OK(yq_cuda_time(NULL, 20, conv_timed, &ct, &ms, &err));
-            double ops = 2.0 * F * K * yq_shape_size(n->out) / F * B;
-            printf("# perf conv %dx%dx%d -> %d, k%d s%d g%d, batch %d, %s in, %s out, variant %d: %.1f us, %.2f TOPS\n",
+            double ops = yq_cuda_conv_ops(c, B);
+            printf("# perf conv %dx%dx%d -> %d, k%d s%d g%d, batch %d, %s in, %s out, %-22s %8.1f us %7.1f TOPS\n",
                    cc->c, cc->h, cc->w, F, cc->k, cc->s, cc->groups, B, cc->in_t == YQ_U8 ? "u8" : "s8",
-                   cc->out_t == YQ_F32 ? "f32" : "s8", (int)vars[v], 1e3 * (double)ms, ops / ((double)ms * 1e-3) / 1e12);
+                   cc->out_t == YQ_F32 ? "f32" : "s8", name, 1e3 * (double)ms, ops / ((double)ms * 1e-3) / 1e12);
         }
         gbuf_take(&gb, raw);
         if (cc->out_t == YQ_S8) {
@@ -234,15 +237,16 @@ static void conv_one(const conv_case *cc)
             long d = first_diff(ref, got, (size_t)out_n);
             int gv = d >= 0 ? got[d] : 0;
             free(got);
-            CHECKF(d < 0, "variant %d: int8 output %ld differs: cpu %d gpu %d", (int)vars[v], d, ((int8_t *)ref)[d], gv);
+            CHECKF(d < 0, "%s: int8 output %ld differs: cpu %d gpu %d", name, d, ((int8_t *)ref)[d], gv);
         } else if (cc->float_op) {
             double e = rel_err(ref, (float *)raw, out_n);
             CHECKF(e <= REL_BOUND, "float conv: relative error %.3g > %.1g", e, REL_BOUND);
         } else {
             long d = first_diff(ref, raw, (size_t)out_n * 4);
-            CHECKF(d < 0, "variant %d: float output %ld differs: cpu %.9g gpu %.9g", (int)vars[v], d / 4,
+            CHECKF(d < 0, "%s: float output %ld differs: cpu %.9g gpu %.9g", name, d / 4,
                    (double)((float *)ref)[d / 4], (double)((float *)raw)[d / 4]);
         }
+        n_cfg_runs++;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -272,6 +276,29 @@ static void t_conv(void)
                     cases += 2;
                 }
     printf("# %d int8 conv cases (dp4a + direct)\n", cases);
+}
+
+/* The tensor-core family (input channels a multiple of 16): every tile and K split
+ * the candidates list, on shapes that cut tiles, K chunks and splits unevenly. */
+static void t_conv_mma(void)
+{
+    need_gpu();
+    rng_state = 2024;
+    long before = n_cfg_runs;
+    static const conv_case cs[] = {
+        { 16, 13, 11, 24, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 32, 20, 20, 64, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 48, 9, 7, 130, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 144, 10, 10, 40, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        { 64, 33, 31, 96, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 512, 7, 7, 256, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },     /* long K: the splits */
+        { 256, 13, 13, 255, 1, 1, 1, 2, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 }, /* a head, dequantized */
+        { 128, 12, 12, 75, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 0 },
+        { 96, 40, 36, 160, 3, 2, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 16, 24, 24, 16, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },     /* uint8 input: dp4a reads it */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
+    printf("# %ld conv configurations compared (tensor-core tiles x splits, dp4a tiles, direct)\n", n_cfg_runs - before);
 }
 
 static void t_conv_head_float(void)
@@ -580,6 +607,7 @@ static double now_ms(void)
 }
 
 /* Runs g (quantized) on the CPU reference and on the GPU; compares every node. */
+static int cfg_rotation;   /* > 0: compare_graph gives each conv a rotating configuration */
 static void compare_graph(const char *label, yq_graph *g, int B)
 {
     yq_shape is = g->nodes[0].out;
@@ -598,10 +626,20 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     st = yq_cuda_plan_new_flags(g, B, 0, YQ_PLAN_KEEP_ALL, &gp, &err);
     if (st) yq_plan_free(cp);
     CHECKF(st == YQ_OK, "gpu plan: %s", err.msg);
-    st = yq_cuda_run(gp, x, &err);
+    int n_rot = 0;
+    if (cfg_rotation)   /* each conv a different configuration, round robin over its candidates */
+        for (int i = 1; i < g->n_nodes && st == YQ_OK; i++) {
+            struct yq_cuda_conv *cv = yq_cuda_plan_conv(gp, i);
+            if (!cv) continue;
+            yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
+            int nc = yq_cuda_conv_candidates(cv, B, cand, YQ_CONV_MAX_CFGS);
+            if (nc > 0) st = yq_cuda_conv_set_cfg(cv, cand[(i * 7 + cfg_rotation) % nc], B, &err);
+            n_rot++;
+        }
+    if (st == YQ_OK) st = yq_cuda_run(gp, x, &err);
     char why[600] = "";
     if (st) snprintf(why, sizeof why, "gpu run: %s", err.msg);
-    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0;
+    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0, n_fused = 0;
     double worst = 0;
     int *taint = calloc(n, sizeof *taint);
     for (int i = 0; i < n && !st; i++) {
@@ -609,6 +647,10 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         for (int k = 0; k < nd->n_src; k++) taint[i] |= taint[nd->src[k]] | g->q[nd->src[k]].float_op;
         yq_dtype t = yq_node_dtype(g, i);
         size_t bytes = (size_t)yq_shape_size(nd->out) * B * yq_dtype_size(t);
+        if (nd->op == YQ_OP_CONV && yq_cuda_plan_fused(gp, i) >= 0) {   /* its shortcut is compared instead */
+            n_fused++;
+            continue;
+        }
         const void *ref = yq_plan_data(cp, i);
         void *got = malloc(bytes ? bytes : 1);
         if (!ref || !got) { snprintf(why, sizeof why, "node %d: no data", i); free(got); break; }
@@ -647,8 +689,9 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         double t_gpu = (now_ms() - t1) / reps;
         printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
                "(max rel err %.2g), %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
-               "(incl. h2d), %.1f MB activations\n", label, n, B, is.w, is.h, n_int, n_exact_f, n_flt, worst,
-               bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6);
+               "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut%s\n", label, n, B, is.w, is.h, n_int,
+               n_exact_f, n_flt, worst, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6, n_fused,
+               n_rot ? ", convs on rotating configurations" : "");
     }
     yq_cuda_plan_free(gp);
     yq_plan_free(cp);
@@ -659,7 +702,10 @@ static void compare_graph(const char *label, yq_graph *g, int B)
 static void model_case(const char *label, const char *cfg, const char *weights, int size, int B)
 {
     yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
-    for (int pass = 0; pass < 2; pass++) {
+    for (volatile int pass = 0; pass < 3; pass++) {
+        cfg_rotation = pass == 2 ? 1 : 0;
+        if (pass == 2) setenv("YQ_GPU_FUSE", "1", 1);   /* and the convs fused with their shortcut */
+        else unsetenv("YQ_GPU_FUSE");
         yq_graph *g;
         OK(yq_darknet_load(cfg, weights, &opt, &g, &err));
         yq_qconfig qc;
@@ -669,7 +715,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
         if (st) yq_graph_free(g);
         CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
         char l2[128];
-        snprintf(l2, sizeof l2, "%s [head=%s]", label, pass == 0 ? "int8" : "float");
+        snprintf(l2, sizeof l2, "%s [head=%s%s]", label, pass == 0 ? "int8" : "float", pass == 2 ? ", rotated configurations" : "");
         rng_state = 31337 + pass;
         /* compare_graph longjmps on failure: free the graph first by running it in a scope we control */
         jmp_buf save;
@@ -719,9 +765,13 @@ static void t_perf(void)
 {
     rng_state = 1;
     conv_case cs[] = {
+        { 128, 104, 104, 256, 3, 2, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 }, /* yolov3 at 416, batch 32: large 3x3 */
+        { 128, 52, 52, 256, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 512, 13, 13, 1024, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* batch 1: small M, long K */
         { 256, 52, 52, 256, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* yolov3 at 416: a middle 3x3 */
         { 512, 26, 26, 256, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 3, 416, 416, 32, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },    /* the first conv */
+        { 3, 416, 416, 32, 3, 1, 1, 8, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 256, 52, 52, 255, 1, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 }, /* a head */
         { 128, 80, 80, 128, 3, 1, 128, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 }, /* depthwise */
     };
@@ -730,10 +780,17 @@ static void t_perf(void)
 
 int main(void)
 {
+    const char *pm = getenv("YQ_CUDA_PERF");
+    if (pm && !strcmp(pm, "only") && yq_cuda_device_count() > 0) {   /* the timings alone */
+        perf_mode = 1;
+        TEST(t_perf);
+        return test_done();
+    }
     TEST(t_device_count);
     TEST(t_errors);
     TEST(t_convert);
     TEST(t_conv);
+    TEST(t_conv_mma);
     TEST(t_conv_head_float);
     TEST(t_conv_depthwise);
     TEST(t_conv_float_op);
@@ -748,7 +805,6 @@ int main(void)
     TEST(t_model_lite_trial6);
     TEST(t_model_yolov4_tiny);
     TEST(t_model_yolov3);
-    const char *pm = getenv("YQ_CUDA_PERF");
     if (pm && *pm == '1' && yq_cuda_device_count() > 0) {
         perf_mode = 1;
         TEST(t_perf);

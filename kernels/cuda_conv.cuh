@@ -1,0 +1,76 @@
+/* Internal to kernels/cuda_conv.cu and kernels/cuda_mma.cu: the launch arguments of
+ * every int8 conv kernel and the two epilogues (ir/requant.h, and the dequantizing one). */
+#ifndef YQ_CUDA_CONV_CUH
+#define YQ_CUDA_CONV_CUH
+
+#include "kernels/cuda_common.cuh"
+
+struct ConvK {
+    const void *in;
+    void *out;
+    int IH, IW, C, C4w, OH, OW, F, F4, k, s, pad, groups, M, K4;
+    const int *w32;
+    const int8_t *wq;
+    const int32_t *bq;
+    const yq_rq *pos, *neg;
+    const float *deq;
+    const float *wf, *bf;
+    int qmin, qmax, act, u8, fout;
+    yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
+    /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's
+     * output, yq_add_requant(conv, res) (res_first: res is the shortcut's first source). */
+    const int8_t *res;
+    int res_first;
+    int32_t sma, smb, sshift, sneg, sqmin, sqmax;
+};
+
+__device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
+{
+    return (int8_t)yq_requant_act(acc, a.pos[o], a.neg[o], a.qmin, a.qmax);
+}
+
+__device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
+{
+    return yq_act_f(__fmul_rn((float)acc, a.deq[o]), a.act);
+}
+
+/* The fused shortcut on a word of 4 int8 outputs (channels o0..o0+3; word index widx
+ * of the NHWC4 tensor): each channel < F is added to the residual as yq_ref_shortcut
+ * adds them; padding channels stay 0. */
+__device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0, const ConvK &a)
+{
+    unsigned y = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        if (o0 + j >= a.F) break;
+        int v = (int8_t)(word >> (8 * j)), rv = (int8_t)(r >> (8 * j));
+        int s = a.res_first ? yq_add_requant(rv, v, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax)
+                            : yq_add_requant(v, rv, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax);
+        y |= (unsigned)(uint8_t)s << (8 * j);
+    }
+    return y;
+}
+
+__device__ __forceinline__ unsigned res_word(unsigned word, long widx, int o0, const ConvK &a)
+{
+    return a.res ? res_apply(word, __ldg((const unsigned *)a.res + widx), o0, a) : word;
+}
+
+/* Split-K: the K range of split z of n, in multiples of `step` (the kernel's K chunk). */
+__host__ __device__ __forceinline__ void yq_split_range(int K, int step, int n, int z, int *k0, int *k1)
+{
+    int chunks = (K + step - 1) / step, per = (chunks + n - 1) / n;
+    *k0 = z * per * step;
+    *k1 = (z + 1) * per * step < K ? (z + 1) * per * step : K;
+}
+
+/* The tensor-core family (kernels/cuda_mma.cu). */
+#define YQ_MMA_TILES 8
+struct yq_mma_tile { int bm, bn, bk, wm, wn, stages; };
+extern const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES];
+/* Launches tile t with split_k parts (ws: int32 scratch of split_k x M x F4 words when > 1). */
+/* Raises the shared-memory limit of every tile's kernel on the current device (once). */
+yq_status yq_mma_prepare(yq_error *err);
+yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
+
+#endif
