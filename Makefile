@@ -112,7 +112,8 @@ clean:
 # `YQ_DATA=... build/gpu/test_cuda`.  NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
 # builds for one chip only (faster).
 GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) \
-                   calib/hist.c calib/methods.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c) \
+                   calib/hist.c calib/methods.c calib/compare.c $(wildcard calib/simulate.c) runtime/plan.c runtime/exec_int8.c \
+                   runtime/exec_cuda.c) \
                  $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
 GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
                  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
@@ -143,12 +144,18 @@ endif
 #   yqgpu test_cuda         tests/test_cuda.c, as build/gpu/test_cuda (make gpu-test)
 #   yqgpu test_cudnn        tests/test_cudnn.c
 #   yqgpu cudnn_int8 ARGS   bench/gpu/cudnn_int8.c: cuDNN's own int8 convs over a model
+#   yqgpu tune ARGS         `yquant tune` (cli/cmd_tune.c): per-layer kernel tuning
+#   yqgpu test_tune         tests/test_tune.c (the tuner, and runtime/latency.c's GPU latency;
+#                           their GPU parts run there)
 # Linked like gpu-test (static OpenBLAS, libcrypto, C++ runtime; cuDNN dynamic: the device
-# has it), without HDF5 (.yqp packages: bench/gpu/no_package.c says so) and with cJSON's
-# shared library copied beside it (rpath $ORIGIN).  bench/gpu/run_gpu.sh runs it there.
+# has it), with HDF5 static (.yqp packages, as test_session) and cJSON's shared library
+# copied beside it (rpath $ORIGIN).  bench/gpu/run_gpu.sh runs it there.
 #   make gpu-bench NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"   (H200 only: faster)
-GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/common.o $(B)/bench/gpu/no_package.o
-YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o
+GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/cmd_tune.o $(B)/cli/common.o \
+                  $(B)/runtime/package.o $(B)/runtime/tune.o $(B)/runtime/tune_apply.o $(B)/runtime/latency.o
+GPU_BENCH_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
+                  $(GPU_TEST_LIBS)
+YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
 
 .PHONY: gpu-bench
@@ -161,11 +168,12 @@ $(B)/gpu/mc/%.o: bench/gpu/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -c $< -o $@
 
-$(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS)
+# (test_tune's sessions take the rest from the session archive of gpu-test below)
+$(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/gpu/libyq_session.a
 	@mkdir -p $(dir $@)
 	$(if $(CJSON_SO),cp -L $(CJSON_SO) $(dir $@)libcjson.so.1)
 	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ -L$(dir $@) -l:libcjson.so.1 -Wl,-rpath,'$$ORIGIN' \
-	    $(GPU_TEST_LIBS)
+	    $(GPU_BENCH_LIBS)
 
 # ---- gpu-test, the session: build/gpu/test_session (tests/test_session.c) for the device
 # machine: the session API with the package loader (HDF5 linked statically) and images
@@ -174,10 +182,11 @@ $(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS)
 # an archive so that only what the test reaches is linked.
 #   make gpu-test, then `YQ_DATA=... build/gpu/test_session`
 GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
+                      calib/compare.c $(wildcard calib/simulate.c) \
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/session.c \
-                      runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/fileio.c \
-                      tests/image_raw.c) \
-                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_ops.cu \
+                      runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c \
+                      datasets/fileio.c tests/image_raw.c) \
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_mma.cu kernels/cuda_ops.cu \
                       kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
@@ -188,6 +197,37 @@ $(B)/gpu/libyq_session.a: $(GPU_SESSION_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# datasets/fileio.c reads JSON: cJSON's shared library travels beside the binary.
 $(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ $(GPU_SESSION_LIBS)
+	$(if $(CJSON_SO),cp -L $(CJSON_SO) $(dir $@)libcjson.so.1)
+	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ -L$(dir $@) -l:libcjson.so.1 -Wl,-rpath,'$$ORIGIN' $(GPU_SESSION_LIBS)
+
+# ---- gpu-calib: calibration on the GPU, test and benchmark, for the device machine ----
+# build/gpu/yqcal, one static multi-call program linked as gpu-test is (static OpenBLAS,
+# libcrypto, C++ runtime; cuDNN dynamic), without HDF5, cJSON's shared library copied
+# beside it as gpu-bench does (datasets/fileio.c reads JSON), images decoded from raw
+# sidecar files (tests/image_raw.c: IMAGE.rgb beside IMAGE):
+#   yqcal test          tests/test_calib_cuda.c (GPU statistics against the CPU's)
+#   yqcal bench ARGS    bench/calib_gpu.c (calibration time, CPU engine against the GPU)
+#   make gpu-calib NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
+GPU_CALIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c kernels/*.c) calib/hist.c calib/methods.c \
+                    calib/observe.c calib/observe_cuda.c runtime/plan.c runtime/exec_int8.c runtime/detector.c \
+                    runtime/postproc.c datasets/image.c datasets/fileio.c tests/image_raw.c) \
+                  $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cudnn_fp.cu kernels/cuda_hist.cu)
+
+.PHONY: gpu-calib
+gpu-calib: $(B)/gpu/yqcal
+
+$(B)/gpu/libyq_calib.a: $(GPU_CALIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/gpu/mc/calib_gpu.o: bench/calib_gpu.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_calib_gpu -c $< -o $@
+
+$(B)/gpu/yqcal: $(B)/bench/gpu/calib_main.o $(B)/gpu/mc/test_calib_cuda.o $(B)/gpu/mc/calib_gpu.o $(B)/gpu/libyq_calib.a
+	@mkdir -p $(dir $@)
+	$(if $(CJSON_SO),cp -L $(CJSON_SO) $(dir $@)libcjson.so.1)
+	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ -L$(dir $@) -l:libcjson.so.1 -Wl,-rpath,'$$ORIGIN' $(GPU_TEST_LIBS)

@@ -43,6 +43,7 @@ void cli_progress(void *ctx, int done, int total);
 typedef struct cli_quant_opt {
     yq_qconfig qc;
     const char *calib_dir, *cache;
+    const char *calib_device; /* --calib-device cpu|cuda[:N]; NULL: cuda when usable, else cpu */
     int any;                  /* a qconfig flag was given */
 } cli_quant_opt;
 void cli_quant_init(cli_quant_opt *q);
@@ -67,6 +68,44 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
 yq_status cli_evaluate(yq_session *s, int batch, const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo,
                        const char *label, double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
 
+/* The latency engine of sweep and quantize --max-drop (cli/latency.c): the GPU with tuned
+ * kernels (runtime/latency.h) when there is one, else the CPU int8 reference engine (the
+ * per-image times cli_eval_timed measures).  cli_lat_init, the flags, cli_lat_start (which
+ * decides, and names the engine in tag and label), then cli_lat_measure per int8 graph.
+ * A GPU failure turns the engine to the CPU for the rest of the run (one warning line). */
+typedef struct cli_lat {
+    int want;                 /* -1: cuda when a device is present (default); 0: cpu; 1: cuda */
+    int device;               /* cuda:N */
+    int batch;                /* --lat-batch (GPU only) */
+    double budget_s;          /* --tune-budget: tuning per measurement (0: the log's kernels only) */
+    const char *tune_log;     /* --tune-log; NULL until cli_lat_start picks the default */
+    /* set by cli_lat_start and cli_lat_measure */
+    int gpu;                  /* the engine is the GPU (still) */
+    char tag[32];             /* "cuda-int8-tuned" | "cpu-int8-reference" */
+    char label[192];          /* "GPU int8, tuned, batch 1, NVIDIA H200" | "CPU int8 reference" */
+    char gpu_desc[160];       /* "NVIDIA H200 (sm_90, 132 SMs)" */
+    char why_cpu[256];        /* why the engine is the CPU ("" while it is the GPU) */
+    int measured, shapes_tuned, graph, runs, tasks, from_log, tuned_convs, int8_convs;
+    double tune_s;
+    double last_mean;         /* the last measurement's mean (its median is what cli_lat_measure returned) */
+    char log_buf[1100];
+} cli_lat;
+void cli_lat_init(cli_lat *l);
+/* --lat-device D (and --tune-log, --lat-batch, --tune-budget): as cli_model_arg. */
+int  cli_lat_arg(cli_lat *l, int argc, char **argv, int *i);
+/* Sets the engine from a device value (cpu | cuda | cuda:N) given to option opt: 1, or -1
+ * (usage message printed). */
+int  cli_lat_device(cli_lat *l, const char *opt, const char *v);
+/* Picks the engine and the default tuning log (out ending in .yqp: OUT.tune.jsonl, as
+ * yquant tune; else the folder out's tune.jsonl).  --device cuda without a GPU: a warning
+ * line, then the CPU. */
+void cli_lat_start(cli_lat *l, const char *out);
+/* The GPU latency (ms per forward of l->batch images) of int8 graph g into *ms: 1 if
+ * measured; 0 when the engine is the CPU (now, or after this failure: warning printed). */
+int  cli_lat_measure(cli_lat *l, const yq_graph *g, double *ms);
+/* latency_device, latency_engine and a "latency" object with the details, into root. */
+void cli_lat_json(const cli_lat *l, struct cJSON *root);
+
 /* Sweeps, sensitivity and the accuracy-aware mode (cli/cmd_sweep.c, cli/cmd_sensitivity.c). */
 typedef struct cli_timed_eval {
     double s[YQ_COCO_NSTATS];
@@ -87,10 +126,11 @@ double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e);
  * Sets q->qc to the result (head and first int8, skip_layers the chosen layers: when the
  * budget is not met, those of the step with the lowest drop) and leaves g rewritten with it; *all8 and *final are the
  * first and last evaluations (caller frees their dets), *met whether the budget was met.
- * json (may be NULL) receives the steps. */
+ * json (may be NULL) receives the steps.  lat (may be NULL: the CPU) measures each step's
+ * latency and the latency cost of the float layers (cli_lat_start called already). */
 yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
-                       cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err);
+                       cli_lat *lat, cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err);
 
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
@@ -99,5 +139,6 @@ int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 #endif

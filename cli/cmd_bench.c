@@ -13,7 +13,13 @@
  * --profile adds a per-layer table ranked by time.  FP32/FP16: events recorded
  * between nodes during real runs.  int8: each node's kernels timed alone on the
  * node's shapes and types (median of runs), because the int8 executor runs a whole
- * graph per call; the table says so and gives their sum beside the end-to-end time. */
+ * graph per call; the table says so and gives their sum beside the end-to-end time.
+ *
+ * --tune (cuda, int8) first tunes every int8 conv per layer in process (runtime/
+ * tune.h; --log F reuses and extends a tuning log), then adds rows for the tuned
+ * network beside the untuned default: the fastest kernel of any family per layer,
+ * and the fastest within dp4a and within mma alone (what tuning gains per family),
+ * plus the tuning time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +34,13 @@
 #include "runtime/exec_cuda.h"
 #include "runtime/package.h"
 #include "runtime/plan.h"
+#include "runtime/tune.h"
 
 static const char *help =
     "usage: yquant bench MODEL|PKG [--batch 1,32] [--device cuda|cpu] [--precision fp32,fp16,int8]\n"
     "                    [--runs N] [--warmup N] [--json FILE] [--profile] [--no-graph]\n"
     "                    [--head int8|float] [--layout nchw|nhwc] [--heuristic] [--legacy] [--fuse]\n"
+    "                    [--tune [--log FILE] [--tuner T] [--budget S] [--trials N]]\n"
     "                    [--weights FILE|synthetic[:SEED]] [--size N|WxH]\n"
     "\n"
     "Latency and throughput of yquant's engines on MODEL (a Darknet model, as for the\n"
@@ -54,6 +62,10 @@ static const char *help =
     "  --fuse            cuDNN graph API: fuse bias + relu/leaky into the conv (runtime-\n"
     "                    compiled engines: planning takes much longer)\n"
     "  --json FILE       also write every figure as JSON ('-': stdout)\n"
+    "  --tune            cuda int8: tune the kernel of every conv first (as `yquant tune`),\n"
+    "                    then time the tuned network too: any family, dp4a only, mma only\n"
+    "  --log FILE        --tune: the tuning log to reuse and extend (default: none)\n"
+    "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32)\n"
     "A plain model is quantized for int8 without calibration (thresholds do not change\n"
     "the speed).  The last lines are machine-readable: RESULT key=value ...\n";
 
@@ -66,7 +78,20 @@ typedef struct bopt {
     int prec;
     yq_cudnn_layout layout;
     const char *json;
+    int tune;
+    yq_tune_opt topt;
 } bopt;
+
+/* Kernel choices for the tuned int8 rows: any family, dp4a only, mma only. */
+enum { TUNED_ALL, TUNED_DP4A, TUNED_MMA, TUNED_KINDS };
+static const char *const kind_name[TUNED_KINDS] = { "tuned", "tuned:dp4a", "tuned:mma" };
+typedef struct tuned_set {
+    int sm;
+    yq_tuned_kernel *k[TUNED_KINDS];
+    int n[TUNED_KINDS];
+    yq_tune_summary sum;
+    double seconds;               /* wall-clock of the tuning, conv uploads included */
+} tuned_set;
 
 /* One node's profile entry. */
 typedef struct prow { int id; double us; } prow;
@@ -85,6 +110,7 @@ typedef struct result {
     int prof_kind;                       /* PROF_EVENTS, PROF_ISOLATED, PROF_CLOCK */
     double prof_sum_us;
     char note[160];
+    const char *kernels;                 /* int8 on cuda: "default", "tuned", "tuned:dp4a", "tuned:mma" */
 } result;
 
 /* ---- small helpers ---- */
@@ -375,15 +401,29 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, int bat
     return st;
 }
 
-static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, const float *x, result *r, yq_error *err)
+static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, const float *x, const tuned_set *ts,
+                                int kind, result *r, yq_error *err)
 {
     yq_cuda_plan *p = NULL;
     void *stream = NULL;
     double t0 = now_ms();
     yq_status st = yq_cuda_plan_new(g, batch, 0, &p, err);
     if (st) return st;
+    static const char *const kind_label[TUNED_KINDS] = { "yquant int8 tuned", "yquant int8 tuned, dp4a only",
+                                                         "yquant int8 tuned, mma only" };
+    int applied = 0;
+    if (ts && (st = yq_tune_apply(p, g, batch, ts->sm, ts->k[kind], ts->n[kind], &applied, err))) {
+        yq_cuda_plan_free(p);
+        return st;
+    }
     r->plan_s = (now_ms() - t0) * 1e-3;
-    snprintf(r->backend, sizeof r->backend, "yquant dp4a%s", o->head_int8 ? "" : " (float heads)");
+    r->kernels = ts ? kind_name[kind] : o->tune ? "default" : NULL;
+    if (ts) {
+        snprintf(r->backend, sizeof r->backend, "%s%s", kind_label[kind], o->head_int8 ? "" : " (float heads)");
+        snprintf(r->note, sizeof r->note, "%d convs run their tuned kernel", applied);
+    } else {
+        snprintf(r->backend, sizeof r->backend, "yquant dp4a%s", o->head_int8 ? "" : " (float heads)");
+    }
     r->mem = yq_cuda_plan_bytes(p);
     yq_shape is = g->nodes[0].out;
     if (!(st = yq_cuda_stream_new(&stream, err)) &&
@@ -391,7 +431,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
         int8_ctx c = { p, batch, stream };
         st = time_gpu(o, stream, int8_enqueue, &c, r, err);
     }
-    if (!st && o->profile) {
+    if (!st && o->profile && !ts) {   /* (the isolated profile builds its own convs: untuned) */
         r->prof = calloc((size_t)g->n_nodes, sizeof *r->prof);
         r->prof_kind = PROF_ISOLATED;
         st = r->prof ? profile_int8_isolated(o, g, batch, stream, r->prof, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -515,6 +555,7 @@ static cJSON *result_json(const yq_graph *g, const result *r)
     cJSON_AddNumberToObject(o, "device_bytes", (double)r->mem);
     cJSON_AddNumberToObject(o, "plan_s", r->plan_s);
     if (r->note[0]) cJSON_AddStringToObject(o, "note", r->note);
+    if (r->kernels) cJSON_AddStringToObject(o, "kernels", r->kernels);
     if (r->prof) {
         static const char *kind[3] = { "events", "isolated", "clock" };
         cJSON_AddStringToObject(o, "profile_kind", kind[r->prof_kind]);
@@ -540,6 +581,48 @@ static cJSON *result_json(const yq_graph *g, const result *r)
     return o;
 }
 
+/* --tune: every int8 conv of g at every batch, on the current device. */
+static yq_status tune_all(const bopt *o, const yq_graph *g, tuned_set *ts, yq_error *err)
+{
+    memset(ts, 0, sizeof *ts);
+    yq_tune_task *t = NULL;
+    int n = 0;
+    double t0 = now_ms();
+    yq_status st = yq_tune_tasks(g, o->batches, o->n_batch, &t, &n, err);
+    if (!st) st = yq_tune_gpu(g, t, n, &o->topt, &ts->sum, err);
+    ts->sm = yq_cuda_arch();
+    static const int fam[TUNED_KINDS] = { -1, YQ_CONV_DP4A, YQ_CONV_MMA };
+    for (int k = 0; k < TUNED_KINDS && !st; k++) st = yq_tune_choices(g, t, n, ts->sm, fam[k], &ts->k[k], &ts->n[k], err);
+    ts->seconds = (now_ms() - t0) * 1e-3;
+    if (!st) {
+        printf("tuning: %.1f s (%d shapes x batches: %d tuned, %d from the log%s%s, %d cut by the budget, %d skipped; "
+               "%d trials, %d measured, %d failed)\n", ts->seconds, ts->sum.tasks, ts->sum.searched, ts->sum.logged,
+               o->topt.log_path ? " " : "", o->topt.log_path ? o->topt.log_path : "", ts->sum.partial, ts->sum.skipped,
+               ts->sum.trials, ts->sum.measured, ts->sum.failed);
+        for (int b = 0; b < o->n_batch; b++) {
+            double d = 0, fd = 0, fm = 0, tu = 0;
+            for (int i = 0; i < n; i++) {
+                const yq_tune_task *x = &t[i];
+                if (x->batch != o->batches[b] || x->default_us <= 0) continue;
+                d += x->n_nodes * x->default_us;
+                fd += x->n_nodes * (x->family_us[YQ_CONV_DP4A] > 0 ? x->family_us[YQ_CONV_DP4A] : x->default_us);
+                fm += x->n_nodes * (x->family_us[YQ_CONV_MMA] > 0 ? x->family_us[YQ_CONV_MMA] : x->default_us);
+                tu += x->n_nodes * (x->best_us > 0 ? x->best_us : x->default_us);
+            }
+            if (d > 0)
+                printf("tuning, batch %d, convs timed alone: default %.1f us, dp4a tuned %.1f us (%.2fx), mma tuned %.1f us "
+                       "(%.2fx), tuned %.1f us (%.2fx)\n", o->batches[b], d, fd, d / fd, fm, d / fm, tu, d / tu);
+        }
+    }
+    yq_tune_tasks_free(t);
+    return st;
+}
+
+static void tuned_free(tuned_set *ts)
+{
+    for (int k = 0; k < TUNED_KINDS; k++) free(ts->k[k]);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -550,6 +633,7 @@ int cmd_bench(int argc, char **argv)
     o.cuda = -1;
     o.runs = o.warmup = -1;
     o.graph = 1;
+    o.topt = yq_tune_defaults();
     for (int i = 0; i < argc; i++) {
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (r < 0) return 2;
@@ -588,6 +672,21 @@ int cmd_bench(int argc, char **argv)
             else if (!strcmp(v, "nhwc")) o.layout = YQ_CUDNN_NHWC;
             else return cli_usage_error("--layout %s: expected nchw or nhwc", v);
         } else if (!strcmp(a, "--json") && has) o.json = argv[++i];
+        else if (!strcmp(a, "--tune")) o.tune = 1;
+        else if (!strcmp(a, "--log") && has) o.topt.log_path = argv[++i];
+        else if (!strcmp(a, "--tuner") && has) {
+            if (yq_tuner_parse(argv[++i], &o.topt.tuner)) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
+        } else if (!strcmp(a, "--budget") && has) {
+            char *end;
+            double b = strtod(argv[++i], &end);
+            if (end == argv[i] || *end || !(b >= 0) || b > 1e7) return cli_usage_error("--budget %s: expected seconds >= 0", argv[i]);
+            o.topt.budget_s = b;
+        } else if (!strcmp(a, "--trials") && has) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 0 || v > 100000) return cli_usage_error("--trials %s: expected a count >= 0", argv[i]);
+            o.topt.trials = (int)v;
+        }
         else if (a[0] == '-') return cli_usage_error("bench: unknown option %s (or a missing value)", a);
         else if (!mo.model) mo.model = a;
         else return cli_usage_error("bench: one MODEL only");
@@ -603,6 +702,8 @@ int cmd_bench(int argc, char **argv)
     if (o.runs < 0) o.runs = o.cuda ? 100 : 10;
     if (o.warmup < 0) o.warmup = o.cuda ? 10 : 2;
     if (o.cuda && o.runs < 100) fprintf(stderr, "yquant: note: %d runs (the latency figures want >= 100)\n", o.runs);
+    if (o.tune && (!o.cuda || !(o.prec & P_INT8)))
+        return cli_usage_error("bench --tune: tuning is for int8 on cuda (--device cuda --precision ...,int8)");
 
     yq_error err;
     yq_graph *g = NULL;
@@ -637,10 +738,21 @@ int cmd_bench(int argc, char **argv)
     int maxb = 0;
     for (int k = 0; k < o.n_batch; k++) if (o.batches[k] > maxb) maxb = o.batches[k];
     float *x = malloc(sizeof *x * (size_t)yq_shape_size(is) * maxb);
-    result *res = calloc((size_t)o.n_batch * 3, sizeof *res);
+    result *res = calloc((size_t)o.n_batch * (3 + TUNED_KINDS), sizeof *res);
     if (!x || !res) { free(x); free(res); yq_graph_free(g); fprintf(stderr, "yquant: out of memory\n"); return 1; }
     fill_input(x, is.c, is.h, is.w, maxb);
-    int nres = 0, failed = 0;
+    int nres = 0, failed = 0, tuned_ok = 0;
+    tuned_set ts;
+    memset(&ts, 0, sizeof ts);
+    if (o.tune) {
+        if (tune_all(&o, g, &ts, &err)) {
+            fprintf(stderr, "yquant: bench --tune: %s\n", err.msg);
+            failed++;
+        } else {
+            tuned_ok = 1;
+        }
+        fflush(stdout);
+    }
     static const char *pname[3] = { "fp32", "fp16", "int8" };
     for (int bi = 0; bi < o.n_batch; bi++) {
         int B = o.batches[bi];
@@ -652,7 +764,7 @@ int cmd_bench(int argc, char **argv)
             r->batch = B;
             yq_status st;
             if (k < 2 && is_pkg) st = yq_fail(&err, YQ_ERR_UNSUPPORTED, "a package holds int8 weights only");
-            else if (o.cuda) st = k < 2 ? bench_cudnn(&o, g, B, k == 1, x, r, &err) : bench_int8_gpu(&o, g, B, x, r, &err);
+            else if (o.cuda) st = k < 2 ? bench_cudnn(&o, g, B, k == 1, x, r, &err) : bench_int8_gpu(&o, g, B, x, NULL, 0, r, &err);
             else st = k == 1 ? yq_fail(&err, YQ_ERR_UNSUPPORTED, "no FP16 engine on the CPU")
                              : bench_cpu(&o, g, B, k == 2, x, r, &err);
             if (st) {
@@ -660,6 +772,22 @@ int cmd_bench(int argc, char **argv)
                 free(r->prof);
                 free(r->algo);
                 failed += st != YQ_ERR_UNSUPPORTED;
+                continue;
+            }
+            nres++;
+            fflush(stdout);
+        }
+        for (int kind = 0; tuned_ok && kind < TUNED_KINDS; kind++) {
+            if (kind > TUNED_ALL && !ts.n[kind]) continue;   /* no conv of this family on this GPU */
+            result *r = &res[nres];
+            memset(r, 0, sizeof *r);
+            r->precision = pname[2];
+            r->batch = B;
+            yq_status st = bench_int8_gpu(&o, g, B, x, &ts, kind, r, &err);
+            if (st) {
+                fprintf(stderr, "yquant: bench int8 %s batch %d: %s\n", r->kernels ? r->kernels : "tuned", B, err.msg);
+                free(r->prof);
+                failed++;
                 continue;
             }
             nres++;
@@ -684,7 +812,34 @@ int cmd_bench(int argc, char **argv)
     for (int i = 0; i < nres; i++) {
         const result *r = &res[i];
         printf("RESULT engine=yquant precision=%s batch=%d device=%s median_ms=%.4f min_ms=%.4f graph_median_ms=%.4f "
-               "img_s=%.2f\n", r->precision, r->batch, o.cuda ? "cuda" : "cpu", r->med, r->min, r->g_med, r->img_s);
+               "img_s=%.2f%s%s\n", r->precision, r->batch, o.cuda ? "cuda" : "cpu", r->med, r->min, r->g_med, r->img_s,
+               r->kernels ? " kernels=" : "", r->kernels ? r->kernels : "");
+    }
+    if (tuned_ok) {
+        /* what tuning gained, end to end, per batch */
+        for (int bi = 0; bi < o.n_batch; bi++) {
+            const result *d = NULL, *t[TUNED_KINDS] = { NULL, NULL, NULL };
+            for (int i = 0; i < nres; i++) {
+                const result *r = &res[i];
+                if (r->batch != o.batches[bi] || !r->kernels) continue;
+                if (!strcmp(r->kernels, "default")) d = r;
+                for (int k = 0; k < TUNED_KINDS; k++)
+                    if (!strcmp(r->kernels, kind_name[k])) t[k] = r;
+            }
+            if (!d) continue;
+            double db = d->g_med > 0 && d->g_med < d->med ? d->g_med : d->med;
+            printf("tuning gain, batch %d (end to end, the better of eager and graph):  default %.3f ms", o.batches[bi], db);
+            static const char *const lab[TUNED_KINDS] = { "tuned", "dp4a only", "mma only" };
+            for (int k = 0; k < TUNED_KINDS; k++) {
+                if (!t[k]) continue;
+                double tb = t[k]->g_med > 0 && t[k]->g_med < t[k]->med ? t[k]->g_med : t[k]->med;
+                printf(",  %s %.3f ms (%.2fx)", lab[k], tb, db / tb);
+            }
+            printf("\n");
+        }
+        printf("tuning time: %.1f s (%d trials measured; RESULT tuning_s below)\n\n", ts.seconds, ts.sum.measured);
+        printf("RESULT engine=yquant tuning_s=%.2f tasks=%d from_log=%d trials=%d measured=%d failed=%d\n", ts.seconds,
+               ts.sum.tasks, ts.sum.logged, ts.sum.trials, ts.sum.measured, ts.sum.failed);
     }
     int rc = failed || nres == 0 ? 1 : 0;
     if (o.json) {
@@ -700,6 +855,18 @@ int cmd_bench(int argc, char **argv)
         if (dnn[0]) cJSON_AddStringToObject(root, "cudnn", dnn);
         cJSON_AddNumberToObject(root, "runs", o.runs);
         cJSON_AddNumberToObject(root, "warmup", o.warmup);
+        if (tuned_ok) {
+            cJSON *tj = cJSON_AddObjectToObject(root, "tuning");
+            cJSON_AddNumberToObject(tj, "seconds", ts.seconds);
+            cJSON_AddStringToObject(tj, "tuner", yq_tuner_name(o.topt.tuner));
+            if (o.topt.log_path) cJSON_AddStringToObject(tj, "log", o.topt.log_path);
+            cJSON_AddNumberToObject(tj, "sm", ts.sm);
+            cJSON_AddNumberToObject(tj, "tasks", ts.sum.tasks);
+            cJSON_AddNumberToObject(tj, "tasks_from_log", ts.sum.logged);
+            cJSON_AddNumberToObject(tj, "trials", ts.sum.trials);
+            cJSON_AddNumberToObject(tj, "measured", ts.sum.measured);
+            cJSON_AddNumberToObject(tj, "failed", ts.sum.failed);
+        }
         cJSON *a = cJSON_AddArrayToObject(root, "results");
         for (int i = 0; i < nres; i++) cJSON_AddItemToArray(a, result_json(g, &res[i]));
         if (cli_write_json(o.json, root)) rc = 1;
@@ -711,6 +878,7 @@ int cmd_bench(int argc, char **argv)
     }
     free(res);
     free(x);
+    tuned_free(&ts);
     yq_graph_free(g);
     return rc;
 }

@@ -13,8 +13,88 @@ static const char *help =
     "name of a model under $YQ_DATA/models (yolo-fastest-1.1-xl, yolov3, ...).  Without\n"
     "weights the cfg alone is read.\n"
     "  --json FILE   also write the table as JSON ('-' for stdout)\n"
-    "A .yqp package is printed too: its provenance, qconfig, calibration, accuracy, and per\n"
-    "layer the output type and scale.\n";
+    "A .yqp package is printed too: its provenance, qconfig, calibration, accuracy, per\n"
+    "layer the output type and scale, and the kernel choices of `yquant tune` (per GPU\n"
+    "architecture and batch).\n";
+
+/* The distinct (sm, batch) pairs of a package's kernel choices, sorted. */
+typedef struct kgroup { int sm, batch, convs; double us, def_us; } kgroup;
+
+static int kgroups(const yq_package_info *pi, kgroup *gr, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < pi->n_kernels; i++) {
+        const yq_tuned_kernel *k = &pi->kernels[i];
+        int j;
+        for (j = 0; j < n && (gr[j].sm != k->sm || gr[j].batch != k->batch); j++) {}
+        if (j == n) {
+            if (n == cap) continue;
+            gr[n++] = (kgroup){ k->sm, k->batch, 0, 0, 0 };
+        }
+        gr[j].convs++;
+        gr[j].us += (double)k->us;
+        gr[j].def_us += (double)k->default_us;
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && (gr[j].sm < gr[j - 1].sm || (gr[j].sm == gr[j - 1].sm && gr[j].batch < gr[j - 1].batch)); j--) {
+            kgroup t = gr[j];
+            gr[j] = gr[j - 1];
+            gr[j - 1] = t;
+        }
+    return n;
+}
+
+static const char *kernel_of(const yq_package_info *pi, int node, const kgroup *gr)
+{
+    for (int i = 0; i < pi->n_kernels; i++)
+        if (pi->kernels[i].node == node && pi->kernels[i].sm == gr->sm && pi->kernels[i].batch == gr->batch)
+            return pi->kernels[i].cfg;
+    return "-";
+}
+
+static void print_kernels(FILE *t, const yq_graph *g, const yq_package_info *pi, cJSON *root)
+{
+    kgroup gr[16];
+    int ng = kgroups(pi, gr, 16);
+    if (!ng) {
+        fprintf(t, "kernels: not tuned (`yquant tune` chooses a kernel per layer and GPU)\n");
+        return;
+    }
+    fprintf(t, "kernels: tuned by `yquant tune`; sum of each conv timed alone, tuned vs untuned default:\n");
+    for (int j = 0; j < ng; j++)
+        fprintf(t, "  sm_%d, batch %-5d %3d conv%s %10.1f us vs %10.1f us  %.2fx\n", gr[j].sm, gr[j].batch, gr[j].convs,
+                gr[j].convs == 1 ? " " : "s", gr[j].us, gr[j].def_us, gr[j].us > 0 ? gr[j].def_us / gr[j].us : 0);
+    fprintf(t, "%5s ", "layer");
+    for (int j = 0; j < ng && j < 4; j++) {
+        char h[32];
+        snprintf(h, sizeof h, "sm_%d b%d", gr[j].sm, gr[j].batch);
+        fprintf(t, " %-24s", h);
+    }
+    fprintf(t, "%s\n", ng > 4 ? " (--json has the rest)" : "");
+    for (int id = 1; id < g->n_nodes; id++) {
+        if (g->nodes[id].op != YQ_OP_CONV) continue;
+        int any = 0;
+        for (int j = 0; j < ng && !any; j++) any = strcmp(kernel_of(pi, id, &gr[j]), "-") != 0;
+        if (!any) continue;
+        fprintf(t, "%5d ", g->nodes[id].layer);
+        for (int j = 0; j < ng && j < 4; j++) fprintf(t, " %-24s", kernel_of(pi, id, &gr[j]));
+        fprintf(t, "\n");
+    }
+    if (!root) return;
+    cJSON *a = cJSON_AddArrayToObject(root, "kernels");
+    for (int i = 0; i < pi->n_kernels; i++) {
+        const yq_tuned_kernel *k = &pi->kernels[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "layer", g->nodes[k->node].layer);
+        cJSON_AddNumberToObject(e, "node", k->node);
+        cJSON_AddNumberToObject(e, "batch", k->batch);
+        cJSON_AddNumberToObject(e, "sm", k->sm);
+        cJSON_AddStringToObject(e, "cfg", k->cfg);
+        cJSON_AddNumberToObject(e, "us", (double)k->us);
+        cJSON_AddNumberToObject(e, "default_us", (double)k->default_us);
+        cJSON_AddItemToArray(a, e);
+    }
+}
 
 static void shape_str(char *buf, size_t n, yq_shape s) { snprintf(buf, n, "%dx%dx%d", s.w, s.h, s.c); }
 
@@ -150,6 +230,7 @@ int cmd_inspect(int argc, char **argv)
     }
     fprintf(t, "total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
            flops * 1e-9, g->nodes[0].out.w, g->nodes[0].out.h);
+    if (pi) print_kernels(t, g, pi, root);
     int rc = 0;
     if (t != stdout) fclose(t);
     if (root) {

@@ -10,6 +10,7 @@
 #include "datasets/bootstrap.h"
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
+#include "kernels/cuda.h"
 #include "runtime/package.h"
 
 static const char *help =
@@ -35,6 +36,14 @@ static const char *help =
     "                    validation sets: slow)\n"
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
     "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
+    "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): cuda\n"
+    "                    (default when a GPU is present: tuned kernels, CUDA-graph replays), cuda:N\n"
+    "                    or cpu (the int8 reference engine); a GPU that fails falls back to cpu\n"
+    "  --tune-log F      --max-drop on cuda: the tuning log reused and extended (default: OUT's\n"
+    "                    name with .tune.jsonl, the log yquant tune OUT reads)\n"
+    "  --tune-budget S, --lat-batch N   as for yquant sweep (60 s of tuning per step, batch 1)\n"
+    "  --no-tune         with a GPU present, the package's int8 kernels are tuned on it\n"
+    "                    (yquant tune OUT --batch 1,32) unless this is given\n"
     "  -o FILE           the package\n"
     "  --json FILE       the table and the per-layer report as JSON\n";
 
@@ -134,10 +143,13 @@ int cmd_quantize(int argc, char **argv)
     int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
     const char *out = NULL, *json = NULL, *rank = "sqnr";
     double max_drop = -1;
-    int max_float = 0;
+    int max_float = 0, no_tune = 0;
+    cli_lat lat;
+    cli_lat_init(&lat);
     for (int i = 0; i < argc; i++) {
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
+        if (!r) r = cli_lat_arg(&lat, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;
         const char *a = argv[i];
@@ -160,6 +172,7 @@ int cmd_quantize(int argc, char **argv)
             if (*end || !(max_drop >= 0 && max_drop <= 100)) return cli_usage_error("quantize: --max-drop P takes points in [0, 100]");
         } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
         else if (!strcmp(a, "--max-float") && has) max_float = atoi(argv[++i]);
+        else if (!strcmp(a, "--no-tune")) no_tune = 1;
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
@@ -222,7 +235,9 @@ int cmd_quantize(int argc, char **argv)
          * all-int8 and the package rows below. */
         cli_timed_eval e0, e1;
         cJSON *md = cJSON_AddObjectToObject(root, "max_drop");
-        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &e0, &e1, &met, &err) != YQ_OK) goto fail;
+        cli_lat_start(&lat, out);
+        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &lat, &e0, &e1, &met, &err) != YQ_OK)
+            goto fail;
         memcpy(all8.s, e0.s, sizeof all8.s);
         memcpy(q8.s, e1.s, sizeof q8.s);
         all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n;
@@ -303,6 +318,14 @@ int cmd_quantize(int argc, char **argv)
     if (yq_package_write(out, g, &meta, &err) != YQ_OK) goto fail;
     struct stat sb;
     printf("wrote %s (%.1f KB)\n", out, stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);
+    if (!no_tune && yq_cuda_device_count() > 0) {
+        /* a GPU here: its kernels chosen per layer now, stored in the package (yquant tune) */
+        char batches[] = "1,32", opt[] = "--batch";
+        char *targv[] = { (char *)out, opt, batches, NULL };
+        printf("tuning the int8 kernels on this GPU: yquant tune %s --batch 1,32 (--no-tune skips it)\n", out);
+        fflush(stdout);
+        if (cmd_tune(3, targv) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);
+    }
     rc = met ? 0 : 3;
     if (json && cli_write_json(json, root)) rc = 1;
     goto done;

@@ -397,9 +397,18 @@ static int by_key_desc(const void *x, const void *y)
     return a->key > b->key ? -1 : a->key < b->key ? 1 : a->id - b->id;
 }
 
+/* A GPU latency cell of the steps table: "" without the column, "-" when not measured. */
+static const char *gpu_cell(char *buf, size_t cap, int col, double ms)
+{
+    if (!col) snprintf(buf, cap, "%s", "");
+    else if (ms < 0) snprintf(buf, cap, " %9s", "-");
+    else snprintf(buf, cap, " %9.3f", ms);
+    return buf;
+}
+
 yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, cJSON *json,
-                       cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err)
+                       cli_lat *lat, cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err)
 {
     memset(all8, 0, sizeof *all8);
     memset(final, 0, sizeof *final);
@@ -426,6 +435,11 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     if ((st = cli_quantize_graph(work, g, cs, letterbox, err)) != YQ_OK) goto done;
     if ((st = cli_eval_timed(g, ds, letterbox, cli_progress, &bar, all8, err)) != YQ_OK) goto done;
     last_k = 0;
+    /* GPU latencies (ms per forward; < 0: not measured), while the engine is the GPU */
+    int gcol = lat && lat->gpu;
+    double all8_gpu = -1, cur_gpu = -1, best_gpu = -1, final_gpu = -1, v;
+    char gc[32];
+    if (gcol && cli_lat_measure(lat, g, &v)) all8_gpu = v;
     if (mode != 2) {
         if ((st = yq_compare_layers(g, S.inputs, S.n_inputs, &e_all, err)) != YQ_OK) goto done;
         head_all = cli_head_sqnr(g, e_all);
@@ -436,15 +450,17 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                                  "the mAP gain when kept in float, on the validation set" };
     printf("\naccuracy-aware mode: --max-drop %.2f points of mAP@[.5:.95] (FP32 %.2f); layers ranked by %s\n",
            budget_pts, 100 * fp, why[mode]);
-    printf("  %4s  %-28s %8s %8s %9s\n", "step", "kept in float", "mAP", "drop", "ms/img");
-    printf("  %4d  %-28s %8.2f %8.2f %9.2f\n", 0, "(none: every layer int8)", 100 * all8->s[YQ_COCO_AP],
-           100 * (fp - all8->s[YQ_COCO_AP]), all8->ms_median);
+    if (gcol) printf("latency: %s (the ms/img column: the CPU int8 reference)\n", lat->label);
+    printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", gcol ? "    GPU ms" : "");
+    printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", 0, "(none: every layer int8)", 100 * all8->s[YQ_COCO_AP],
+           100 * (fp - all8->s[YQ_COCO_AP]), all8->ms_median, gpu_cell(gc, sizeof gc, gcol, all8_gpu));
     if (steps) {
         cJSON *s = cJSON_CreateObject();
         cJSON_AddNullToObject(s, "layer");
         cJSON_AddNumberToObject(s, "map", all8->s[YQ_COCO_AP]);
         cJSON_AddNumberToObject(s, "drop_pts", 100 * (fp - all8->s[YQ_COCO_AP]));
-        cJSON_AddNumberToObject(s, "latency_ms", all8->ms_median);
+        cJSON_AddNumberToObject(s, "cpu_latency_ms", all8->ms_median);
+        if (all8_gpu >= 0) cJSON_AddNumberToObject(s, "gpu_latency_ms", all8_gpu);
         cJSON_AddItemToArray(steps, s);
     }
     double drop = 100 * (fp - all8->s[YQ_COCO_AP]);
@@ -483,11 +499,13 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
             if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
             last_k = n_chosen;
+            cur_gpu = gcol && cli_lat_measure(lat, g, &v) ? v : -1;
             drop = 100 * (fp - cur.s[YQ_COCO_AP]);
             *met = drop <= budget_pts;
             if (drop < best_drop || *met) {
                 yq_coco_dets_free(best.dets);
                 best = cur;
+                best_gpu = cur_gpu;
                 best_drop = drop;
                 best_k = n_chosen;
             } else {
@@ -496,15 +514,16 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             cur.dets = NULL;
             char t[64];
             snprintf(t, sizeof t, "+ layer %d (%s)", c[k].layer, yq_op_name(g->nodes[c[k].id].op));
-            printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", k + 1, t, 100 * cur.s[YQ_COCO_AP], drop, cur.ms_median,
-                   *met ? "   within the budget" : "");
+            printf("  %4d  %-28s %8.2f %8.2f %9.2f%s%s\n", k + 1, t, 100 * cur.s[YQ_COCO_AP], drop, cur.ms_median,
+                   gpu_cell(gc, sizeof gc, gcol, cur_gpu), *met ? "   within the budget" : "");
             fflush(stdout);
             if (steps) {
                 cJSON *s = cJSON_CreateObject();
                 cJSON_AddNumberToObject(s, "layer", c[k].layer);
                 cJSON_AddNumberToObject(s, "map", cur.s[YQ_COCO_AP]);
                 cJSON_AddNumberToObject(s, "drop_pts", drop);
-                cJSON_AddNumberToObject(s, "latency_ms", cur.ms_median);
+                cJSON_AddNumberToObject(s, "cpu_latency_ms", cur.ms_median);
+                if (cur_gpu >= 0) cJSON_AddNumberToObject(s, "gpu_latency_ms", cur_gpu);
                 cJSON_AddItemToArray(steps, s);
             }
         }
@@ -514,11 +533,13 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
         n_chosen = best_k;
         if (best_k) {
             *final = best;
+            final_gpu = best_gpu;
             best.dets = NULL;
         } else if ((st = copy_eval(all8, final, err)) != YQ_OK) {
             goto done;
         }
     }
+    if (n_chosen == 0) final_gpu = all8_gpu;     /* the answer is the all-int8 graph */
     /* The decision, into the caller's qconfig (and so into the package). */
     if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
     q->qc = work->qc;
@@ -529,9 +550,13 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     printf("  float layers: ");
     if (!n_chosen) printf("none");
     for (int k = 0; k < n_chosen; k++) printf("%s%d", k ? "," : "", chosen[k]);
-    double cost = final->ms_median - all8->ms_median;
-    printf("; latency cost %+.2f ms/img (%+.1f%%, cpu-int8-reference); budget %s\n", cost,
-           all8->ms_median > 0 ? 100 * cost / all8->ms_median : 0.0, *met ? "met" : "NOT met");
+    /* The cost in one engine: the GPU's if it measured the whole run, else the CPU's. */
+    int on_gpu = lat && lat->gpu && all8_gpu > 0 && final_gpu > 0;
+    double lat_all8 = on_gpu ? all8_gpu : all8->ms_median, lat_final = on_gpu ? final_gpu : final->ms_median;
+    double cost = lat_final - lat_all8;
+    printf("; latency cost %+.3f ms%s (%+.1f%%, %s); budget %s\n", cost,
+           on_gpu && lat->batch > 1 ? " per forward" : "/img", lat_all8 > 0 ? 100 * cost / lat_all8 : 0.0,
+           on_gpu ? lat->label : "CPU int8 reference", *met ? "met" : "NOT met");
     if (json) {
         cJSON_AddNumberToObject(json, "budget_pts", budget_pts);
         cJSON_AddStringToObject(json, "rank", rank);
@@ -540,9 +565,28 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
         cJSON *fl = cJSON_AddArrayToObject(json, "float_layers");
         for (int k = 0; k < n_chosen; k++) cJSON_AddItemToArray(fl, cJSON_CreateNumber(chosen[k]));
         cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp - final->s[YQ_COCO_AP]));
-        cJSON_AddNumberToObject(json, "latency_ms_all_int8", all8->ms_median);
-        cJSON_AddNumberToObject(json, "latency_ms", final->ms_median);
-        cJSON_AddStringToObject(json, "latency_device", "cpu-int8-reference");
+        cJSON_AddNumberToObject(json, "latency_ms_all_int8", lat_all8);
+        cJSON_AddNumberToObject(json, "latency_ms", lat_final);
+        cJSON_AddNumberToObject(json, "cpu_latency_ms_all_int8", all8->ms_median);
+        cJSON_AddNumberToObject(json, "cpu_latency_ms", final->ms_median);
+        if (lat) {
+            if (lat->gpu && !on_gpu) {   /* (cannot happen: a GPU failure turns lat to the CPU) */
+                lat->gpu = 0;
+                snprintf(lat->tag, sizeof lat->tag, "cpu-int8-reference");
+                snprintf(lat->label, sizeof lat->label, "CPU int8 reference");
+            }
+            cli_lat_json(lat, json);
+        } else {
+            cJSON_AddStringToObject(json, "latency_device", "cpu-int8-reference");
+            cJSON_AddStringToObject(json, "latency_engine", "CPU int8 reference");
+        }
+        /* each step's latency_ms: the engine's */
+        cJSON *it;
+        cJSON_ArrayForEach(it, steps) {
+            cJSON *gl = cJSON_GetObjectItem(it, "gpu_latency_ms"), *cl = cJSON_GetObjectItem(it, "cpu_latency_ms");
+            const cJSON *use = on_gpu && gl ? gl : cl;
+            if (use) cJSON_AddNumberToObject(it, "latency_ms", use->valuedouble);
+        }
     }
 done:
     if (st != YQ_OK) {

@@ -7,16 +7,34 @@
 #include <sys/stat.h>
 #include "calib/cache.h"
 #include "calib/observe.h"
+#include "calib/observe_cuda.h"
 #include "cli/cli.h"
 #include "datasets/image.h"
 #include "quant/biascorr.h"
 #include "quant/equalize.h"
 #include "quant/rewrite.h"
+#include "quant/select.h"
 
 void cli_quant_init(cli_quant_opt *q)
 {
     memset(q, 0, sizeof *q);
     yq_qconfig_defaults(&q->qc);
+}
+
+/* --calib-device: 0 cpu, 1 cuda (*dev the index), -1 not a device. */
+static int calib_device_parse(const char *v, int *dev)
+{
+    if (dev) *dev = 0;
+    if (!strcmp(v, "cpu")) return 0;
+    if (!strcmp(v, "cuda")) return 1;
+    if (!strncmp(v, "cuda:", 5) && v[5]) {
+        char *end;
+        long d = strtol(v + 5, &end, 10);
+        if (*end || d < 0 || d > 1024) return -1;
+        if (dev) *dev = (int)d;
+        return 1;
+    }
+    return -1;
 }
 
 int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
@@ -28,10 +46,18 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
     };
     const char *a = argv[*i];
     yq_error err;
-    if (!strcmp(a, "--calib") || !strcmp(a, "--qconfig") || !strcmp(a, "--set") || !strcmp(a, "--calib-cache")) {
+    if (!strcmp(a, "--calib") || !strcmp(a, "--qconfig") || !strcmp(a, "--set") || !strcmp(a, "--calib-cache") ||
+        !strcmp(a, "--calib-device")) {
         if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
         const char *v = argv[++*i];
         if (!strcmp(a, "--calib")) q->calib_dir = v;
+        else if (!strcmp(a, "--calib-device")) {
+            if (calib_device_parse(v, NULL) < 0) {
+                cli_usage_error("--calib-device %s: expected cpu, cuda or cuda:N", v);
+                return -1;
+            }
+            q->calib_device = v;
+        }
         else if (!strcmp(a, "--calib-cache")) q->cache = v;
         else if (!strcmp(a, "--qconfig")) {
             if (yq_qconfig_load(&q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
@@ -66,6 +92,9 @@ const char *cli_quant_help =
     "  --calib DIR            calibration images (a folder)\n"
     "  --calib-cache FILE     calibration cache (default ~/.cache/yquant/calib.h5): a second\n"
     "                         run on the same model and images skips the FP32 pass\n"
+    "  --calib-device D       cpu | cuda[:N]: where the FP32 pass runs (default cuda when a\n"
+    "                         GPU and cuDNN are there, else cpu; cuda falls back to cpu\n"
+    "                         with a warning when it cannot run)\n"
     "  --bits N               2..8 (default 8)\n"
     "  --calib-method M       max | percentile:P | kl | mse (default mse)\n"
     "  --per-tensor           per-tensor weight scales (default per channel)\n"
@@ -131,9 +160,31 @@ static void cache_open(calib_cache *c, const char *flag)
     c->path = c->buf;
 }
 
+/* Where the FP32 pass runs: on_gpu (device index dev) or the CPU; asked: --calib-device given. */
+typedef struct calib_where { int on_gpu, dev, asked; } calib_where;
+
+static yq_status calib_run(calib_where *w, const yq_graph *g, char *const *paths, int n, int letterbox, int stage,
+                           yq_calib_stats **cs, yq_error *err)
+{
+    cli_bar bar;
+    if (w->on_gpu) {
+        yq_calib_cuda_opt o = yq_calib_cuda_defaults();
+        o.device = w->dev;
+        cli_progress_start(&bar, stage ? "recalibrating (GPU)" : "calibrating (GPU)");
+        yq_status st = yq_calib_observe_cuda(g, paths, n, letterbox, &o, cli_progress, &bar, cs, err);
+        /* No GPU path here (no cuDNN, no device): the CPU does it.  Other failures (a
+         * CUDA error, no device memory) too when the GPU was only the default. */
+        if (st == YQ_OK || st == YQ_ERR_IO || (w->asked && st != YQ_ERR_UNSUPPORTED)) return st;
+        fprintf(stderr, "warning: %s; calibrating on the CPU\n", err->msg);
+        w->on_gpu = 0;
+    }
+    cli_progress_start(&bar, stage ? "recalibrating" : "calibrating");
+    return yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+}
+
 /* One calibration pass: the cached statistics for (g as it is now, the images,
  * letterbox, stage), else observe and store them. */
-static yq_status calib_stage(calib_cache *c, const yq_graph *g, char *const *paths, int n,
+static yq_status calib_stage(calib_cache *c, calib_where *w, const yq_graph *g, char *const *paths, int n,
                              const uint8_t list_sha[32], int letterbox, int stage,
                              yq_calib_stats **cs, yq_error *err)
 {
@@ -149,9 +200,7 @@ static yq_status calib_stage(calib_cache *c, const yq_graph *g, char *const *pat
             return YQ_OK;
         }
     }
-    cli_bar bar;
-    cli_progress_start(&bar, stage ? "recalibrating" : "calibrating");
-    yq_status st = yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    yq_status st = calib_run(w, g, paths, n, letterbox, stage, cs, err);
     if (st == YQ_OK && c->path && !c->no_store && yq_calib_cache_store(c->path, key, g, *cs, &e2) != YQ_OK)
         cache_warn(c, e2.msg, 0);
     return st;
@@ -165,10 +214,16 @@ yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_c
     if (st != YQ_OK) return st;
     calib_cache cache;
     cache_open(&cache, q->cache);
+    /* The device does not enter the cache key: the same images and preprocessing give the
+     * same statistics up to float rounding (calib/observe_cuda.h), so either device's
+     * entry serves both. */
+    calib_where where = { 0, 0, q->calib_device != NULL };
+    if (q->calib_device) where.on_gpu = calib_device_parse(q->calib_device, &where.dev) == 1;
+    else where.on_gpu = yq_calib_cuda_available(NULL, 0);
     /* Names and sizes only: a hit decodes no image. */
     uint8_t list_sha[32];
     yq_calib_list_hash(paths, n, list_sha);
-    st = calib_stage(&cache, g, paths, n, list_sha, letterbox, 0, cs, err);
+    st = calib_stage(&cache, &where, g, paths, n, list_sha, letterbox, 0, cs, err);
     if (st == YQ_OK && q->qc.equalize) {
         /* Equalizing moves the ranges: observe the equalized graph again.  It is
          * deterministic, so cached stage-0 statistics give the same weights and
@@ -177,7 +232,7 @@ yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_c
         st = yq_equalize(g, *cs, &pairs, err);
         yq_calib_stats_free(*cs);
         *cs = NULL;
-        if (st == YQ_OK) st = calib_stage(&cache, g, paths, n, list_sha, letterbox, 1, cs, err);
+        if (st == YQ_OK) st = calib_stage(&cache, &where, g, paths, n, list_sha, letterbox, 1, cs, err);
     }
     yq_list_images_free(paths, n);
     return st;
@@ -219,47 +274,54 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
     return YQ_OK;
 }
 
-typedef struct worst { int id; double db; } worst;
-static int by_worst(const void *a, const void *b)
+/* keep_float and thresh_search: measured on the calibration images through simulated
+ * int8 (quant/select.h); the choices go into q's qconfig (per-layer skips and thresholds,
+ * so the package records them) and g is rewritten with them. */
+static yq_status choose_measured(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const float *inputs, int n,
+                                 yq_error *err)
 {
-    const worst *x = a, *y = b;
-    return x->db < y->db ? -1 : x->db > y->db;
+    yq_sim *sim = NULL;
+    double *e = malloc(sizeof *e * (size_t)g->n_nodes);
+    uint8_t *want = NULL;
+    int chosen = 0, changed = 0;
+    yq_status st = e ? yq_sim_new(g, inputs, n, &sim, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK && !q->qc.thresh_search) {
+        /* keep_float alone needs only its candidates' errors */
+        if (!(want = malloc((size_t)g->n_nodes))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        else yq_float_candidates(g, want);
+    }
+    if (st == YQ_OK) st = yq_class_errors(sim, g, want, e, err);
+    if (st == YQ_OK && q->qc.keep_float > 0) {
+        st = yq_select_float(g, e, q->qc.keep_float, &q->qc, &chosen, err);
+        q->qc.keep_float = 0;       /* done: the choice now lives in the per-layer skips */
+        if (st == YQ_OK && chosen) {
+            yq_unquantize_graph(g);
+            st = yq_quantize_graph(g, cs, &q->qc, err);
+            if (st == YQ_OK) st = yq_sim_sync(sim, err);
+        }
+    }
+    if (st == YQ_OK && q->qc.thresh_search > 0) {
+        st = yq_search_thresholds(sim, g, cs, e, q->qc.thresh_search, &q->qc, &changed, err);
+        q->qc.thresh_search = 0;    /* done: the choice now lives in the per-layer thresholds */
+        if (st == YQ_OK && changed) {
+            yq_unquantize_graph(g);
+            st = yq_quantize_graph(g, cs, &q->qc, err);
+        }
+    }
+    yq_sim_free(sim);
+    free(want);
+    free(e);
+    return st;
 }
 
 yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
 {
     yq_status st = yq_quantize_graph(g, cs, &q->qc, err);
     float *inputs = NULL;
-    int got = 0;
-    if (st == YQ_OK && (q->qc.keep_float > 0 || q->qc.bias_correction == 2))
+    int got = 0, choose = q->qc.keep_float > 0 || q->qc.thresh_search > 0;
+    if (st == YQ_OK && (choose || q->qc.bias_correction == 2))
         st = cli_load_inputs(g, q->calib_dir, 16, letterbox, &inputs, &got, err);
-    if (st == YQ_OK && q->qc.keep_float > 0) {
-        /* keep_float = N: the N int8 convs whose outputs differ most from FP32 (SQNR on 8
-         * calibration images) go to float; they join skip_layers, so the package records them. */
-        yq_layer_err *e = NULL;
-        worst *w = malloc(sizeof *w * (size_t)g->n_nodes);
-        st = w ? yq_compare_layers(g, inputs, got < 8 ? got : 8, &e, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-        int m = 0;
-        for (int i = 1; st == YQ_OK && i < g->n_nodes; i++)
-            /* Ranked by the output's own SQNR.  Ranking by what a layer adds (input SQNR minus
-             * output SQNR) was measured worse (bench/results/accuracy_2026-11-29.md). */
-            if (g->nodes[i].op == YQ_OP_CONV && !g->q[i].float_op) w[m++] = (worst){ i, e[i].sqnr_db };
-        if (st == YQ_OK) {
-            qsort(w, (size_t)m, sizeof *w, by_worst);
-            for (int k = 0; k < m && k < q->qc.keep_float; k++) {
-                char key[64];
-                snprintf(key, sizeof key, "layer.%d.skip", g->nodes[w[k].id].layer);
-                if ((st = yq_qconfig_set(&q->qc, key, "on", "keep_float", err)) != YQ_OK) break;
-            }
-            q->qc.keep_float = 0;   /* done: the choice now lives in the per-layer skips */
-        }
-        free(e);
-        free(w);
-        if (st == YQ_OK) {
-            yq_unquantize_graph(g);
-            st = yq_quantize_graph(g, cs, &q->qc, err);
-        }
-    }
+    if (st == YQ_OK && choose && got > 0) st = choose_measured(q, g, cs, inputs, got, err);
     if (st == YQ_OK && q->qc.bias_correction == 2) st = yq_bias_correct_data(g, inputs, got, err);
     free(inputs);
     return st;

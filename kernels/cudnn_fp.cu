@@ -65,6 +65,7 @@ extern "C" yq_status yq_cudnn_enqueue(yq_cudnn_plan *p, yq_error *err)
 }
 extern "C" void *yq_cudnn_stream(const yq_cudnn_plan *p) { (void)p; return NULL; }
 extern "C" void yq_cudnn_set_hook(yq_cudnn_plan *p, yq_gpu_node_fn fn, void *ctx) { (void)p; (void)fn; (void)ctx; }
+extern "C" const void *yq_cudnn_node_data(const yq_cudnn_plan *p, int id) { (void)p; (void)id; return NULL; }
 extern "C" yq_status yq_cudnn_download(const yq_cudnn_plan *p, int id, float *h, yq_error *err)
 {
     (void)p; (void)id; (void)h;
@@ -1093,6 +1094,11 @@ extern "C" void yq_cudnn_set_hook(yq_cudnn_plan *p, yq_gpu_node_fn fn, void *ctx
 {
     p->hook = fn;
     p->hook_ctx = ctx;
+}
+
+extern "C" const void *yq_cudnn_node_data(const yq_cudnn_plan *p, int id)
+{
+    return id >= 0 && id < p->g->n_nodes ? nbuf(p, id) : NULL;
 }
 
 extern "C" void yq_cudnn_node_desc(const yq_cudnn_plan *p, int id, char *buf, size_t cap)

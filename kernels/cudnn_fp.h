@@ -94,6 +94,10 @@ void     *yq_cudnn_stream(const yq_cudnn_plan *p);                /* a cudaStrea
 /* Called on the host after each node's work is enqueued (stream: the plan's). */
 typedef void (*yq_gpu_node_fn)(void *ctx, int id, void *stream);
 void      yq_cudnn_set_hook(yq_cudnn_plan *p, yq_gpu_node_fn fn, void *ctx);
+/* Node id's buffer in device memory, in the plan's precision and layout (batch images).
+ * Inside the hook for id it holds id's output: work the hook enqueues on the stream
+ * reads it before any later node can reuse the memory.  NULL without cuDNN. */
+const void *yq_cudnn_node_data(const yq_cudnn_plan *p, int id);
 
 /* Node id's output after a run as float NCHW (batch images), converted from the
  * plan's precision and layout.  YQ_ERR_INVALID_ARG if its memory was reused. */

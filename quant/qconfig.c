@@ -14,6 +14,7 @@ void yq_qconfig_defaults(yq_qconfig *qc)
     qc->wscale = YQ_WSCALE_MAX;
     qc->calib.kind = YQ_CALIB_MSE;      /* measured best on the shared models (README: accuracy) */
     qc->keep_float = 5;
+    qc->thresh_search = 0;
     qc->head_float = 1;
     qc->first_float = 0;
     qc->equalize = 1;
@@ -48,6 +49,7 @@ static yq_layer_qc *layer_slot(yq_qconfig *qc, long idx)
         l->bits = 0;
         l->per_channel = l->wscale = l->skip = -1;
         l->has_calib = 0;
+        l->thresh = 0;
     }
     return &qc->layer[idx];
 }
@@ -79,8 +81,14 @@ static yq_status set_layer(yq_qconfig *qc, long idx, const char *key, const char
     } else if (!strcmp(key, "skip")) {
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, full, value, "on or off");
         l->skip = b;
+    } else if (!strcmp(key, "thresh")) {
+        char *end;
+        errno = 0;
+        double t = strtod(value, &end);
+        if (errno || end == value || *end || !(t > 0) || !(t <= 3.4e38)) return bad(err, origin, full, value, "a threshold > 0");
+        l->thresh = (float)t;
     } else {
-        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown per-layer key '%s' (bits, weights, weight_scale, calib, skip)", origin, full);
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown per-layer key '%s' (bits, weights, weight_scale, calib, skip, thresh)", origin, full);
     }
     return YQ_OK;
 }
@@ -141,6 +149,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
     } else if (!strcmp(key, "keep_float")) {
         if (!parse_int(value, &v) || v < 0 || v > 64) return bad(err, origin, key, value, "an integer in 0..64");
         qc->keep_float = (int)v;
+    } else if (!strcmp(key, "thresh_search")) {
+        if (!parse_int(value, &v) || v < 0 || v > 256) return bad(err, origin, key, value, "an integer in 0..256");
+        qc->thresh_search = (int)v;
     } else if (!strcmp(key, "equalize")) {
         if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
         qc->equalize = b;
@@ -151,7 +162,7 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         else return bad(err, origin, key, value, "off, weights or data (on = weights)");
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
-                       "rounding, head, first, keep_float, equalize, bias_correction, layer.N.*)", origin, key);
+                       "rounding, head, first, keep_float, thresh_search, equalize, bias_correction, layer.N.*)", origin, key);
     }
     return YQ_OK;
 }
@@ -191,7 +202,7 @@ yq_status yq_qconfig_validate(const yq_qconfig *qc, const yq_graph *g, yq_error 
     int layers = g->n_nodes - 1;
     for (int i = layers; i < qc->n_layers; i++) {
         const yq_layer_qc *l = &qc->layer[i];
-        if (l->bits || l->per_channel >= 0 || l->wscale >= 0 || l->skip >= 0 || l->has_calib)
+        if (l->bits || l->per_channel >= 0 || l->wscale >= 0 || l->skip >= 0 || l->has_calib || l->thresh > 0)
             return yq_fail(err, YQ_ERR_INVALID_ARG, "qconfig names layer %d, but the model has layers 0..%d", i, layers - 1);
     }
     return YQ_OK;
@@ -206,6 +217,7 @@ int yq_qc_per_channel(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = 
 yq_wscale yq_qc_wscale(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->wscale >= 0 ? (yq_wscale)l->wscale : qc->wscale; }
 int yq_qc_skip(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->skip > 0; }
 yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->has_calib ? l->calib : qc->calib; }
+float yq_qc_thresh(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l ? l->thresh : 0.f; }
 
 size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
 {
@@ -214,10 +226,10 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
     size_t n = (size_t)snprintf(buf, cap,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
-        "keep_float = %d\nequalize = %s\nbias_correction = %s\n",
+        "keep_float = %d\nthresh_search = %d\nequalize = %s\nbias_correction = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
-        qc->keep_float, qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
+        qc->keep_float, qc->thresh_search, qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers && n < cap; i++)
         if (qc->layer[i].skip == 2) {
@@ -235,6 +247,7 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
             yq_calib_method_str(&l->calib, cm, sizeof cm);
             n += (size_t)snprintf(buf + n, cap - n, "layer.%d.calib = %s\n", i, cm);
         }
+        if (l->thresh > 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.thresh = %.9g\n", i, (double)l->thresh);
     }
     return n < cap ? n : cap;
 }

@@ -17,14 +17,19 @@
  *   rounding        nearest | even  (ties away from zero | ties to even, for weights and biases)
  *   head            int8 | float    the convs feeding the [yolo]/[region] heads
  *   first           int8 | float    the first conv (int8: it reads the uint8 image directly)
- *   keep_float      0..64           keep the N int8 convs with the lowest SQNR against FP32 (measured on
- *                                   8 calibration images) in float: a measured choice, recorded in
- *                                   skip_layers
+ *   keep_float      0..64           up to N convs kept in float, chosen by measurement (quant/select.h):
+ *                                   the tensors whose rounding alone adds the most error at the heads
+ *                                   stay float with their producer and consumer convs; recorded as
+ *                                   layer.N.skip
+ *   thresh_search   0..256          re-choose the thresholds of the N scale classes adding the most
+ *                                   error at the heads, against that error (quant/select.h); recorded
+ *                                   as layer.N.thresh
  *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
  *   bias_correction off | weights | data
  *                                   weights: fold the mean shift the weight rounding causes
  *                                   into the bias; data: that, then measured shifts (quant/biascorr.h)
- *   per-layer:      layer.N.bits, layer.N.calib, layer.N.weights, layer.N.weight_scale, layer.N.skip
+ *   per-layer:      layer.N.bits, layer.N.calib, layer.N.weights, layer.N.weight_scale, layer.N.skip,
+ *                   layer.N.thresh (the threshold of the scale class layer N's output belongs to)
  */
 #ifndef YQ_QCONFIG_H
 #define YQ_QCONFIG_H
@@ -40,6 +45,7 @@ typedef struct yq_layer_qc {
     int skip;                  /* -1: global (skip_layers), 0/1 */
     int has_calib;
     yq_calib_method calib;
+    float thresh;              /* > 0: the output's threshold, instead of calibration's */
 } yq_layer_qc;
 
 #define YQ_QC_MAX_LAYERS 4096
@@ -52,6 +58,7 @@ typedef struct yq_qconfig {
     int round_even;
     int head_float, first_float;
     int keep_float;
+    int thresh_search;         /* scale classes whose thresholds are searched (0: none) */
     int equalize, bias_correction;   /* bias_correction: 0 off, 1 weights, 2 data */
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
@@ -69,6 +76,7 @@ int  yq_qc_per_channel(const yq_qconfig *qc, int layer);
 yq_wscale yq_qc_wscale(const yq_qconfig *qc, int layer);
 int  yq_qc_skip(const yq_qconfig *qc, int layer);
 yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer);
+float yq_qc_thresh(const yq_qconfig *qc, int layer);         /* 0: none set */
 /* The whole config as `key = value` text (the package stores it). Returns bytes written. */
 size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap);
 

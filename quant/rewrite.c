@@ -62,6 +62,31 @@ static void unite(int *par, int a, int b)
 }
 
 static int is_head(yq_op op) { return op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+
+/* Route, maxpool, upsample, dropout and the heads take their sources' scale. */
+static void unite_classes(const yq_graph *g, int *par)
+{
+    for (int i = 0; i < g->n_nodes; i++) par[i] = i;
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        switch (n->op) {
+        case YQ_OP_ROUTE:
+            for (int k = 0; k < n->n_src; k++) if (n->src[k] > 0) unite(par, i, n->src[k]);
+            break;
+        case YQ_OP_MAXPOOL: case YQ_OP_UPSAMPLE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+            if (n->src[0] > 0) unite(par, i, n->src[0]);
+            break;
+        default: break;
+        }
+    }
+}
+
+void yq_scale_classes(const yq_graph *g, int *root)
+{
+    unite_classes(g, root);
+    for (int i = 0; i < g->n_nodes; i++) root[i] = find(root, i);
+}
+
 static int int8_act(yq_act a) { return a == YQ_ACT_LINEAR || a == YQ_ACT_LEAKY || a == YQ_ACT_RELU; }
 
 static yq_rq neg_rq(yq_act a, double m)
@@ -142,8 +167,8 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
     int *consumers_int8 = calloc((size_t)N, sizeof *consumers_int8);
     int *consumers = calloc((size_t)N, sizeof *consumers);
     int *head_feed = calloc((size_t)N, sizeof *head_feed);
-    float *cls_t = calloc((size_t)N, sizeof *cls_t);
-    if (!q || !par || !consumers_int8 || !consumers || !head_feed || !cls_t) {
+    float *cls_t = calloc((size_t)N, sizeof *cls_t), *cls_set = calloc((size_t)N, sizeof *cls_set);
+    if (!q || !par || !consumers_int8 || !consumers || !head_feed || !cls_t || !cls_set) {
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -185,30 +210,31 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
             if (!q[i].float_op && !is_head(g->nodes[i].op)) consumers_int8[g->nodes[i].src[k]]++;
         }
 
-    /* 2. Thresholds, then shared-scale classes. */
-    for (int i = 0; i < N; i++) par[i] = i;
+    /* 2. Thresholds, then shared-scale classes.  A class takes the largest threshold of its
+     * members; thresholds set in the qconfig (layer.N.thresh) replace the calibrated ones,
+     * and a class with any of them set takes the largest of those. */
+    unite_classes(g, par);
     for (int i = 1; i < N; i++) {
         yq_node *n = &g->nodes[i];
         int L = n->layer;
         int bits = yq_qc_bits(qc, L);
         q[i].qmax = (1 << (bits - 1)) - 1;
         q[i].qmin = -q[i].qmax;
+        float set = yq_qc_thresh(qc, L);
+        int r = find(par, i);
+        if (set > 0) {
+            if (set > cls_set[r]) cls_set[r] = set;
+            q[i].thresh = set;
+            continue;
+        }
         yq_calib_method m = yq_qc_calib(qc, L);
         q[i].thresh = cs ? yq_thresh(&cs->hist[i], &m, bits) : 1.f;
-        switch (n->op) {
-        case YQ_OP_ROUTE:
-            for (int k = 0; k < n->n_src; k++) if (n->src[k] > 0) unite(par, i, n->src[k]);
-            break;
-        case YQ_OP_MAXPOOL: case YQ_OP_UPSAMPLE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
-            if (n->src[0] > 0) unite(par, i, n->src[0]);
-            break;
-        default: break;
-        }
+        if (n->op == YQ_OP_DROPOUT || is_head(n->op)) continue;   /* aliases: no data of their own */
+        if (q[i].thresh > cls_t[r]) cls_t[r] = q[i].thresh;
     }
     for (int i = 1; i < N; i++) {
         int r = find(par, i);
-        if (g->nodes[i].op == YQ_OP_DROPOUT || is_head(g->nodes[i].op)) continue;  /* aliases: no data of their own */
-        if (q[i].thresh > cls_t[r]) cls_t[r] = q[i].thresh;
+        if (cls_set[r] > 0) cls_t[r] = cls_set[r];
     }
     /* The input: the uint8 image (scale 1/255) when an int8 op reads it. */
     q[0].dtype = consumers_int8[0] ? YQ_U8 : YQ_F32;
@@ -263,5 +289,6 @@ done:
     free(consumers);
     free(head_feed);
     free(cls_t);
+    free(cls_set);
     return st;
 }

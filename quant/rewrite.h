@@ -15,6 +15,11 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
 /* Drops g->q (back to FP32); the arena keeps the memory until the graph is freed. */
 void yq_unquantize_graph(yq_graph *g);
 
+/* The scale classes: nodes whose outputs share one scale (route, maxpool, upsample,
+ * dropout and the heads take their sources').  root[i] (g->n_nodes entries) receives the
+ * smallest node id of i's class. */
+void yq_scale_classes(const yq_graph *g, int *root);
+
 /* Symmetric weight quantization of one output channel (exposed for tests):
  * returns the scale; q receives n values in [-qmax, qmax]. */
 float yq_quant_weights(const float *w, long n, int qmax, yq_wscale mode, int round_even, int8_t *q);

@@ -38,7 +38,15 @@
  *   /calibration/thresh    float[n_nodes], the calibrated threshold per node;
  *                          attributes method (string) and images (int32)
  *   /accuracy              string (scalar): JSON from the caller
- *   /tuning                string (scalar): JSON, optional (kernel choices)
+ *   /tuning                string (scalar): JSON, optional: free-form notes on tuning
+ *   /kernels/choices       compound[n], optional: the per-layer kernel choices of
+ *                          `yquant tune` (yq_tuned_kernel), one row per (node, batch, sm):
+ *     node int32 (a conv node id), batch int32 (the session batch it was tuned at),
+ *     sm int32 (compute capability, major*10+minor), cfg string[32] (a kernel
+ *     configuration name, yq_conv_cfg_name), us float, default_us float (measured
+ *     time of one run of the conv: the choice, the untuned default; 0 unknown).
+ *     The loader refuses a name no build knows, a node that is not a conv, an
+ *     int8 kernel on a conv kept in float (or the reverse), and duplicate rows.
  *
  * The loader checks everything before use: format and version first, then each
  * node's op, activation, parameters and sources, then shape inference on the
@@ -61,6 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <hdf5.h>
+#include "kernels/cuda.h"
 #include "runtime/package.h"
 
 #define FORMAT_NAME  "yquant-package"
@@ -110,6 +119,12 @@ static const field node_fields[] = {
     FN(head_new_coords, K_I32, 1), FN(head_softmax, K_I32, 1),
 };
 #undef FN
+typedef struct pk_kernel {
+    int32_t node, batch, sm;
+    char cfg[32];
+    float us, default_us;
+} pk_kernel;
+
 #define FQ(f, k, n) { #f, offsetof(pk_qnode, f), k, n }
 static const field qnode_fields[] = {
     FQ(dtype, K_STR, 4), FQ(float_op, K_I32, 1), FQ(scale, K_F32, 1), FQ(thresh, K_F32, 1),
@@ -117,6 +132,12 @@ static const field qnode_fields[] = {
     FQ(shift, K_I32, 1), FQ(neg_q31, K_I32, 1),
 };
 #undef FQ
+#define FK(f, k, n) { #f, offsetof(pk_kernel, f), k, n }
+static const field kernel_fields[] = {
+    FK(node, K_I32, 1), FK(batch, K_I32, 1), FK(sm, K_I32, 1), FK(cfg, K_STR, 32),
+    FK(us, K_F32, 1), FK(default_us, K_F32, 1),
+};
+#undef FK
 #define NFIELDS(a) ((int)(sizeof a / sizeof a[0]))
 
 static hid_t str_type(size_t size)
@@ -418,6 +439,33 @@ static yq_status write_conv(wctx *w, const yq_graph *g, int id, hid_t grp)
     return st;
 }
 
+/* /kernels/choices; the loader (run on the file before it is published) validates the rows. */
+static yq_status write_kernels(wctx *w, hid_t f, const yq_tuned_kernel *k, int n)
+{
+    if (!k || n > MAX_NODES)
+        return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: %d kernel choices (at most %d)", w->path, n, MAX_NODES);
+    pk_kernel *rec = calloc((size_t)n, sizeof *rec);
+    if (!rec) return yq_fail(w->err, YQ_ERR_NOMEM, "%s: out of memory", w->path);
+    for (int i = 0; i < n; i++) {
+        rec[i].node = k[i].node;
+        rec[i].batch = k[i].batch;
+        rec[i].sm = k[i].sm;
+        snprintf(rec[i].cfg, sizeof rec[i].cfg, "%s", k[i].cfg);
+        rec[i].us = k[i].us;
+        rec[i].default_us = k[i].default_us;
+    }
+    hid_t grp = -1;
+    hid_t ft = compound_type(kernel_fields, NFIELDS(kernel_fields), sizeof(pk_kernel), 1);
+    hid_t mt = compound_type(kernel_fields, NFIELDS(kernel_fields), sizeof(pk_kernel), 0);
+    yq_status st = ft < 0 || mt < 0 ? wfail(w, "the kernel choice type") : w_group(w, f, "kernels", &grp);
+    if (st == YQ_OK) st = w_ds(w, grp, "choices", "/kernels/choices", ft, mt, (hsize_t)n, rec);
+    if (grp >= 0) H5Gclose(grp);
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    free(rec);
+    return st;
+}
+
 static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package_meta *m)
 {
     int N = g->n_nodes;
@@ -528,6 +576,7 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
     TRY(w_ds_str(w, f, "qconfig", m ? m->qconfig_text : NULL));
     TRY(w_ds_str(w, f, "accuracy", m ? m->accuracy_json : NULL));
     if (m && m->tuning_json) TRY(w_ds_str(w, f, "tuning", m->tuning_json));
+    if (m && m->n_kernels > 0) TRY(write_kernels(w, f, m->kernels, m->n_kernels));
     TRY(w_group(w, f, "calibration", &grp));
     TRY(w_ds(w, grp, "thresh", "/calibration/thresh", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, (hsize_t)N, thr));
     TRY(w_attr_str(w, grp, "method", m ? m->calib_method : NULL));
@@ -1069,6 +1118,83 @@ done:
     return st;
 }
 
+static int cmp_kernel(const void *pa, const void *pb)
+{
+    const yq_tuned_kernel *a = pa, *b = pb;
+    if (a->node != b->node) return a->node < b->node ? -1 : 1;
+    if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
+    return (a->sm > b->sm) - (a->sm < b->sm);
+}
+
+/* /kernels/choices, when present: every row names a conv of g, a kernel
+ * configuration this build knows and that fits the conv's kind, and a (node,
+ * batch, sm) no other row names. */
+static yq_status load_kernels(rctx *r, hid_t f, const yq_graph *g, yq_package_info *info)
+{
+    if (H5Lexists(f, "kernels", H5P_DEFAULT) <= 0) return YQ_OK;
+    int n = -1;
+    pk_kernel *rec = NULL;
+    yq_status st = r_table(r, f, "kernels", "/kernels/choices", kernel_fields, NFIELDS(kernel_fields),
+                           sizeof(pk_kernel), &n, (void **)&rec);
+    if (st != YQ_OK) return st;
+    yq_tuned_kernel *k = calloc((size_t)n, sizeof *k);
+    if (!k) {
+        free(rec);
+        return RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
+    }
+#define BAD(...) do { st = RFAIL(YQ_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
+    for (int i = 0; i < n; i++) {
+        const pk_kernel *c = &rec[i];
+        if (!memchr(c->cfg, 0, sizeof c->cfg)) BAD("%s: /kernels/choices row %d: cfg is not a terminated string", r->path, i);
+        if (!in_range(c->node, 1, g->n_nodes - 1) || g->nodes[c->node].op != YQ_OP_CONV)
+            BAD("%s: /kernels/choices row %d: node %d is not a conv of this graph", r->path, i, c->node);
+        if (!in_range(c->batch, 1, 65536) || !in_range(c->sm, 10, 999))
+            BAD("%s: /kernels/choices row %d (node %d): batch %d, sm %d (expected 1..65536 and 10..999)", r->path, i,
+                c->node, c->batch, c->sm);
+        yq_conv_cfg cfg;
+        if (yq_conv_cfg_parse(c->cfg, &cfg) != 0)
+            BAD("%s: /kernels/choices row %d (node %d, batch %d, sm_%d): unknown kernel configuration '%s' "
+                "(tuned by another yquant version? run `yquant tune` again)", r->path, i, c->node, c->batch, c->sm, c->cfg);
+        int fl = g->q[c->node].float_op, is_f32 = cfg.family == YQ_CONV_F32;
+        if (cfg.family == YQ_CONV_AUTO || fl != is_f32)
+            BAD("%s: /kernels/choices row %d: kernel configuration '%s' cannot run node %d (%s, %s)", r->path, i, c->cfg,
+                c->node, g->nodes[c->node].name, fl ? "kept in float" : "int8");
+        if (!isfinite(c->us) || c->us < 0 || !isfinite(c->default_us) || c->default_us < 0)
+            BAD("%s: /kernels/choices row %d (node %d): times %g and %g us (must be finite and >= 0)", r->path, i,
+                c->node, (double)c->us, (double)c->default_us);
+        k[i].node = c->node;
+        k[i].batch = c->batch;
+        k[i].sm = c->sm;
+        memcpy(k[i].cfg, c->cfg, sizeof k[i].cfg);
+        k[i].us = c->us;
+        k[i].default_us = c->default_us;
+    }
+    {
+        /* duplicates: sorted copies side by side (a hostile file may hold many rows) */
+        yq_tuned_kernel *sorted = malloc(sizeof *sorted * (size_t)n);
+        if (!sorted) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path); goto done; }
+        memcpy(sorted, k, sizeof *sorted * (size_t)n);
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_kernel);
+        for (int i = 1; i < n; i++)
+            if (!cmp_kernel(&sorted[i - 1], &sorted[i])) {
+                int node = sorted[i].node, batch = sorted[i].batch, sm = sorted[i].sm;
+                free(sorted);
+                BAD("%s: /kernels/choices: two rows choose for node %d, batch %d, sm_%d", r->path, node, batch, sm);
+            }
+        free(sorted);
+    }
+#undef BAD
+done:
+    free(rec);
+    if (st != YQ_OK) {
+        free(k);
+        return st;
+    }
+    info->kernels = k;
+    info->n_kernels = n;
+    return YQ_OK;
+}
+
 static yq_status check_signature(rctx *r)
 {
     static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
@@ -1201,6 +1327,7 @@ static yq_status package_load(const char *path, yq_graph **out, yq_package_info 
     TRY(r_ds_str(r, f, "qconfig", 0, &info->qconfig_text));
     TRY(r_ds_str(r, f, "accuracy", 0, &info->accuracy_json));
     TRY(r_ds_str(r, f, "tuning", 1, &info->tuning_json));
+    TRY(load_kernels(r, f, g, info));
     if (H5Lexists(f, "calibration", H5P_DEFAULT) <= 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: missing group /calibration", path); goto fail; }
     cal = H5Gopen2(f, "calibration", H5P_DEFAULT);
     if (cal < 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: /calibration is not a group (or is damaged)", path); goto fail; }
@@ -1286,6 +1413,7 @@ void yq_package_info_free(yq_package_info *info)
     free(info->accuracy_json);
     free(info->calib_method);
     free(info->tuning_json);
+    free(info->kernels);
     free(info);
 }
 

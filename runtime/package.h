@@ -1,8 +1,9 @@
 /* The int8 deploy package (.yqp): one HDF5 file with everything needed to run an
  * int8 graph without its source model: the graph, the int8 weights and
  * requantize parameters, the weights of layers kept in float, the qconfig text,
- * a calibration summary, the measured accuracy, provenance hashes and (later)
- * tuned kernel choices.  The layout is documented at the top of package.c.
+ * a calibration summary, the measured accuracy, provenance hashes and the
+ * per-layer kernel choices of `yquant tune` (optional).  The layout is documented
+ * at the top of package.c.
  *
  *     yq_package_meta meta = { .qconfig_text = qtext, .accuracy_json = acc,
  *                              .calib_method = "percentile:99.99", .calib_images = 80 };
@@ -31,13 +32,27 @@
  * version only and refuses others with a message naming both. */
 #define YQ_PACKAGE_VERSION 1
 
+/* One per-layer kernel choice (`yquant tune`, runtime/tune.h): conv node `node`
+ * runs the kernel configuration named `cfg` (yq_conv_cfg_name: "mma_128x128x64_s3",
+ * "dp4a_64x64", ...) in sessions of `batch` images on GPUs of compute capability
+ * `sm` (major*10+minor: 90).  Every configuration computes the same bytes; the
+ * choice is about speed only, so a session on another GPU or batch may ignore it. */
+typedef struct yq_tuned_kernel {
+    int node, batch, sm;
+    char cfg[32];
+    float us;                     /* measured time of one run of the conv with cfg (0: unknown) */
+    float default_us;             /* the same with the untuned default (0: unknown) */
+} yq_tuned_kernel;
+
 /* What the caller knows that the graph does not.  Strings may be NULL (stored
  * empty; tuning_json NULL: no /tuning dataset). */
 typedef struct yq_package_meta {
     const char *qconfig_text;     /* yq_qconfig_str's text */
     const char *accuracy_json;    /* FP32 and int8 mAP etc., as JSON */
     const char *calib_method;     /* "percentile:99.99", ... */
-    const char *tuning_json;      /* kernel choices, optional */
+    const char *tuning_json;      /* free-form notes on tuning (JSON), optional */
+    const yq_tuned_kernel *kernels;   /* n_kernels per-layer kernel choices (0: no /kernels) */
+    int n_kernels;
     uint8_t calib_images_sha256[32];
     int calib_images;             /* images calibration used */
     int letterbox;                /* preprocessing the accuracy was measured with (meta NULL: the cfg's) */
@@ -55,6 +70,8 @@ typedef struct yq_package_info {
     char *accuracy_json;          /* never NULL */
     char *calib_method;           /* never NULL */
     char *tuning_json;            /* NULL when the package has no /tuning */
+    yq_tuned_kernel *kernels;     /* NULL (n_kernels 0) when the package has no /kernels */
+    int n_kernels;
     int letterbox;
     int calib_images;
     int input_c, input_h, input_w;

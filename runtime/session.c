@@ -8,7 +8,10 @@
  * stream: copy the inputs and image sizes up, quantize the input, every layer,
  * decode, NMS, top-k, copy the records down.  With cuda_graph on, that sequence is
  * captured once per n into a CUDA graph and replayed; either way the host waits
- * once per batch. */
+ * once per batch.  A package's per-layer kernel choices (`yquant tune`) are applied
+ * to the plan when they were tuned on a GPU of this architecture: the session's
+ * batch, else the nearest tuned batch whose choice can run (runtime/tune_apply.c);
+ * other convs keep the built-in heuristic. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 #include "runtime/exec_cuda.h"
 #include "runtime/gpu_post.h"
 #include "runtime/session.h"
+#include "runtime/tune.h"
 
 #define MAX_HEADS YQ_POST_MAX_HEADS
 #define MAX_BATCH 65536
@@ -50,6 +54,7 @@ struct yq_session {
     int *h_wh;                    /* page-locked: max_batch x (w, h) */
     unsigned char *h_res;         /* page-locked: max_batch result records */
     void **graphs;                /* [n - 1]: the captured batch of n, NULL until first used */
+    int tuned;                    /* convs running a package's tuned choice */
 };
 
 /* ---- models ------------------------------------------------------------------ */
@@ -276,6 +281,8 @@ static yq_status cuda_open(yq_session *s, yq_error *err)
     snprintf(s->name, sizeof s->name, "cuda:%d (%s, sm_%d)", s->device, dn, sm);
     if ((st = yq_cuda_set_device(s->device, err)) ||
         (st = yq_cuda_plan_new(g, s->max_batch, s->device, &s->cplan, err)) ||
+        (info && info->n_kernels > 0 &&
+         (st = yq_tune_apply(s->cplan, g, s->max_batch, sm, info->kernels, info->n_kernels, &s->tuned, err))) ||
         (st = yq_cuda_stream_new_async(&s->stream, err)))
         return cuda_fail(s, st, err);
     void *a = NULL, *b = NULL;
@@ -352,6 +359,7 @@ yq_status yq_session_set_options(yq_session *s, const yq_session_opt *o, yq_erro
 
 yq_session_opt yq_session_options(const yq_session *s) { return s->opt; }
 const char *yq_session_device(const yq_session *s) { return s->name; }
+int yq_session_tuned_convs(const yq_session *s) { return s ? s->tuned : 0; }
 
 /* ---- running -------------------------------------------------------------------- */
 

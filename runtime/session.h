@@ -20,6 +20,9 @@ yq_status yq_model_borrow(const yq_graph *g, int letterbox, yq_model **out, yq_e
 const yq_graph *yq_model_graph(const yq_model *m);
 const yq_package_info *yq_model_info(const yq_model *m);    /* NULL unless opened from a .yqp */
 
+/* Convs of a cuda session that run a package's tuned kernel choice (0 on cpu). */
+int yq_session_tuned_convs(const yq_session *s);
+
 /* "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N; YQ_ERR_INVALID_ARG for anything else. */
 yq_status yq_device_parse(const char *device, int *index, yq_error *err);
 

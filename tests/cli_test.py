@@ -10,7 +10,8 @@ beside a copy of tests/fixtures/tiny.cfg), build/yquant must
 and under valgrind (when installed) report no memory error and no definite or
 indirect leak.  Valid inputs (tiny.cfg with good v0.2 and v0.1 weights) exit 0.
 Also: inspect of yolov3 at 416 (65.86 GFLOPs, 107 layers, JSON), --help, and
-an unknown option.
+an unknown option; `yquant tune` errors (missing or damaged package, a bad tuning
+log, no GPU, bad options: one line each).
 
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.
 Run from anywhere; paths are relative to the repository root.  YQ_BIN overrides
@@ -233,6 +234,64 @@ def check_usage():
             report("PASS", name)
 
 
+def check_tune():
+    """`yquant tune`: its help, and one clear line (exit 1; 2 for usage) for a missing or
+    damaged package, a bad tuning log, and no GPU; with a GPU, a tiny model tunes."""
+    rc, out, err = run(["tune", "--help"])
+    opts = ["--batch", "--budget", "--trials", "--early-stopping", "--tuner", "--log", "--seed", "--families",
+            "--retune", "--no-write", "--json", "--device", "--weights", "--size", "--head"]
+    missing = [o for o in opts if o not in out]
+    if rc != 0 or err or missing:
+        report("FAIL", "tune_help", "exit %d, stderr %r, options not in --help: %s" % (rc, err[:200], missing))
+    else:
+        report("PASS", "tune_help")
+    tiny = os.path.join("tests", "fixtures", "tiny.cfg")
+    with tempfile.TemporaryDirectory(prefix="yq_cli_tune.") as tmp:
+        missing_pkg = os.path.join(tmp, "nowhere", "m.yqp")
+        rc, out, err = run(["tune", missing_pkg])
+        why = check_error_run("tune_missing_package", rc, err, missing_pkg, None)
+        report("FAIL" if why else "PASS", "tune_missing_package", why or "")
+
+        fake = os.path.join(tmp, "fake.yqp")
+        with open(fake, "w") as f:
+            f.write("not a package\n")
+        rc, out, err = run(["tune", fake])
+        why = check_error_run("tune_not_a_package", rc, err, fake, "not a yquant package")
+        report("FAIL" if why else "PASS", "tune_not_a_package", why or "")
+
+        bad = os.path.join(tmp, "bad.jsonl")
+        with open(bad, "w") as f:
+            f.write('{"key":"c3x32x32-f4-k3s1p1-g1-u8s8-b1","arch":"sm_90","cfg":"dp4a_64x64","ok":true,"us":2}\n')
+            f.write('{"key":"c3x32x32-f4-k3s1p1-g1-u8s8-b1","arch":"sm_90","cfg":"mma_9x9x9_s9","ok":true,"us":2}\n')
+        rc, out, err = run(["tune", tiny, "--weights", "synthetic", "--log", bad])
+        why = check_error_run("tune_bad_log", rc, err, bad + ":2:", "unknown kernel configuration 'mma_9x9x9_s9'")
+        report("FAIL" if why else "PASS", "tune_bad_log", why or "")
+
+        log = os.path.join(tmp, "ok.jsonl")
+        rc, out, err = run(["tune", tiny, "--weights", "synthetic", "--log", log, "--budget", "60"])
+        if "no CUDA device" in err:
+            why = check_error_run("tune_no_gpu", rc, err, "tune", "no CUDA device")
+            report("FAIL" if why else "PASS", "tune_no_gpu", why or "")
+        elif rc != 0 or not os.path.exists(log) or os.path.getsize(log) == 0:
+            report("FAIL", "tune_no_gpu", "with a GPU: exit %d, stderr %r" % (rc, err[-300:]))
+        else:
+            report("PASS", "tune_no_gpu", "")   # a GPU is present: the tiny model was tuned
+
+    for name, args, opt in (("tune_unknown_tuner", ["tune", tiny, "--tuner", "xgb"], "--tuner xgb"),
+                            ("tune_cpu_device", ["tune", tiny, "--device", "cpu"], "--device cpu"),
+                            ("tune_bad_trials", ["tune", tiny, "--trials", "-1"], "--trials -1"),
+                            ("bench_tune_cpu", ["bench", tiny, "--weights", "synthetic", "--device", "cpu", "--tune"],
+                             "--tune")):
+        rc, out, err = run(args)
+        lines = err.splitlines()
+        if rc != 2:
+            report("FAIL", name, "exit %d, expected 2 (stderr %r)" % (rc, err[:200]))
+        elif len(lines) != 1 or not lines[0].startswith("yquant: ") or opt not in lines[0]:
+            report("FAIL", name, "stderr %r" % err[:300])
+        else:
+            report("PASS", name)
+
+
 def main():
     if not os.access(YQ, os.X_OK):
         print("FAIL cli_binary: %s not built (make build/yquant)" % YQ)
@@ -252,6 +311,7 @@ def main():
                 report("SKIP", "valgrind_" + name, "valgrind not installed")
     check_yolov3()
     check_usage()
+    check_tune()
     for status, name, why in results:
         print("%s %s%s" % (status, name, ": " + why if why else ""))
     return 1 if any(s == "FAIL" for s, _, _ in results) else 0

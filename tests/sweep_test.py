@@ -8,14 +8,18 @@ labelled validation images (coco-mini val2017, YOLO labels), from a temp folder 
     (the 16 combinations, numbers that parse, one chosen point, on the front, the best mAP
     there), pareto.png is a valid PNG (signature, chunk CRCs, IHDR, pixels decoded) showing
     points in the front colour, report.html embeds exactly that PNG and holds the table
-    and the per-layer SQNR;
+    and the per-layer SQNR; the latency engine is named alike in the CSV, the JSON and the
+    report (the CPU int8 reference without a GPU, silently: no warning);
+  - sweep --device cuda without a GPU: one warning line, then every latency labelled as the
+    CPU int8 reference's (CSV, JSON, report); SKIP where a GPU is present (then the labels
+    must name the GPU);
   - report.html rendered by headless Chromium (Debian's `chromium`; SKIP when absent): in
     the screenshot the chart shows many pixels of both point colours, and below it the
     table's header band is followed by rows of text pixels;
   - sensitivity --layers 2: the table, 2 CSV rows, a valid PNG;
-  - quantize --max-drop: a budget met at once keeps every layer int8; a budget of 0 with
-    --max-float 2 keeps 1-2 layers float and the package's qconfig records them (skip_layers);
-    usage errors exit 2.
+  - quantize --max-drop: a budget met at once keeps every layer int8 (and names its latency
+    engine); a budget of 0 with --max-float 2 keeps 1-2 layers float and the package's
+    qconfig records them (skip_layers); usage errors exit 2.
 Times are printed, never asserted.  Prints PASS/FAIL/SKIP lines (counted by tests/run.sh);
 exits 0 if none failed.  YQ_BIN overrides the binary, YQ_DATA the data folder.
 """
@@ -185,8 +189,38 @@ def check_bad_grids(d):
 
 CSV_COLUMNS = ["point", "name", "bits", "weights", "weight_scale", "calib", "rounding", "head", "first", "keep_float", "equalize",
                "bias_correction", "skip_layers", "float_convs", "int8_convs", "map", "map50", "map75", "drop_pts",
-               "drop50_pts", "latency_ms", "latency_mean_ms", "latency_device", "wall_ms_per_image", "fp32_map",
-               "fp32_map50", "fp32_latency_ms", "images", "calib_images", "pareto", "chosen", "qconfig"]
+               "drop50_pts", "latency_ms", "latency_mean_ms", "latency_device", "latency_engine", "wall_ms_per_image",
+               "cpu_latency_ms", "fp32_map", "fp32_map50", "fp32_latency_ms", "images", "calib_images", "pareto", "chosen",
+               "qconfig"]
+CPU_TAG, CPU_LABEL = "cpu-int8-reference", "CPU int8 reference"
+
+
+def latency_labels_why(engine, tag, label, rows, html):
+    """What is wrong with the latency labels of one run: engine is the JSON's latency.engine,
+    tag/label the JSON's latency_device/latency_engine, rows the CSV rows (dicts), html the
+    report (or None)."""
+    why = []
+    if engine == "cpu":
+        if (tag, label) != (CPU_TAG, CPU_LABEL):
+            why.append("cpu engine labelled %r / %r" % (tag, label))
+    elif engine == "cuda":
+        if not tag.startswith("cuda-int8-") or not label.startswith("GPU int8, "):
+            why.append("cuda engine labelled %r / %r" % (tag, label))
+    else:
+        why.append("latency.engine %r" % engine)
+    for r in rows:
+        if (r.get("latency_device"), r.get("latency_engine")) != (tag, label):
+            why.append("row %s labelled %r / %r, the JSON %r / %r" % (r.get("point"), r.get("latency_device"),
+                                                                      r.get("latency_engine"), tag, label))
+            break
+        if engine == "cpu" and r.get("latency_ms") is not None and \
+                abs(float(r["latency_ms"]) - float(r["cpu_latency_ms"])) > 1e-3:
+            why.append("row %s: cpu engine but latency_ms %s != cpu_latency_ms %s" % (r.get("point"), r["latency_ms"],
+                                                                                     r["cpu_latency_ms"]))
+            break
+    if html is not None and ("Latency (<b>%s</b>" % label) not in html:
+        why.append("report.html does not name the latency engine %r" % label)
+    return why
 
 
 def check_sweep(d):
@@ -226,9 +260,8 @@ def check_sweep(d):
             why.append("row %s: map %s latency %s" % (rec["point"], rec["map"], rec["latency_ms"]))
         if abs(rec["drop_pts"] - 100 * (rec["fp32_map"] - rec["map"])) > 1e-3:
             why.append("row %s: drop_pts %s" % (rec["point"], rec["drop_pts"]))
-        if rec["latency_device"] != "cpu-int8-reference" or rec["images"] != "4" or rec["calib_images"] != "4":
-            why.append("row %s: device/images %s %s %s" % (rec["point"], rec["latency_device"], rec["images"],
-                                                          rec["calib_images"]))
+        if rec["images"] != "4" or rec["calib_images"] != "4":
+            why.append("row %s: images %s %s" % (rec["point"], rec["images"], rec["calib_images"]))
         if ("head=%s" % rec["head"]) not in rec["qconfig"]:
             why.append("row %s: qconfig %r does not say head %s" % (rec["point"], rec["qconfig"], rec["head"]))
         combos.add((rec["bits"], rec["calib"], rec["weights"], rec["head"]))
@@ -276,8 +309,14 @@ def check_sweep(d):
     if "Per-layer SQNR of the chosen point" not in html or '<table class="sqnr">' not in html:
         why.append("report.html: no per-layer SQNR table")
     j = json.load(open(js))
-    if len(j["points"]) != 16 or j["latency_device"] != "cpu-int8-reference":
+    if len(j["points"]) != 16:
         why.append("sweep.json: %d points" % len(j["points"]))
+    eng = j.get("latency", {}).get("engine")
+    why += latency_labels_why(eng, j.get("latency_device"), j.get("latency_engine"),
+                              [dict(zip(head, r)) for r in body], html)
+    if eng == "cpu" and "warning: latency" in se:
+        why.append("a warning about the latency engine without --device: %r" % se[-300:])
+    print("# latency engine: %s" % j.get("latency_engine"))
     if not re.search(r"^Pareto front \(fastest first\): ", so, re.M):
         why.append("stdout has no Pareto front line")
     report("FAIL" if why else "PASS", name, "; ".join(why[:6]))
@@ -285,6 +324,41 @@ def check_sweep(d):
         if line.startswith("Pareto front"):
             print("# " + line)
     return out
+
+
+def check_device_cuda_fallback(d):
+    """sweep --device cuda: the GPU's latency where there is one, else one warning line and the
+    CPU int8 reference's, labelled as such everywhere."""
+    name = "sweep_device_cuda_labels_cpu_without_gpu"
+    out = os.path.join(d["tmp"], "sweep_cuda")
+    js = os.path.join(d["tmp"], "sweep_cuda.json")
+    rc, so, se, dt = run(["sweep"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"],
+                                                  "--grid", "bits=8", "--sqnr-images", "1", "--device", "cuda",
+                                                  "--out", out, "--json", js])
+    if rc != 0:
+        report("FAIL", name, "rc %d: %s" % (rc, se[-500:]))
+        return
+    print("# 1-point sweep --device cuda: %.1f s" % dt)
+    j = json.load(open(js))
+    rows = list(csv.DictReader(open(os.path.join(out, "sweep.csv"), newline="")))
+    html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    eng = j.get("latency", {}).get("engine")
+    why = latency_labels_why(eng, j.get("latency_device"), j.get("latency_engine"), rows, html)
+    if eng == "cuda":
+        if not os.path.exists(os.path.join(out, "tune.jsonl")):
+            why.append("GPU latency without the default tuning log %s/tune.jsonl" % out)
+        report("FAIL" if why else "SKIP", name, "; ".join(why) if why else "a GPU is present (its labels checked)")
+        return
+    warn = [l for l in se.splitlines() if l.startswith("warning: latency")]
+    if len(warn) != 1 or "no CUDA device" not in warn[0] or CPU_LABEL not in warn[0]:
+        why.append("expected one warning line naming the fallback, got %r" % warn)
+    if j.get("latency", {}).get("why_cpu") != "no CUDA device":
+        why.append("latency.why_cpu %r" % j.get("latency", {}).get("why_cpu"))
+    if "latency: %s" % CPU_LABEL not in so:
+        why.append("stdout does not name the engine: %r" % so[-300:])
+    if len(rows) != 1 or not float(rows[0]["latency_ms"]) > 0:
+        why.append("rows %s" % rows)
+    report("FAIL" if why else "PASS", name, "; ".join(why))
 
 
 def find_chromium():
@@ -401,6 +475,13 @@ def check_max_drop(d):
             why.append("qconfig %r" % qc)
         if not os.path.exists(pkg):
             why.append("no package")
+        eng = md.get("latency", {}).get("engine")
+        why += latency_labels_why(eng, md.get("latency_device"), md.get("latency_engine"), [], None)
+        if not all(k in md for k in ("latency_ms", "latency_ms_all_int8", "cpu_latency_ms")):
+            why.append("max_drop has no latency figures: %s" % sorted(md))
+        if not re.search(r"latency cost [-+][0-9.]+ ms\S* \([-+][0-9.]+%%, %s" % re.escape(md.get("latency_engine", "?")),
+                         so):
+            why.append("the latency cost line does not name the engine: %r" % so[-300:])
     report("FAIL" if why else "PASS", name, "; ".join(why))
 
     # A budget of 0 with at most 2 float layers: the steps run, the package records them.
@@ -461,7 +542,8 @@ def main():
             os.path.join(DATA, "datasets", "coco-mini", "val2017_unlabelled", "images")]
     missing = [p for p in need if not os.path.isdir(p)]
     if missing:
-        for n in ("sweep_ci_16_points", "sweep_report_chromium", "sensitivity_layers_2", "quantize_max_drop"):
+        for n in ("sweep_ci_16_points", "sweep_device_cuda_labels_cpu_without_gpu", "sweep_report_chromium",
+                  "sensitivity_layers_2", "quantize_max_drop"):
             report("SKIP", n, "%s not found (set YQ_DATA)" % missing[0])
         return 0
     with tempfile.TemporaryDirectory(prefix="yq_sweep_test.") as tmp:
@@ -470,6 +552,7 @@ def main():
         t0 = time.time()
         check_bad_grids(d)
         out = check_sweep(d)
+        check_device_cuda_fallback(d)
         check_chromium(d, out)
         check_sensitivity(d)
         check_max_drop(d)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# GPU benchmark, every engine in the same run on the same GPU: yquant int8 (our dp4a
-# kernels), yquant FP32 and FP16 (cuDNN), PyTorch FP16 channels_last replayed from a CUDA
+# GPU benchmark, every engine in the same run on the same GPU: yquant int8 (our dp4a and
+# tensor-core kernels: the untuned default, and tuned per layer by `yquant bench --tune`,
+# any family / dp4a only / mma only, with the tuning time, first and again from the log),
+# yquant FP32 and FP16 (cuDNN), PyTorch FP16 channels_last replayed from a CUDA
 # graph (and FP32) built from the same .cfg (bench/gpu/peer_torch.py), and cuDNN's own int8
 # convolutions summed over the network's convs (yqgpu cudnn_int8).  Models: YOLOv3 at 416
 # (architecture only: synthetic weights) and yolo-fastest-1.1-xl (its COCO weights).
@@ -76,6 +78,14 @@ step fastest.yq 60 "$BIN" bench --device cuda "$fdir" --batch 1,32 --precision f
     --json "$LOG/fastest.yq.json"
 step fastest.yq8 40 "$BIN" bench --device cuda "$fdir" --batch 1,32 --precision int8 --head int8 --runs "$RUNS" \
     --json "$LOG/fastest.yq8.json"
+# Per-layer tuning in process (int8 heads: all of YOLOv3's 23 conv shapes), then the same
+# again reusing the log (it should take seconds).
+step yolov3.tune 420 "$BIN" bench --device cuda "$v3cfg" --weights synthetic --size 416 --batch 1,32 --precision int8 \
+    --head int8 --tune --log "$LOG/yolov3.tune.jsonl" --runs "$RUNS" --json "$LOG/yolov3.tuned.json"
+step yolov3.tune2 120 "$BIN" bench --device cuda "$v3cfg" --weights synthetic --size 416 --batch 1,32 --precision int8 \
+    --head int8 --tune --log "$LOG/yolov3.tune.jsonl" --runs "$RUNS" --json "$LOG/yolov3.tuned2.json"
+step fastest.tune 300 "$BIN" bench --device cuda "$fdir" --batch 1,32 --precision int8 --head int8 --tune \
+    --log "$LOG/fastest.tune.jsonl" --runs "$RUNS" --json "$LOG/fastest.tuned.json"
 step yolov3.torch 120 python3 bench/gpu/peer_torch.py "$v3cfg" --size 416 --batch 1,32 --runs "$RUNS" \
     --json "$LOG/yolov3.torch.json"
 step fastest.torch 60 python3 bench/gpu/peer_torch.py "$fcfg" --weights "$fw" --batch 1,32 --runs "$RUNS" \
@@ -86,6 +96,7 @@ step fastest.cudnn8 60 "$BIN" cudnn_int8 "$fcfg" --batch 1,32 --json "$LOG/faste
 mkdir -p bench/results
 out="bench/results/gpu_$(date +%Y-%m-%d).md"
 python3 bench/gpu/report.py "$LOG" > "$out"
+[ -s "$LOG/yolov3.tune.jsonl" ] && python3 bench/gpu/layers.py "$LOG" >> "$out"
 # Optional, while the time budget lasts (YQ_GPU_BUDGET_S, seconds of this script; default
 # none): the cuDNN graph API with bias + activation fused into the conv (engines compiled
 # at planning time), YOLOv3 FP16.

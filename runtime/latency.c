@@ -1,0 +1,190 @@
+/* The GPU latency of an int8 forward with tuned kernels (runtime/latency.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kernels/cuda.h"
+#include "kernels/cuda_bench.h"
+#include "runtime/exec_cuda.h"
+#include "runtime/latency.h"
+
+yq_latency_opt yq_latency_defaults(void)
+{
+    yq_latency_opt o;
+    memset(&o, 0, sizeof o);
+    o.batch = 1;
+    o.tune = 1;
+    o.tune_budget_s = 60;
+    o.tune_trials = 32;
+    o.warmup = 10;
+    o.runs = 100;
+    return o;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and mean of ms[n] (sorted in place). */
+static void stats(float *ms, int n, double *med, double *mn, double *mean)
+{
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)ms[i];
+    *med = n % 2 ? (double)ms[n / 2] : 0.5 * ((double)ms[n / 2 - 1] + (double)ms[n / 2]);
+    *mn = (double)ms[0];
+    *mean = sum / n;
+}
+
+/* The kernel choices for g at batch: tuned now (the log's finished shapes reused), or
+ * with o->tune off the log's fastest logged configuration per shape, nothing measured.
+ * *k malloc'ed (NULL when *nk is 0). */
+static yq_status choices(const yq_graph *g, const yq_latency_opt *o, int sm, yq_latency *r, yq_tuned_kernel **k,
+                         int *nk, yq_error *err)
+{
+    *k = NULL;
+    *nk = 0;
+    yq_tune_task *t = NULL;
+    int n = 0;
+    yq_status st = yq_tune_tasks(g, &o->batch, 1, &t, &n, err);
+    if (st) return st;
+    if (n == 0) {
+        yq_tune_tasks_free(t);
+        return YQ_OK;
+    }
+    if (o->tune) {
+        yq_tune_opt to = yq_tune_defaults();
+        to.log_path = o->tune_log;
+        to.budget_s = o->tune_budget_s;
+        to.trials = o->tune_trials;
+        st = yq_tune_gpu(g, t, n, &to, &r->tune, err);
+    } else if (o->tune_log) {
+        yq_tune_log *l = NULL;
+        char arch[16];
+        snprintf(arch, sizeof arch, "sm_%d", sm);
+        st = yq_tune_log_read(o->tune_log, &l, err);
+        for (int i = 0; st == YQ_OK && i < n; i++) {
+            yq_conv_cfg c;
+            double us;
+            if (!yq_tune_log_best(l, t[i].key, arch, &c, &us)) continue;
+            t[i].best = c;
+            t[i].best_us = us;
+            t[i].state = YQ_TUNE_LOGGED;
+            r->tune.logged++;
+        }
+        r->tune.tasks = n;
+        yq_tune_log_free(l);
+    }
+    if (st == YQ_OK && (o->tune || o->tune_log)) st = yq_tune_choices(g, t, n, sm, -1, k, nk, err);
+    yq_tune_tasks_free(t);
+    return st;
+}
+
+/* The deterministic input pattern of cli/cmd_bench.c: values in [0, 1]. */
+static void fill_input(float *x, yq_shape s, int batch)
+{
+    size_t n = (size_t)yq_shape_size(s) * (size_t)batch;
+    for (size_t i = 0; i < n; i++) x[i] = (float)((i * 7 + (i / (size_t)s.w) * 13) % 256) / 255.f;
+}
+
+typedef struct fwd { yq_cuda_plan *p; int batch; void *stream; } fwd;
+static yq_status enqueue(void *ctx, yq_error *err)
+{
+    fwd *f = ctx;
+    return yq_cuda_enqueue(f->p, f->batch, f->stream, err);
+}
+
+yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latency *out, yq_error *err)
+{
+    yq_latency_opt o = opt ? *opt : yq_latency_defaults();
+    if (!g || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_latency_gpu: no graph");
+    if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: GPU latency is measured on an int8 graph (quantize it first)",
+                              g->cfg_path);
+    if (o.batch < 1 || o.batch > 4096) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d: expected 1..4096", o.batch);
+    if (o.runs < 1) o.runs = 1;
+    if (o.warmup < 0) o.warmup = 0;
+    if (yq_cuda_device_count() == 0)
+        return yq_fail(err, YQ_ERR_UNSUPPORTED, "no CUDA device is available (no NVIDIA driver or no GPU): GPU latency "
+                       "needs one");
+    yq_latency r;
+    memset(&r, 0, sizeof r);
+    r.batch = o.batch;
+    r.runs = o.runs;
+    yq_status st = yq_cuda_set_device(o.device, err);
+    if (st) return st;
+    if ((st = yq_cuda_device_name(r.gpu, sizeof r.gpu, err))) return st;
+    snprintf(r.gpu_name, sizeof r.gpu_name, "%s", r.gpu);
+    char *paren = strstr(r.gpu_name, " (");
+    if (paren) *paren = 0;
+    r.sm = yq_cuda_arch();
+    if (r.sm <= 0) return yq_fail(err, YQ_ERR_CUDA, "cannot read the GPU's compute capability");
+
+    yq_tuned_kernel *k = NULL;
+    int nk = 0;
+    double t0 = now_s();
+    if ((st = choices(g, &o, r.sm, &r, &k, &nk, err))) return st;
+    r.tune_s = now_s() - t0;
+
+    yq_cuda_plan *p = NULL;
+    void *stream = NULL, *graph = NULL;
+    float *x = NULL, *ms = NULL;
+    t0 = now_s();
+    if ((st = yq_cuda_plan_new(g, o.batch, o.device, &p, err))) goto done;
+    if ((st = yq_tune_apply(p, g, o.batch, r.sm, k, nk, &r.tuned_convs, err))) goto done;
+    r.plan_s = now_s() - t0;
+    for (int id = 1; id < g->n_nodes; id++)
+        r.int8_convs += yq_cuda_plan_conv(p, id) && !g->q[id].float_op;
+
+    yq_shape is = g->nodes[0].out;
+    size_t nin = (size_t)yq_shape_size(is) * (size_t)o.batch;
+    int eager_runs = o.runs < 20 ? o.runs : 20;
+    x = malloc(sizeof *x * nin);
+    ms = malloc(sizeof *ms * (size_t)(o.runs > eager_runs ? o.runs : eager_runs));
+    if (!x || !ms) {
+        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    fill_input(x, is, o.batch);
+    if ((st = yq_cuda_stream_new(&stream, err)) || (st = yq_cuda_h2d(yq_cuda_plan_input(p), x, sizeof *x * nin, err)))
+        goto done;
+    fwd f = { p, o.batch, stream };
+    /* eager launches first: they warm up, and they are the answer if capture fails */
+    if ((st = yq_gpu_time(stream, enqueue, &f, NULL, o.warmup > 2 ? o.warmup : 2, eager_runs, ms, err))) goto done;
+    double emed, emin, emean;
+    stats(ms, eager_runs, &emed, &emin, &emean);
+    r.eager_ms = emed;
+    yq_error ge;
+    if (yq_gpu_graph_capture(stream, enqueue, &f, &graph, &ge) == YQ_OK) {
+        if ((st = yq_gpu_time(stream, NULL, NULL, graph, o.warmup, o.runs, ms, err))) goto done;
+        stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean);
+        r.graph = 1;
+    } else {
+        if ((st = yq_gpu_time(stream, enqueue, &f, NULL, 0, o.runs, ms, err))) goto done;
+        stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean);
+    }
+    if (!(r.ms > 0) || !isfinite(r.ms))
+        st = yq_fail(err, YQ_ERR_CUDA, "the timed forward measured %g ms", r.ms);
+done:
+    if (stream) {
+        yq_error se;
+        if (yq_cuda_sync(stream, &se) && st == YQ_OK) st = yq_fail(err, se.code, "%s", se.msg);
+    }
+    yq_gpu_graph_free(graph);
+    yq_cuda_stream_free(stream);
+    yq_cuda_plan_free(p);
+    free(x);
+    free(ms);
+    free(k);
+    if (st == YQ_OK) *out = r;
+    return st;
+}
