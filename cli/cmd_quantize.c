@@ -31,7 +31,7 @@ static const char *help =
     "                    drop is within P points on the validation sets; the package's qconfig\n"
     "                    records them (skip_layers)\n"
     "  --rank R          --max-drop's ranking: sqnr (default: the lowest per-layer SQNR in the\n"
-    "                    all-int8 graph first, as keep_float), head (the head SQNR gain of keeping\n"
+    "                    all-int8 graph first), head (the head SQNR gain of keeping\n"
     "                    each layer float, on 8 calibration images) or map (the mAP gain on the\n"
     "                    validation sets: slow)\n"
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
@@ -274,6 +274,16 @@ int cmd_quantize(int argc, char **argv)
            qo.qc.bits, qo.qc.per_channel ? "per-channel" : "per-tensor", qsum, qo.qc.head_float ? "float" : "int8",
            qo.qc.first_float ? "float" : "int8", qo.qc.equalize ? "on" : "off",
            qo.qc.bias_correction == 2 ? "weights+data" : qo.qc.bias_correction ? "weights" : "off");
+    /* What runs in float: the qconfig's choices (head, first, keep_float's measured layers). */
+    printf("float convs:");
+    int n_float = 0;
+    cJSON *fl = cJSON_AddArrayToObject(root, "float_layers");
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_CONV && g->q[i].float_op) {
+            printf("%s%d", n_float++ ? "," : " ", g->nodes[i].layer);
+            cJSON_AddItemToArray(fl, cJSON_CreateNumber(g->nodes[i].layer));
+        }
+    printf("%s\n", n_float ? "" : " none");
     if (ds) {
         printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
                letterbox ? "letterbox" : "plain resize");

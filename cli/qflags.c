@@ -274,6 +274,9 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
     return YQ_OK;
 }
 
+/* GFLOP of simulated runs for keep_float and thresh_search: below it, 16 images. */
+#define SIM_GFLOP_BUDGET 800.0
+
 /* keep_float and thresh_search: measured on the calibration images through simulated
  * int8 (quant/select.h); the choices go into q's qconfig (per-layer skips and thresholds,
  * so the package records them) and g is rewritten with them. */
@@ -282,15 +285,37 @@ static yq_status choose_measured(cli_quant_opt *q, yq_graph *g, const yq_calib_s
 {
     yq_sim *sim = NULL;
     double *e = malloc(sizeof *e * (size_t)g->n_nodes);
-    uint8_t *want = NULL;
+    uint8_t *want = malloc((size_t)g->n_nodes);
+    float *picked = NULL;
     int chosen = 0, changed = 0;
-    yq_status st = e ? yq_sim_new(g, inputs, n, &sim, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    if (st == YQ_OK && !q->qc.thresh_search) {
-        /* keep_float alone needs only its candidates' errors */
-        if (!(want = malloc((size_t)g->n_nodes))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-        else yq_float_candidates(g, want);
+    yq_status st = e && want ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) {
+        /* The simulated runs: keep_float's candidates, or (thresh_search) every tensor and
+         * ten per searched class.  Their cost is runs x images x the model's FLOPs; a heavy
+         * model gets fewer images (at least 2) so that a CPU stays within minutes: the
+         * yolo-fastest models keep all 16. */
+        int runs = 0;
+        double gflops = 0;
+        yq_float_candidates(g, want);
+        for (int i = 0; i < g->n_nodes; i++) {
+            runs += want[i];
+            gflops += yq_node_flops(g, &g->nodes[i]) * 1e-9;
+        }
+        if (q->qc.thresh_search) runs = g->n_nodes + 10 * q->qc.thresh_search;
+        int k = (int)(SIM_GFLOP_BUDGET / ((runs > 0 ? runs : 1) * (gflops > 0 ? gflops : 1e-9)));
+        if (k < 2) k = 2;
+        if (k < n) {
+            long in_sz = yq_shape_size(g->nodes[0].out);
+            if (!(picked = malloc(sizeof(float) * (size_t)(in_sz * k)))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+            for (int j = 0; st == YQ_OK && j < k; j++)
+                memcpy(picked + j * in_sz, inputs + (long)j * n / k * in_sz, sizeof(float) * (size_t)in_sz);
+            inputs = picked;
+            n = k;
+        }
     }
-    if (st == YQ_OK) st = yq_class_errors(sim, g, want, e, err);
+    if (st == YQ_OK) st = yq_sim_new(g, inputs, n, &sim, err);
+    /* keep_float alone needs only its candidates' errors */
+    if (st == YQ_OK) st = yq_class_errors(sim, g, q->qc.thresh_search ? NULL : want, e, err);
     if (st == YQ_OK && q->qc.keep_float > 0) {
         st = yq_select_float(g, e, q->qc.keep_float, &q->qc, &chosen, err);
         q->qc.keep_float = 0;       /* done: the choice now lives in the per-layer skips */
@@ -309,6 +334,7 @@ static yq_status choose_measured(cli_quant_opt *q, yq_graph *g, const yq_calib_s
         }
     }
     yq_sim_free(sim);
+    free(picked);
     free(want);
     free(e);
     return st;
