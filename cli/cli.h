@@ -133,6 +133,9 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
                        cli_lat *lat, cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err);
 
+/* "1,32": batch sizes in 1..4096 into out; how many, or -1 for a malformed list. */
+int cli_parse_batches(const char *s, int *out, int cap);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -184,21 +184,6 @@ static void shape_str(const yq_graph *g, const yq_node *n, char *buf, size_t cap
         snprintf(buf + k, cap - (size_t)k, " %dx%d/%d", n->p.pool.size, n->p.pool.size, n->p.pool.stride);
 }
 
-static int parse_list(const char *s, int *out, int cap)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > 4096 || n >= cap) return -1;
-        out[n++] = (int)v;
-        s = end;
-        if (*s == ',') s++;
-        else if (*s) return -1;
-    }
-    return n;
-}
-
 static int parse_prec(const char *s)
 {
     int m = 0;
@@ -647,7 +632,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--legacy")) o.legacy = 1;
         else if (!strcmp(a, "--fuse")) o.fuse = 1;
         else if (!strcmp(a, "--batch") && has) {
-            if ((o.n_batch = parse_list(argv[++i], o.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
+            if ((o.n_batch = cli_parse_batches(argv[++i], o.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--device") && has) {
             const char *v = argv[++i];
             if (!strcmp(v, "cuda") || !strcmp(v, "gpu")) o.cuda = 1;

@@ -97,21 +97,6 @@ static int parse_int(const char *s, long lo, long hi, long *v)
     return 0;
 }
 
-static int parse_batches(const char *s, int *out, int cap)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > 4096 || n >= cap) return -1;
-        out[n++] = (int)v;
-        s = end;
-        if (*s == ',' && s[1]) s++;
-        else if (*s) return -1;
-    }
-    return n;
-}
-
 static int parse_families(const char *s, unsigned *mask)
 {
     char buf[128];
@@ -171,7 +156,7 @@ int cmd_tune(int argc, char **argv)
         else if (!strcmp(a, "--retune")) o.retune = 1;
         else if (!strcmp(a, "--no-write")) write = 0;
         else if (!strcmp(a, "--batch") && has) {
-            if ((nb = parse_batches(argv[++i], batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
+            if ((nb = cli_parse_batches(argv[++i], batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--budget") && has) {
             char *end;
             double b = strtod(argv[++i], &end);

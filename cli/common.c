@@ -127,3 +127,18 @@ int cli_write_json(const char *path, cJSON *root)
     return ok ? 0 : 1;
 }
 
+
+int cli_parse_batches(const char *s, int *out, int cap)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > 4096 || n >= cap) return -1;
+        out[n++] = (int)v;
+        s = end;
+        if (*s == ',' && s[1]) s++;
+        else if (*s) return -1;
+    }
+    return n;
+}

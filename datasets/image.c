@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,26 @@ void yq_image_free(yq_image *im)
     if (!im) return;
     free(im->data);
     memset(im, 0, sizeof *im);
+}
+
+yq_status yq_image_write_raw(const char *path, yq_error *err)
+{
+    yq_image im;
+    yq_status st = yq_image_load(path, &im, err);
+    if (st != YQ_OK) return st;
+    size_t plane = (size_t)im.w * im.h;
+    unsigned char *px = malloc(3 * plane);
+    char out[4200];
+    snprintf(out, sizeof out, "%s.rgb", path);
+    FILE *f = px ? fopen(out, "wb") : NULL;
+    for (size_t k = 0; px && k < plane; k++)
+        for (int c = 0; c < 3; c++) px[3 * k + c] = (unsigned char)lrintf(im.data[c * plane + k] * 255.f);
+    if (!px) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    else if (!f || fwrite(px, 1, 3 * plane, f) != 3 * plane) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write", out);
+    if (f && fclose(f) != 0 && st == YQ_OK) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write", out);
+    free(px);
+    yq_image_free(&im);
+    return st;
 }
 
 /* darknet's resize_image into out (w*h*c), part (w*im->h*c) as its scratch.  The last

@@ -43,6 +43,9 @@ yq_status yq_image_make(int w, int h, int c, yq_image *out, yq_error *err);
 
 /* Frees data and zeroes *im; NULL or an empty image is a no-op. */
 void yq_image_free(yq_image *im);
+/* Decodes path and writes PATH.rgb beside it: its pixels as 8-bit RGB, interleaved, rows top
+ * first (what tests/image_raw.c reads back on machines without an image decoder). */
+yq_status yq_image_write_raw(const char *path, yq_error *err);
 
 /* darknet's resize_image: two-pass bilinear to w x h, aspect ratio not kept. */
 yq_status yq_image_resize(const yq_image *im, int w, int h, yq_image *out, yq_error *err);

@@ -882,25 +882,10 @@ static int write_raw(int n, char **paths)
 {
     int bad = 0;
     for (int i = 0; i < n; i++) {
-        yq_image im;
-        if (yq_image_load(paths[i], &im, &err) != YQ_OK) {
+        if (yq_image_write_raw(paths[i], &err) != YQ_OK) {
             fprintf(stderr, "%s\n", err.msg);
             bad++;
-            continue;
         }
-        size_t plane = (size_t)im.w * im.h;
-        unsigned char *px = malloc(3 * plane);
-        char out[4200];
-        snprintf(out, sizeof out, "%s.rgb", paths[i]);
-        FILE *f = px ? fopen(out, "wb") : NULL;
-        for (size_t k = 0; px && k < plane; k++)
-            for (int c = 0; c < 3; c++) px[3 * k + c] = (unsigned char)lrintf(im.data[c * plane + k] * 255.f);
-        if (!f || fwrite(px, 1, 3 * plane, f) != 3 * plane || fclose(f) != 0) {
-            fprintf(stderr, "%s: cannot write\n", out);
-            bad++;
-        }
-        free(px);
-        yq_image_free(&im);
     }
     return bad ? 1 : 0;
 }
