@@ -1027,9 +1027,8 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
         int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
         int t = dp4a_tile(M, nout, c->K4);
         g.tile = t == 128 ? 1 : t == 32 ? 2 : 0;
-        /* a short K (the first conv's 9 words) on a wide image: a pixel per thread */
-        yq_conv_cfg px = { YQ_CONV_DP4A, 3, 1, 0 };
-        if (!getenv("YQ_DP4A_TILE") && c->K4 <= 12 && M >= 4L * c->sms * PX_T && cfg_ok(c, px, batch)) g.tile = 3;
+        /* dp4a_px (a pixel per thread) is left to the tuner: on the H200 it measured slower
+         * than the 64 x 64 tile on the first conv (60 against 46 us at batch 1) */
     } else if (c->var == YQ_CONV_MMA) {
         /* the largest tile that still fills the multiprocessors; else 64 x 64 with the
          * smallest K split that does */
