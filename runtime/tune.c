@@ -416,6 +416,14 @@ static int arch_ok(const char *a)
     return strlen(a) < 16;
 }
 
+/* A configuration name (a JSON string) into cfg: 0, or -1 with the message in why. */
+static int cfg_of(const cJSON *name, yq_conv_cfg *cfg, char *why, size_t cap)
+{
+    if (!yq_conv_cfg_parse(name->valuestring, cfg)) return 0;
+    snprintf(why, cap, "unknown kernel configuration '%.40s' (written by another yquant version?)", name->valuestring);
+    return -1;
+}
+
 /* One line of the log into l; a message in why on failure. */
 static int parse_line(yq_tune_log *l, const char *line, char *why, size_t cap)
 {
@@ -445,19 +453,13 @@ static int parse_line(yq_tune_log *l, const char *line, char *why, size_t cap)
             snprintf(why, cap, "a \"done\" line without \"best\"");
             goto done;
         }
-        if (yq_conv_cfg_parse(b->valuestring, &cfg)) {
-            snprintf(why, cap, "unknown kernel configuration '%.40s' (written by another yquant version?)", b->valuestring);
-            goto done;
-        }
+        if (cfg_of(b, &cfg, why, cap)) goto done;
         if (!cJSON_IsNumber(us) || !isfinite(us->valuedouble) || us->valuedouble <= 0) {
             snprintf(why, cap, "\"us\" must be a time > 0");
             goto done;
         }
         int has_def = cJSON_IsString(d);
-        if (has_def && yq_conv_cfg_parse(d->valuestring, &def)) {
-            snprintf(why, cap, "unknown kernel configuration '%.40s' (written by another yquant version?)", d->valuestring);
-            goto done;
-        }
+        if (has_def && cfg_of(d, &def, why, cap)) goto done;
         double dus = cJSON_IsNumber(du) && isfinite(du->valuedouble) && du->valuedouble > 0 ? du->valuedouble : 0;
         if (log_add_done(l, key->valuestring, arch->valuestring, cfg, us->valuedouble, has_def, def, dus)) {
             snprintf(why, cap, "out of memory");
@@ -472,10 +474,7 @@ static int parse_line(yq_tune_log *l, const char *line, char *why, size_t cap)
         snprintf(why, cap, "neither a trial (\"cfg\") nor a finished task (\"done\")");
         goto done;
     }
-    if (yq_conv_cfg_parse(c->valuestring, &cfg)) {
-        snprintf(why, cap, "unknown kernel configuration '%.40s' (written by another yquant version?)", c->valuestring);
-        goto done;
-    }
+    if (cfg_of(c, &cfg, why, cap)) goto done;
     if (!cJSON_IsBool(ok)) {
         snprintf(why, cap, "a trial without \"ok\": true or false");
         goto done;
