@@ -331,8 +331,8 @@ static yq_status node_enqueue(void *ctx, yq_error *err)
     }
 }
 
-static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, int batch, void *stream, prow *rows,
-                                       yq_error *err)
+static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, const yq_cuda_plan *plan, int batch,
+                                       void *stream, prow *rows, yq_error *err)
 {
     size_t maxb = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -360,6 +360,7 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, int bat
         const yq_node *n = &g->nodes[i];
         rows[i] = (prow){ i, 0 };
         if (i == 0 || n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) continue;
+        if (!yq_cuda_plan_runs(plan, i)) continue;   /* a route the plan makes a view: nothing runs */
         node_ctx c;
         memset(&c, 0, sizeof c);
         c.g = g; c.n = n; c.q = &g->q[i]; c.batch = batch; c.stream = stream;
@@ -370,10 +371,10 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, int bat
             if (!g->q[i].float_op && t == YQ_F32) t = YQ_S8;
             if (!g->q[i].float_op && n->op != YQ_OP_CONV && t == YQ_U8) t = YQ_S8;
             c.in[k] = (yq_dtensor){ k == 1 && n->op == YQ_OP_SHORTCUT ? din2 : din, t, sn->out.c, sn->out.h, sn->out.w,
-                                    g->q[n->src[k]].scale, g->q[n->src[k]].qmin, g->q[n->src[k]].qmax };
+                                    g->q[n->src[k]].scale, g->q[n->src[k]].qmin, g->q[n->src[k]].qmax, 0 };
         }
         c.out = (yq_dtensor){ dout, yq_node_dtype(g, i), n->out.c, n->out.h, n->out.w, g->q[i].scale, g->q[i].qmin,
-                              g->q[i].qmax };
+                              g->q[i].qmax, 0 };
         if (n->op == YQ_OP_CONV && (st = yq_cuda_conv_new(g, n, &g->q[i], &c.conv, err))) break;
         float med = 0;
         st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, &med, err);
@@ -419,7 +420,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
     if (!st && o->profile && !ts) {   /* (the isolated profile builds its own convs: untuned) */
         r->prof = calloc((size_t)g->n_nodes, sizeof *r->prof);
         r->prof_kind = PROF_ISOLATED;
-        st = r->prof ? profile_int8_isolated(o, g, batch, stream, r->prof, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        st = r->prof ? profile_int8_isolated(o, g, p, batch, stream, r->prof, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     }
     yq_cuda_plan_free(p);
     yq_cuda_stream_free(stream);

@@ -36,7 +36,15 @@ typedef struct yq_dtensor {
     int c, h, w;
     float scale;             /* real = q * scale (int8 types); for F32: the scale to quantize at */
     int32_t qmin, qmax;      /* range when quantizing into this tensor's type */
+    int ps;                  /* S8/U8: bytes from one pixel to the next; 0 = dense ((c + 3) & ~3).
+                                More for a view into a wider tensor: p then points at the view's
+                                first channel (a source's slice of a concat, a route's group) */
 } yq_dtensor;
+
+/* The pixel stride of a 1-byte tensor in bytes. */
+static inline int yq_dt_ps(const yq_dtensor *t) { return t->ps ? t->ps : (t->c + 3) & ~3; }
+/* Whether a 1-byte tensor is a view (its pixels spaced wider than its own channels). */
+static inline int yq_dt_is_view(const yq_dtensor *t) { return t->dtype != YQ_F32 && yq_dt_ps(t) != ((t->c + 3) & ~3); }
 
 /* Devices usable by this process; 0 when there is no driver or no GPU. */
 int       yq_cuda_device_count(void);

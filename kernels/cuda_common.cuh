@@ -24,13 +24,16 @@ extern "C" {
 
 static inline unsigned yq_blocks(long n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+/* The pixel stride in bytes of a 1-byte tensor (yq_dt_ps, for device code). */
+__host__ __device__ __forceinline__ long yq_ps(const yq_dtensor &t) { return t.ps ? t.ps : ((t.c + 3) & ~3); }
+
 /* Element (b, c, y, x) of a tensor as a float: int8 types dequantized exactly as
  * yq_dequantize does (one float multiply, never contracted). */
 __device__ __forceinline__ float yq_ld_f(const yq_dtensor &t, int b, int c, int y, int x)
 {
     if (t.dtype == YQ_F32)
         return ((const float *)t.p)[(((long)b * t.c + c) * t.h + y) * t.w + x];
-    long i = (((long)b * t.h + y) * t.w + x) * ((t.c + 3) & ~3) + c;
+    long i = (((long)b * t.h + y) * t.w + x) * yq_ps(t) + c;
     int q = t.dtype == YQ_U8 ? (int)((const uint8_t *)t.p)[i] : (int)((const int8_t *)t.p)[i];
     return __fmul_rn((float)q, t.scale);
 }

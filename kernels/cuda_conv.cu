@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
         for (int r = 0; r < 2; r++) {
             int v = 0, y = py[r] + ky, x = px[r] + kx;
             if (pv[r] && kg < a.K4 && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
-                v = __ldg(in + (((long)pb[r] * a.IH + y) * a.IW + x) * a.C4w + c4);
+                v = __ldg(in + (((long)pb[r] * a.IH + y) * a.IW + x) * a.IPW + c4);
             As[lk][lp + 32 * r] = v;
             int f = n0 + lp + 32 * r;
             Bs[lk][lp + 32 * r] = f < a.F && kg < a.K4 ? __ldg(a.w32 + (long)f * a.K4 + kg) : 0;
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
                 int8_t v = o < a.F ? rq_out(acc[i][j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
-            long wi = (long)p * (a.F4 >> 2) + (o0 >> 2);
+            long wi = (long)p * a.OPW + (o0 >> 2);
             ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
         }
     }
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
                     int tap = kg / a.C4w, c4 = kg - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
                     int y = py + ky, x = px + kx;
                     if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
-                        va = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.C4w + c4));
+                        va = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.IPW + c4));
                     if (fv) vb = __ldg((const int4 *)(wrow + kg));
                 }
                 ra[h] = va;
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
                         int tap = kw / a.C4w, c4 = kw - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
                         int y = py + ky, x = px + kx;
                         if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
-                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.C4w + c4);
+                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.IPW + c4);
                         if (fv) w = __ldg(wrow + kw);
                     }
                     va[j] = v;
@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
                     int8_t v = o < a.F ? rq_out(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
                     word |= (unsigned)(uint8_t)v << (8 * j);
                 }
-                long wi = (long)pp * (a.F4 >> 2) + (o0 >> 2);
+                long wi = (long)pp * a.OPW + (o0 >> 2);
                 ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
             }
         }
@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
                     int tap = kg / a.C4w, c4 = kg - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
                     int y = py + ky, x = px + kx;
                     if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
-                        A = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.C4w + c4));
+                        A = __ldg((const int4 *)(in + ((in_img + y) * a.IW + x) * a.IPW + c4));
                     if (fv) W = __ldg((const int4 *)(wrow + kg));
                 }
                 va[4 * h] = A.x; va[4 * h + 1] = A.y; va[4 * h + 2] = A.z; va[4 * h + 3] = A.w;
@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
                         int tap = kw / a.C4w, c4 = kw - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
                         int y = py + ky, x = px + kx;
                         if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW)
-                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.C4w + c4);
+                            v = __ldg(in + ((in_img + y) * a.IW + x) * a.IPW + c4);
                         if (fv) w = __ldg(wrow + kw);
                     }
                     va[4 * h + j] = v;
@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
             int8_t v = o < a.F ? rq_out(sum[j] + a.bq[o], o, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        long wi = (long)pp * (a.F4 >> 2) + (o0 >> 2);
+        long wi = (long)pp * a.OPW + (o0 >> 2);
         ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
     }
 }
@@ -442,7 +442,7 @@ __global__ void conv_dw(ConvK a)
         for (int kx = 0; kx < a.k; kx++) {
             int x = ox * a.s + kx - a.pad;
             if (x < 0 || x >= a.IW) continue;
-            unsigned v = in[(((long)b * a.IH + y) * a.IW + x) * a.C4w + (c0 >> 2)];
+            unsigned v = in[(((long)b * a.IH + y) * a.IW + x) * a.IPW + (c0 >> 2)];
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 int c = c0 + j;
@@ -464,7 +464,7 @@ __global__ void conv_dw(ConvK a)
             int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        ((unsigned *)a.out)[(long)p * cw + (c0 >> 2)] = res_word(word, (long)p * cw + (c0 >> 2), c0, a);
+        ((unsigned *)a.out)[(long)p * a.OPW + (c0 >> 2)] = res_word(word, (long)p * a.OPW + (c0 >> 2), c0, a);
     }
 }
 
@@ -476,9 +476,8 @@ __global__ void conv_direct(ConvK a)
     if (t >= (long)a.M * nf) return;
     int p = (int)(t / nf), o = (int)(t - (long)p * nf);
     int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
-    int C4 = a.C4w * 4;
     if (o >= a.F) {                /* padding channel of an int8 output */
-        ((int8_t *)a.out)[(long)p * a.F4 + o] = 0;
+        ((int8_t *)a.out)[(long)p * a.OPW * 4 + o] = 0;
         return;
     }
     int cg = a.C / a.groups, g = o / (a.F / a.groups);
@@ -491,7 +490,7 @@ __global__ void conv_direct(ConvK a)
             for (int kx = 0; kx < a.k; kx++) {
                 int x = ox * a.s + kx - a.pad;
                 if (x < 0 || x >= a.IW) continue;
-                long i = (((long)b * a.IH + y) * a.IW + x) * C4 + g * cg + ci;
+                long i = (((long)b * a.IH + y) * a.IW + x) * a.IPW * 4 + g * cg + ci;
                 int xv = a.u8 ? (int)((const uint8_t *)a.in)[i] : (int)((const int8_t *)a.in)[i];
                 s += w[(ci * a.k + ky) * a.k + kx] * xv;
             }
@@ -504,7 +503,7 @@ __global__ void conv_direct(ConvK a)
             v = a.res_first ? yq_add_requant(rv, v, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax)
                             : yq_add_requant(v, rv, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax);
         }
-        ((int8_t *)a.out)[(long)p * a.F4 + o] = (int8_t)v;
+        ((int8_t *)a.out)[(long)p * a.OPW * 4 + o] = (int8_t)v;
     }
 }
 
@@ -654,7 +653,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
             int tap = w / a.C4w, c4 = w - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
             int y = oy * a.s - a.pad + ky, x = ox * a.s - a.pad + kx;
             if ((unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW)
-                xw[w] = __ldg(in + (((long)b * a.IH + y) * a.IW + x) * a.C4w + c4);
+                xw[w] = __ldg(in + (((long)b * a.IH + y) * a.IW + x) * a.IPW + c4);
         }
     }
     for (int o0 = 0; o0 < a.F4; o0 += 4) {
@@ -681,7 +680,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
                 int8_t v = o < a.F ? rq_out(acc[j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
-            long wi = (long)p * (a.F4 >> 2) + (o0 >> 2);
+            long wi = (long)p * a.OPW + (o0 >> 2);
             ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
         }
     }
@@ -692,7 +691,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 static void launch_dp4a(const ConvK &a, int tile, cudaStream_t s)
 {
     int nout = a.fout ? a.F : a.F4;
-    bool vec = a.C4w % 4 == 0;
+    bool vec = a.C4w % 4 == 0 && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15);   /* int4 loads */
     if (tile == 3) {
         size_t sm = sizeof(int) * (size_t)a.F * a.K4;
         if (a.u8) conv_dp4a_px<true><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
@@ -855,6 +854,8 @@ extern "C" yq_status yq_cuda_conv_run_add(const yq_cuda_conv *c, const yq_dtenso
     if (c->float_op || c->out_t != YQ_S8 || res->dtype != YQ_S8 || out->dtype != YQ_S8 || res->c != c->F ||
         res->h != c->oh || res->w != c->ow)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "conv + shortcut: int8 conv, int8 residual of the conv's shape and int8 output only");
+    if (yq_dt_ps(res) != ((res->c + 3) & ~3) || yq_dt_ps(out) != ((out->c + 3) & ~3))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "conv + shortcut: dense tensors only (not a view into a concat)");
     return conv_run(c, in, res, sq, res_first, out, batch, stream, err);
 }
 
@@ -881,6 +882,18 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
     a.tin = *in;
+    if (in->dtype != YQ_F32) {
+        int ps = yq_dt_ps(in);
+        if (ps % 4 || ps < ((in->c + 3) & ~3) || ((uintptr_t)in->p & 3))
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: input pixel stride %d bytes for %d channels", ps, in->c);
+        a.IPW = ps / 4;
+    }
+    if (!a.fout) {
+        int ps = yq_dt_ps(out);
+        if (ps % 4 || ps < a.F4 || ((uintptr_t)out->p & 3))
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: output pixel stride %d bytes for %d channels", ps, out->c);
+        a.OPW = ps / 4;
+    }
     if (res) {
         a.res = (const int8_t *)res->p;
         a.res_first = res_first;

@@ -9,6 +9,8 @@ struct ConvK {
     const void *in;
     void *out;
     int IH, IW, C, C4w, OH, OW, F, F4, k, s, pad, groups, M, K4;
+    int IPW, OPW;                 /* int8 pixel strides in 32-bit words: C4w and F4 / 4 when dense,
+                                     more for a view into a wider tensor (a slice of a concat) */
     const int *w32;
     const int8_t *wq;
     const int32_t *bq;

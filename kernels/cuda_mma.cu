@@ -146,7 +146,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
         for (int i = 0; i < C::A_IT; i++) {
             int r = row0 + i * RSTEP, y = ay[i] + ky, x = ax[i] + kx;
             bool v = kv && (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
-            const int8_t *src = v ? in + ((abase[i] + y) * a.IW + x) * Cb + c : in;
+            const int8_t *src = v ? in + ((abase[i] + y) * a.IW + x) * (a.IPW * 4) + c : in;
             cp16(smem_addr(sa + r * C::ROW + col * 16), src, v);
         }
 #pragma unroll
@@ -267,7 +267,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
                 unsigned got = __shfl_xor_sync(0xffffffffu, give, 1);
                 int h = tq & 1, p = pr + h * 8, o4 = o & ~3;
                 unsigned word = (tq & 1) ? (got | pk[1] << 16) : (pk[0] | got << 16);
-                long wi = ((long)p * a.F4 + o4) >> 2;
+                long wi = (long)p * a.OPW + (o4 >> 2);
                 if (fused) word = res_apply(word, rw[j][i], o4, a);
                 if (p < a.M && o4 < a.F4) ((unsigned *)a.out)[wi] = word;
             }
@@ -299,7 +299,8 @@ __global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
             int8_t v = o0 + j < a.F ? rq_out(sv[j] + a.bq[o0 + j], o0 + j, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        ((unsigned *)a.out)[(long)p * cw + (o0 >> 2)] = res_word(word, (long)p * cw + (o0 >> 2), o0, a);
+        long wi = (long)p * a.OPW + (o0 >> 2);
+        ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
     }
 }
 
@@ -349,6 +350,8 @@ yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cuda
 {
     if (a.u8) return yq_fail(err, YQ_ERR_UNSUPPORTED, "tensor-core conv: uint8 input (the image) runs on dp4a");
     if ((a.C4w * 4) % 16) return yq_fail(err, YQ_ERR_UNSUPPORTED, "tensor-core conv: %d input channels (needs a multiple of 16)", a.C);
+    if (a.IPW % 4 || ((uintptr_t)a.in & 15))
+        return yq_fail(err, YQ_ERR_UNSUPPORTED, "tensor-core conv: input pixels not 16-byte aligned (a view of %d-byte pixels)", a.IPW * 4);
     if (split_k > 1 && !ws) return yq_fail(err, YQ_ERR_INVALID_ARG, "tensor-core conv: split-K without scratch");
     switch (tile) {
     case 0: return launch<128, 128, 64, 64, 32, 4>(a, split_k, ws, s, err);

@@ -9,8 +9,11 @@
 
 static __device__ __forceinline__ long nhwc4(const yq_dtensor &t, int b, int y, int x, int c)
 {
-    return (((long)b * t.h + y) * t.w + x) * ((t.c + 3) & ~3) + c;
+    return (((long)b * t.h + y) * t.w + x) * yq_ps(t) + c;
 }
+
+/* Int8 kernels take one thread per byte (or word) of the dense output and write it at
+ * the output's own pixel stride: an output may be a view (a source's slice of a concat). */
 
 /* ---- maxpool: darknet's window, starting pad/2 before the image; positions
  * outside the image are skipped (not zeros); of equal floats the first wins. */
@@ -36,7 +39,7 @@ __global__ void maxpool_s8(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
             }
         }
     }
-    ((int8_t *)out.p)[t] = (int8_t)m;
+    ((int8_t *)out.p)[r * yq_ps(out) + c] = (int8_t)m;
 }
 
 __global__ void maxpool_f32(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
@@ -70,7 +73,8 @@ __global__ void upsample_s8(yq_dtensor in, int s, yq_dtensor out, long n)
     int w4 = (int)(t % cw);
     long r = t / cw;
     int ox = (int)(r % out.w), oy = (int)(r / out.w % out.h), b = (int)(r / ((long)out.w * out.h));
-    ((unsigned *)out.p)[t] = ((const unsigned *)in.p)[(((long)b * in.h + oy / s) * in.w + ox / s) * cw + w4];
+    ((unsigned *)out.p)[r * (yq_ps(out) >> 2) + w4] =
+        ((const unsigned *)in.p)[(((long)b * in.h + oy / s) * in.w + ox / s) * (yq_ps(in) >> 2) + w4];
 }
 
 __global__ void upsample_f32(yq_dtensor in, int s, yq_dtensor out, long n)
@@ -85,11 +89,17 @@ __global__ void upsample_f32(yq_dtensor in, int s, yq_dtensor out, long n)
 /* ---- shortcut */
 struct AddQ { int32_t ma, mb, shift, neg_q31, qmin, qmax; };
 
-__global__ void shortcut_s8(const int8_t *a, const int8_t *b, AddQ q, int c, int c4, int8_t *out, long n)
+__global__ void shortcut_s8(yq_dtensor a, yq_dtensor b, AddQ q, yq_dtensor out, long n)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
-    out[t] = (int)(t % c4) < c ? (int8_t)yq_add_requant(a[t], b[t], q.ma, q.mb, q.shift, q.neg_q31, q.qmin, q.qmax) : 0;
+    int c4 = (out.c + 3) & ~3, c = (int)(t % c4);
+    long pix = t / c4;
+    int8_t v = 0;
+    if (c < out.c)
+        v = (int8_t)yq_add_requant(((const int8_t *)a.p)[pix * yq_ps(a) + c], ((const int8_t *)b.p)[pix * yq_ps(b) + c],
+                                   q.ma, q.mb, q.shift, q.neg_q31, q.qmin, q.qmax);
+    ((int8_t *)out.p)[pix * yq_ps(out) + c] = v;
 }
 
 __global__ void shortcut_f32(yq_dtensor a, yq_dtensor b, int act, yq_dtensor out, long n)
@@ -117,9 +127,9 @@ __global__ void route_s8(RouteSrc r, yq_dtensor out, long n)
         int k = 0, c0 = 0;
         while (c >= r.c_end[k]) c0 = r.c_end[k++];
         const yq_dtensor &s = r.t[k];
-        v = ((const int8_t *)s.p)[pix * ((s.c + 3) & ~3) + r.part_off[k] + c - c0];
+        v = ((const int8_t *)s.p)[pix * yq_ps(s) + r.part_off[k] + c - c0];
     }
-    ((int8_t *)out.p)[t] = v;
+    ((int8_t *)out.p)[pix * yq_ps(out) + c] = v;
 }
 
 __global__ void route_f32(RouteSrc r, yq_dtensor out, long n)
@@ -150,16 +160,17 @@ __global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
     int c = (int)(t % c4);
     long r = t / c4;
     int x = (int)(r % out.w), y = (int)(r / out.w % out.h), b = (int)(r / ((long)out.w * out.h));
+    long o = r * yq_ps(out) + c;
     if (c >= out.c) {
-        ((int8_t *)out.p)[t] = 0;
+        ((int8_t *)out.p)[o] = 0;
         return;
     }
     float f = yq_ld_f(in, b, c, y, x);
     if (out.dtype == YQ_U8) {
         float v = roundf(__fdiv_rn(f, out.scale));
-        ((uint8_t *)out.p)[t] = (uint8_t)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
+        ((uint8_t *)out.p)[o] = (uint8_t)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
     } else {
-        ((int8_t *)out.p)[t] = (int8_t)quant1(f, out.scale, out.qmin, out.qmax);
+        ((int8_t *)out.p)[o] = (int8_t)quant1(f, out.scale, out.qmin, out.qmax);
     }
 }
 
@@ -180,10 +191,20 @@ static long elems(const yq_dtensor *t, int batch)   /* threads of an output: byt
     return t->dtype == YQ_F32 ? hw * t->c : hw * ((t->c + 3) & ~3);
 }
 
+/* A 1-byte tensor's pixels must hold its channels and be whole, aligned words. */
+static yq_status layout_ok(const yq_dtensor *t, const char *op, yq_error *err)
+{
+    if (t->dtype == YQ_F32) return YQ_OK;
+    int ps = yq_dt_ps(t);
+    if (ps % 4 || ps < ((t->c + 3) & ~3) || ((uintptr_t)t->p & 3))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: pixel stride %d bytes for %d channels", op, ps, t->c);
+    return YQ_OK;
+}
+
 static yq_status need_int8(const yq_dtensor *t, const char *op, yq_error *err)
 {
     if (t->dtype != YQ_S8) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: int8 op reads a non-int8 tensor", op);
-    return YQ_OK;
+    return layout_ok(t, op, err);
 }
 
 extern "C" yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, const yq_dtensor *out, int batch,
@@ -191,6 +212,8 @@ extern "C" yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, c
 {
     long n = elems(out, batch);
     if (in->c != out->c) return yq_fail(err, YQ_ERR_SHAPE, "maxpool: %d -> %d channels", in->c, out->c);
+    yq_status lst;
+    if ((lst = layout_ok(in, "maxpool", err)) || (lst = layout_ok(out, "maxpool", err))) return lst;
     if (out->dtype == YQ_F32) {
         maxpool_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *p, *out, n);
     } else {
@@ -207,6 +230,8 @@ extern "C" yq_status yq_cuda_upsample(const yq_dtensor *in, int s, const yq_dten
 {
     if (in->c != out->c || out->h != in->h * s || out->w != in->w * s)
         return yq_fail(err, YQ_ERR_SHAPE, "upsample: shapes do not match stride %d", s);
+    yq_status lst;
+    if ((lst = layout_ok(in, "upsample", err)) || (lst = layout_ok(out, "upsample", err))) return lst;
     if (out->dtype == YQ_F32) {
         long n = elems(out, batch);
         upsample_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, s, *out, n);
@@ -226,14 +251,16 @@ extern "C" yq_status yq_cuda_shortcut(const yq_dtensor *a, const yq_dtensor *b, 
     long n = elems(out, batch);
     if (a->c != out->c || b->c != out->c || a->h != out->h || b->h != out->h || a->w != out->w || b->w != out->w)
         return yq_fail(err, YQ_ERR_SHAPE, "shortcut: shapes differ");
+    yq_status lst;
+    if ((lst = layout_ok(a, "shortcut", err)) || (lst = layout_ok(b, "shortcut", err)) || (lst = layout_ok(out, "shortcut", err)))
+        return lst;
     if (out->dtype == YQ_F32) {
         shortcut_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*a, *b, (int)act, *out, n);
     } else {
         yq_status st;
         if ((st = need_int8(a, "shortcut", err)) || (st = need_int8(b, "shortcut", err))) return st;
         AddQ aq = { q->ma, q->mb, q->shift, q->neg_q31, q->qmin, q->qmax };
-        shortcut_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>((const int8_t *)a->p, (const int8_t *)b->p, aq,
-                                                                   out->c, (out->c + 3) & ~3, (int8_t *)out->p, n);
+        shortcut_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*a, *b, aq, *out, n);
     }
     YQ_CUDA_LAUNCHED();
     return YQ_OK;
@@ -243,12 +270,15 @@ extern "C" yq_status yq_cuda_route(const yq_dtensor *src, int n_src, const yq_ro
                                    int batch, void *stream, yq_error *err)
 {
     if (n_src < 1 || n_src > YQ_MAX_SRC) return yq_fail(err, YQ_ERR_INVALID_ARG, "route: %d sources", n_src);
+    yq_status lst = layout_ok(out, "route", err);
+    if (lst) return lst;
     RouteSrc rs;
     memset(&rs, 0, sizeof rs);
     int c = 0;
     for (int k = 0; k < n_src; k++) {
         int part = src[k].c / r->groups;
         if (src[k].h != out->h || src[k].w != out->w) return yq_fail(err, YQ_ERR_SHAPE, "route: source %d size differs", k);
+        if ((lst = layout_ok(&src[k], "route", err))) return lst;
         if (out->dtype != YQ_F32) {
             yq_status st = need_int8(&src[k], "route", err);
             if (st) return st;
@@ -270,6 +300,8 @@ extern "C" yq_status yq_cuda_route(const yq_dtensor *src, int n_src, const yq_ro
 extern "C" yq_status yq_cuda_convert(const yq_dtensor *in, const yq_dtensor *out, int batch, void *stream, yq_error *err)
 {
     if (in->c != out->c || in->h != out->h || in->w != out->w) return yq_fail(err, YQ_ERR_SHAPE, "convert: shapes differ");
+    yq_status lst;
+    if ((lst = layout_ok(in, "convert", err)) || (lst = layout_ok(out, "convert", err))) return lst;
     long n = elems(out, batch);
     if (out->dtype == YQ_F32) to_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *out, n);
     else to_int8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*in, *out, n);

@@ -4,7 +4,17 @@
  * source is float (or, for ops other than conv, the uint8 image) reads it
  * converted at the source's scale into scratch memory; a float op reads any
  * source directly (int8 dequantized on the fly).  Heads whose input is int8
- * dequantize it into a buffer of their own; otherwise they alias it. */
+ * dequantize it into a buffer of their own; otherwise they alias it.
+ *
+ * Routes without copies.  Tensors live in buffers; a tensor is a view of its buffer
+ * (a channel offset and the buffer's pixel stride, yq_dtensor.ps).  An int8 concat
+ * [route] owns one buffer whose slices are its sources: each source's producer writes
+ * straight into its slice and every reader of that source reads the slice (YOLOv3's
+ * conv 61 output feeds both conv 62 and, later, route 86).  A route of one source's
+ * channel group (yolov4-tiny's `groups=2 group_id=1`) is a view of that source.  Both
+ * need nothing run.  The conditions (find_views) keep every view's pixels in whole
+ * 16-byte chunks, so every kernel, the tensor-core ones included, reads it as it reads
+ * a dense tensor; anything else is copied by the route kernel as before. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +28,11 @@
 struct yq_cuda_plan {
     const yq_graph *g;
     int batch, flags, device;
-    int *owner, *last_use;
+    int *owner, *last_use;     /* owner: the node whose buffer holds node i (the buffer's first writer) */
+    int *choff, *bufps;        /* node i at byte choff[i] of each pixel; bufps[owner]: the buffer's pixel bytes */
+    size_t *bufbytes;          /* per owner: the buffer's size at the plan's batch */
+    unsigned char *noop;       /* per node: nothing to run (an alias or a view) */
+    int n_views;               /* routes that are views (no copy) */
     size_t *off;
     size_t arena_bytes, scratch_bytes;
     unsigned char *arena;      /* device: node outputs */
@@ -60,14 +74,107 @@ static int needs_s8(const yq_graph *g, int id, int k)
     }
 }
 
+static int c4_of(const yq_graph *g, int id) { return (g->nodes[id].out.c + 3) & ~3; }
+
 static yq_dtensor dt(const yq_cuda_plan *p, int id)
 {
     const yq_graph *g = p->g;
     const yq_node *n = &g->nodes[id];
     const yq_qnode *q = &g->q[id];
-    yq_dtensor t = { p->arena + p->off[p->owner[id]], yq_node_dtype(g, id), n->out.c, n->out.h, n->out.w,
-                     q->scale, q->qmin, q->qmax };
-    return t;
+    int o = p->owner[id];
+    yq_dtype t = yq_node_dtype(g, id);
+    yq_dtensor d = { p->arena + p->off[o] + p->choff[id], t, n->out.c, n->out.h, n->out.w, q->scale, q->qmin, q->qmax,
+                     t == YQ_F32 ? 0 : p->bufps[o] };
+    return d;
+}
+
+static int is_view(const yq_cuda_plan *p, int id)
+{
+    return yq_node_dtype(p->g, id) != YQ_F32 && (p->choff[id] || p->bufps[p->owner[id]] != c4_of(p->g, id));
+}
+
+/* Whether a route reads int8 sources at its own scale as bytes (no conversion). */
+static int route_bytes(const yq_graph *g, int id)
+{
+    const yq_node *n = &g->nodes[id];
+    if (n->op != YQ_OP_ROUTE || g->q[id].float_op || yq_node_dtype(g, id) != YQ_S8) return 0;
+    for (int k = 0; k < n->n_src; k++) {
+        int s = n->src[k];
+        if (yq_node_dtype(g, s) != YQ_S8 || g->q[s].scale != g->q[id].scale || g->q[s].qmin != g->q[id].qmin ||
+            g->q[s].qmax != g->q[id].qmax)
+            return 0;
+    }
+    return 1;
+}
+
+/* Nodes written by a kernel that writes at any pixel stride (not a fused conv or its
+ * shortcut, not the input). */
+static int strided_writer(const yq_cuda_plan *p, int m)
+{
+    const yq_graph *g = p->g;
+    switch (g->nodes[m].op) {
+    case YQ_OP_CONV: case YQ_OP_SHORTCUT: return p->fuse[m] < 0;
+    case YQ_OP_UPSAMPLE: case YQ_OP_MAXPOOL: case YQ_OP_ROUTE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Routes as views (see the top of the file), in node order; sets owner, choff, bufps,
+ * bufbytes and noop for them and for the sources they take in. */
+static void find_views(yq_cuda_plan *p, int i)
+{
+    const yq_graph *g = p->g;
+    const yq_node *n = &g->nodes[i];
+    if (!route_bytes(g, i)) return;
+    if (n->n_src == 1 && n->p.route.groups > 1) {       /* one channel group of one source */
+        int s = n->src[0], part = n->out.c, off = n->p.route.group_id * part;
+        if (part % 16 || g->nodes[s].out.c % 16) return;
+        p->owner[i] = p->owner[s];
+        p->choff[i] = p->choff[s] + off;
+        p->noop[i] = 1;
+        p->n_views++;
+        return;
+    }
+    if (n->n_src < 2 || n->p.route.groups > 1) return;
+    /* every source must fill a buffer of its own (no other slices around it), of whole
+     * 16-byte chunks, written only by kernels that take a pixel stride */
+    int first = i;
+    for (int k = 0; k < n->n_src; k++) {
+        int s = n->src[k], b = p->owner[s];
+        if (s == 0 || b == 0 || g->nodes[s].out.c % 16 || p->choff[s] || p->bufps[b] != c4_of(g, s)) return;
+        for (int j = 0; j < k; j++)
+            if (p->owner[n->src[j]] == b) return;
+        for (int m = b; m < i; m++)
+            if (p->owner[m] == b && !p->noop[m] && !strided_writer(p, m)) return;
+        /* nor the residual of a fused conv + shortcut (that epilogue reads dense tensors) */
+        for (int j = 1; j < g->n_nodes; j++)
+            if (g->nodes[j].op == YQ_OP_SHORTCUT && p->fuse[j] >= 0)
+                for (int q = 0; q < g->nodes[j].n_src; q++)
+                    if (g->nodes[j].src[q] != p->fuse[j] && p->owner[g->nodes[j].src[q]] == b) return;
+        if (b < first) first = b;
+    }
+    /* each source's buffer moves into the route's, at the source's channel offset (each
+     * node's owner is read before it is changed, so a buffer moved in is not moved twice) */
+    int buf[YQ_MAX_SRC], off[YQ_MAX_SRC], c = 0;
+    for (int k = 0; k < n->n_src; k++) {
+        buf[k] = p->owner[n->src[k]];
+        off[k] = c;
+        c += g->nodes[n->src[k]].out.c;
+    }
+    for (int m = first; m < i; m++)
+        for (int k = 0; k < n->n_src; k++)
+            if (p->owner[m] == buf[k]) {
+                p->owner[m] = first;
+                p->choff[m] += off[k];
+                break;
+            }
+    p->owner[i] = first;
+    p->choff[i] = 0;
+    p->bufps[first] = c4_of(g, i);
+    p->bufbytes[first] = p->bufbytes[i];
+    p->noop[i] = 1;
+    p->n_views++;
 }
 
 /* Convs whose only consumer is an int8 [shortcut] whose other source is int8 and
@@ -110,6 +217,10 @@ void yq_cuda_plan_free(yq_cuda_plan *p)
         for (int i = 0; i < p->g->n_nodes; i++) yq_cuda_conv_free(p->conv[i]);
     free(p->conv);
     free(p->fuse);
+    free(p->choff);
+    free(p->bufps);
+    free(p->bufbytes);
+    free(p->noop);
     yq_cuda_free(p->arena);
     yq_cuda_free(p->scratch);
     yq_cuda_free(p->input);
@@ -146,8 +257,16 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     p->off = calloc((size_t)n, sizeof *p->off);
     p->conv = calloc((size_t)n, sizeof *p->conv);
     p->fuse = malloc((size_t)n * sizeof *p->fuse);
-    if (!p->owner || !p->last_use || !p->off || !p->conv || !p->fuse) goto nomem;
+    p->choff = calloc((size_t)n, sizeof *p->choff);
+    p->bufps = calloc((size_t)n, sizeof *p->bufps);
+    p->bufbytes = calloc((size_t)n, sizeof *p->bufbytes);
+    p->noop = calloc((size_t)n, 1);
+    if (!p->owner || !p->last_use || !p->off || !p->conv || !p->fuse || !p->choff || !p->bufps || !p->bufbytes || !p->noop)
+        goto nomem;
     find_fusions(g, p->fuse);
+    /* YQ_GPU_VIEWS=0: every route copies (for measuring what the views save) */
+    const char *ve = getenv("YQ_GPU_VIEWS");
+    int views = !(flags & YQ_PLAN_NO_VIEWS) && !(ve && !strcmp(ve, "0"));
 
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
@@ -155,9 +274,17 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
             st = yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", nd->layer, yq_op_name(nd->op));
             goto fail;
         }
-        p->owner[i] = i > 0 && is_alias(g, i) ? p->owner[nd->src[0]] : i;
+        p->owner[i] = i;
+        p->bufps[i] = c4_of(g, i);
+        p->bufbytes[i] = node_bytes(g, i, batch);
+        if (i > 0 && is_alias(g, i)) {
+            p->owner[i] = p->owner[nd->src[0]];
+            p->choff[i] = p->choff[nd->src[0]];
+            p->noop[i] = 1;
+        }
         /* a fused shortcut's output lives in its conv's buffer, from the conv's time on */
         if (nd->op == YQ_OP_SHORTCUT && p->fuse[i] >= 0) p->owner[i] = p->owner[p->fuse[i]];
+        if (views) find_views(p, i);
         p->last_use[i] = i;
     }
     size_t scratch = 0;
@@ -181,7 +308,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
 
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (p->owner[i] == i) items[m++] = (yq_buf){ i, up(node_bytes(g, i, batch)) };
+        if (p->owner[i] == i) items[m++] = (yq_buf){ i, up(p->bufbytes[i]) };
     size_t total = yq_pack_buffers(items, m, p->last_use, p->off);
     p->arena_bytes = total;
     p->scratch_bytes = scratch;
@@ -225,6 +352,7 @@ static yq_status source(yq_cuda_plan *p, int id, int k, int batch, void *stream,
     yq_dtensor c = *t;                 /* quantized at the source's own scale and range */
     c.p = p->scratch + *scratch_off;
     c.dtype = YQ_S8;
+    c.ps = 0;                          /* dense in scratch */
     *scratch_off += up(yq_dlayout_bytes(YQ_S8, c.c, c.h, c.w) * (size_t)p->batch);
     yq_status st = yq_cuda_convert(t, &c, batch, stream, err);
     *t = c;
@@ -243,6 +371,14 @@ yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err)
 
 float *yq_cuda_plan_input(yq_cuda_plan *p) { return p->input; }
 
+int yq_cuda_plan_views(const yq_cuda_plan *p) { return p->n_views; }
+
+int yq_cuda_plan_runs(const yq_cuda_plan *p, int id)
+{
+    return id > 0 && id < p->g->n_nodes && !p->noop[id] &&
+           !(p->g->nodes[id].op == YQ_OP_SHORTCUT && p->fuse[id] >= 0);
+}
+
 int yq_cuda_plan_fused(const yq_cuda_plan *p, int id)
 {
     return id >= 0 && id < p->g->n_nodes ? p->fuse[id] : -1;
@@ -256,7 +392,7 @@ struct yq_cuda_conv *yq_cuda_plan_conv(yq_cuda_plan *p, int id)
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id)
 {
     if (id < 0 || id >= p->g->n_nodes || p->last_use[p->owner[id]] != p->g->n_nodes ||
-        (p->g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0))
+        (p->g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0) || is_view(p, id))
         return NULL;
     return p->arena + p->off[p->owner[id]];
 }
@@ -269,7 +405,7 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
     if (B < 1 || B > p->batch) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d outside the plan's 1..%d", B, p->batch);
     yq_shape is = g->nodes[0].out;
     yq_status st;
-    yq_dtensor x0 = { p->input, YQ_F32, is.c, is.h, is.w, g->q[0].scale, g->q[0].qmin, g->q[0].qmax };
+    yq_dtensor x0 = { p->input, YQ_F32, is.c, is.h, is.w, g->q[0].scale, g->q[0].qmin, g->q[0].qmax, 0 };
     yq_dtensor n0 = dt(p, 0);
     if ((st = yq_cuda_convert(&x0, &n0, B, stream, err))) return st;
 
@@ -296,7 +432,7 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
                 st = yq_cuda_shortcut(&a, &b, q, n->act, &y, B, stream, err);
             break;
         case YQ_OP_ROUTE:
-            if (is_alias(g, i)) break;            /* one whole source: its memory */
+            if (p->noop[i]) break;                /* a view: its sources wrote it (or are it) */
             for (int k = 0; k < n->n_src && !st; k++) st = source(p, i, k, B, stream, &so, &srcs[k], err);
             if (!st) st = yq_cuda_route(srcs, n->n_src, &n->p.route, &y, B, stream, err);
             break;
@@ -307,7 +443,7 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
             if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_maxpool(&a, &n->p.pool, &y, B, stream, err);
             break;
         case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
-            if (!is_alias(g, i)) {
+            if (!p->noop[i]) {
                 a = dt(p, n->src[0]);
                 if (y.dtype != YQ_F32) {
                     a.scale = y.scale = g->q[n->src[0]].scale;   /* quantized at the source's scale */
@@ -345,10 +481,20 @@ yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host, yq_error *
     yq_status st = yq_cuda_sync(p->stream, err);
     if (st) return st;
     if (t.dtype == YQ_F32) return yq_cuda_d2h(host, t.p, bytes, err);
-    void *tmp = malloc(bytes ? bytes : 1);
-    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    st = yq_cuda_d2h(tmp, t.p, bytes, err);
-    if (!st) yq_nhwc4_to_nchw(tmp, t.c, t.h, t.w, p->batch, host);
+    /* a view: its buffer's pixels, then its slice of each */
+    int o = p->owner[id], ps = p->bufps[o];
+    size_t whole = is_view(p, id) ? p->bufbytes[o] : bytes, pixels = (size_t)t.h * t.w * p->batch;
+    unsigned char *tmp = malloc(whole ? whole : 1), *dense = is_view(p, id) ? malloc(bytes ? bytes : 1) : tmp;
+    if (!tmp || !dense) {
+        free(tmp);
+        if (dense != tmp) free(dense);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    }
+    st = yq_cuda_d2h(tmp, p->arena + p->off[o], whole, err);
+    if (dense != tmp)
+        for (size_t i = 0; i < pixels; i++) memcpy(dense + i * (size_t)c4_of(g, id), tmp + i * (size_t)ps + p->choff[id], (size_t)c4_of(g, id));
+    if (!st) yq_nhwc4_to_nchw(dense, t.c, t.h, t.w, p->batch, host);
+    if (dense != tmp) free(dense);
     free(tmp);
     return st;
 }

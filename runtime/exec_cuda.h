@@ -22,7 +22,7 @@ typedef struct yq_cuda_plan yq_cuda_plan;
 
 /* Keeps the head inputs readable after a run (YQ_PLAN_KEEP_HEADS). *out set only on YQ_OK. */
 yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_plan **out, yq_error *err);
-/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL (runtime/plan.h). */
+/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL, YQ_PLAN_NO_VIEWS (ir/pack.h). */
 yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
                                  yq_error *err);
 void      yq_cuda_plan_free(yq_cuda_plan *p);                   /* NULL is a no-op */
@@ -36,7 +36,7 @@ yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host_nchw, yq_er
 /* For a caller that drives the device itself (runtime/session.c, which captures the
  * forward in a CUDA graph): the device input buffer (batch x C x H x W floats, write
  * it before enqueueing), node id's device output (F32: NCHW, int8: NHWC4; NULL when
- * its memory is reused), and the forward of the first n <= batch images enqueued on
+ * its memory is reused, and for a view into a concat: yq_cuda_plan_views), and the forward of the first n <= batch images enqueued on
  * stream (NULL: the default stream) with no copy, allocation or sync, so that stream
  * capture can record it.  Errors of the kernels themselves show at the next sync. */
 float      *yq_cuda_plan_input(yq_cuda_plan *p);
@@ -48,6 +48,14 @@ yq_status   yq_cuda_enqueue(yq_cuda_plan *p, int n, void *stream, yq_error *err)
  * this returns the shortcut's id (its own output is not kept: yq_cuda_download
  * refuses it), for the shortcut the conv's id; else -1. */
 int yq_cuda_plan_fused(const yq_cuda_plan *p, int id);
+
+/* Routes that run no kernel because they are views (see runtime/exec_cuda.c): a concat
+ * whose sources wrote their slices of it, or one channel group of a source.  0 with
+ * YQ_PLAN_NO_VIEWS (every such route a copy, as a baseline). */
+int yq_cuda_plan_views(const yq_cuda_plan *p);
+/* Whether node id (> 0) runs a kernel of its own in this plan (not an alias, a view or
+ * a shortcut fused into its conv). */
+int yq_cuda_plan_runs(const yq_cuda_plan *p, int id);
 
 /* Node id's conv kernel object (NULL if id is not a conv), for choosing its
  * configuration (yq_cuda_conv_set_cfg with max_batch = the plan's batch). */

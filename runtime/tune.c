@@ -1194,9 +1194,9 @@ static yq_status gpu_begin(void *ctx, yq_tune_task *t, yq_error *err)
     free(pad);
     if (!st) {
         c->in = (yq_dtensor){ c->din, t->in_t, t->cin, t->ih, t->iw, g->q[n->src[0]].scale, g->q[n->src[0]].qmin,
-                              g->q[n->src[0]].qmax };
+                              g->q[n->src[0]].qmax, 0 };
         c->out = (yq_dtensor){ c->dout, t->out_t, t->f, t->oh, t->ow, g->q[t->node].scale, g->q[t->node].qmin,
-                               g->q[t->node].qmax };
+                               g->q[t->node].qmax, 0 };
         /* the reference: the untuned default (a fresh conv runs its heuristic) */
         if (!(st = yq_cuda_memset(c->dout, GUARD_BYTE, c->all_bytes, err)) &&
             !(st = yq_cuda_conv_run(c->c, &c->in, &c->out, t->batch, NULL, err)) && !(st = yq_cuda_sync(NULL, err)))

@@ -99,6 +99,56 @@ static int8_t *nhwc4_checked(const uint8_t *raw, int c, int h, int w, int batch)
 
 static void fill_s8(int8_t *x, long n) { for (long i = 0; i < n; i++) x[i] = (int8_t)rnd(); }
 
+/* Views (yq_dtensor.ps): a tensor held as a slice of wider pixels, as the GPU plan
+ * keeps the sources of a concat.  view_in uploads nchw's NHWC4 bytes at byte off of
+ * ps-byte pixels with random bytes around them (a kernel reading outside its slice
+ * reads junk); view_out gives a slice of pixels filled with GUARD_BYTE, and view_take
+ * checks that nothing outside the slice was written and returns the slice as dense
+ * NHWC4.  Both are guarded buffers (gbuf). */
+typedef struct vbuf { gbuf g; int ps, off, c4; size_t pixels; } vbuf;
+
+static yq_dtensor view_in(vbuf *v, const void *nchw, yq_dtype t, int c, int h, int w, int B, int ps, int off)
+{
+    v->ps = ps; v->off = off; v->c4 = (c + 3) & ~3; v->pixels = (size_t)h * w * B;
+    unsigned char *dense = malloc((size_t)v->c4 * v->pixels), *wide = malloc((size_t)ps * v->pixels);
+    CHECK(dense && wide);
+    yq_nchw_to_nhwc4(nchw, c, h, w, B, dense);
+    for (size_t i = 0; i < (size_t)ps * v->pixels; i++) wide[i] = (unsigned char)rnd();
+    for (size_t i = 0; i < v->pixels; i++) memcpy(wide + i * ps + off, dense + i * v->c4, (size_t)v->c4);
+    unsigned char *d = gbuf_new(&v->g, (size_t)ps * v->pixels);
+    yq_status st = yq_cuda_h2d(d, wide, (size_t)ps * v->pixels, &err);
+    free(dense);
+    free(wide);
+    OK(st);
+    yq_dtensor r = { d + off, t, c, h, w, .1f, -127, 127, ps };
+    return r;
+}
+
+static void view_free(vbuf *v) { yq_cuda_free(v->g.base); v->g.base = NULL; }
+
+static yq_dtensor view_out(vbuf *v, yq_dtype t, int c, int h, int w, int B, int ps, int off)
+{
+    v->ps = ps; v->off = off; v->c4 = (c + 3) & ~3; v->pixels = (size_t)h * w * B;
+    unsigned char *d = gbuf_new(&v->g, (size_t)ps * v->pixels);
+    yq_dtensor r = { d + off, t, c, h, w, .1f, -127, 127, ps };
+    return r;
+}
+
+static void view_take(vbuf *v, unsigned char *dense)
+{
+    unsigned char *wide = malloc((size_t)v->ps * v->pixels);
+    CHECK(wide);
+    gbuf_take(&v->g, wide);
+    long bad = -1;
+    for (size_t i = 0; i < v->pixels && bad < 0; i++) {
+        for (int k = 0; k < v->ps; k++)
+            if ((k < v->off || k >= v->off + v->c4) && wide[i * v->ps + k] != GUARD_BYTE) bad = (long)(i * v->ps + k);
+        memcpy(dense + i * v->c4, wide + i * v->ps + v->off, (size_t)v->c4);
+    }
+    free(wide);
+    CHECKF(bad < 0, "a kernel wrote outside its view (byte %ld of the wide buffer)", bad);
+}
+
 static long first_diff(const void *a, const void *b, size_t n)
 {
     const unsigned char *x = a, *y = b;
@@ -130,6 +180,27 @@ static yq_status conv_timed(void *ctx)
 }
 
 typedef struct conv_case { int c, h, w, f, k, s, groups, batch; yq_dtype in_t, out_t; yq_act act; int float_op; } conv_case;
+
+/* raw: the GPU output (int8 as dense NHWC4), against the CPU reference. */
+static void conv_check(const conv_case *cc, const char *name, const char *how, const void *ref, const unsigned char *raw,
+                       yq_shape os, int B)
+{
+    long out_n = yq_shape_size(os) * B;
+    if (cc->out_t == YQ_S8) {
+        int8_t *got = nhwc4_checked(raw, os.c, os.h, os.w, B);
+        long d = first_diff(ref, got, (size_t)out_n);
+        int gv = d >= 0 ? got[d] : 0;
+        free(got);
+        CHECKF(d < 0, "%s%s: int8 output %ld differs: cpu %d gpu %d", name, how, d, ((const int8_t *)ref)[d], gv);
+    } else if (cc->float_op) {
+        double e = rel_err(ref, (const float *)raw, out_n);
+        CHECKF(e <= REL_BOUND, "float conv%s: relative error %.3g > %.1g", how, e, REL_BOUND);
+    } else {
+        long d = first_diff(ref, raw, (size_t)out_n * 4);
+        CHECKF(d < 0, "%s%s: float output %ld differs: cpu %.9g gpu %.9g", name, how, d / 4,
+               (double)((const float *)ref)[d / 4], (double)((const float *)raw)[d / 4]);
+    }
+}
 
 static void conv_one(const conv_case *cc)
 {
@@ -209,7 +280,7 @@ static void conv_one(const conv_case *cc)
     int nv = yq_cuda_conv_candidates(c, B, cfgs, YQ_CONV_MAX_CFGS);
     CHECK(nv >= 1 && nv <= YQ_CONV_MAX_CFGS);
     if (!cc->float_op) cfgs[nv++] = (yq_conv_cfg){ YQ_CONV_DIRECT, 0, 1, 0 };
-    yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax };
+    yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax, 0 };
     size_t ob = yq_dlayout_bytes(cc->out_t, os.c, os.h, os.w) * B;
     unsigned char *raw = malloc(ob);
     CHECK(raw);
@@ -219,7 +290,7 @@ static void conv_one(const conv_case *cc)
         if (cfgs[v].family == YQ_CONV_DIRECT) OK(yq_cuda_conv_set_variant(c, YQ_CONV_DIRECT, &err));
         else OK(yq_cuda_conv_set_cfg(c, cfgs[v], B, &err));
         gbuf gb;
-        yq_dtensor to = { gbuf_new(&gb, ob), cc->out_t, os.c, os.h, os.w, q[1].scale, q[1].qmin, q[1].qmax };
+        yq_dtensor to = { gbuf_new(&gb, ob), cc->out_t, os.c, os.h, os.w, q[1].scale, q[1].qmin, q[1].qmax, 0 };
         yq_status rs = yq_cuda_conv_run(c, &ti, &to, B, NULL, &err);
         CHECKF(rs == YQ_OK, "%s: %s", name, err.msg);
         if (perf_mode) {
@@ -232,19 +303,25 @@ static void conv_one(const conv_case *cc)
                    cc->out_t == YQ_F32 ? "f32" : "s8", name, 1e3 * (double)ms, ops / ((double)ms * 1e-3) / 1e12);
         }
         gbuf_take(&gb, raw);
-        if (cc->out_t == YQ_S8) {
-            int8_t *got = nhwc4_checked(raw, os.c, os.h, os.w, B);
-            long d = first_diff(ref, got, (size_t)out_n);
-            int gv = d >= 0 ? got[d] : 0;
-            free(got);
-            CHECKF(d < 0, "%s: int8 output %ld differs: cpu %d gpu %d", name, d, ((int8_t *)ref)[d], gv);
-        } else if (cc->float_op) {
-            double e = rel_err(ref, (float *)raw, out_n);
-            CHECKF(e <= REL_BOUND, "float conv: relative error %.3g > %.1g", e, REL_BOUND);
-        } else {
-            long d = first_diff(ref, raw, (size_t)out_n * 4);
-            CHECKF(d < 0, "%s: float output %ld differs: cpu %.9g gpu %.9g", name, d / 4,
-                   (double)((float *)ref)[d / 4], (double)((float *)raw)[d / 4]);
+        conv_check(cc, name, "", ref, raw, os, B);
+        if (!perf_mode) {
+            /* the same configuration on views: the input a slice of wider pixels (16 bytes
+             * in, as a concat's second source), the output a slice at byte 8 */
+            vbuf vi, vo;
+            int ips = ((is.c + 3) & ~3) + 32, ops = ((os.c + 3) & ~3) + 16;
+            yq_dtensor tiv = view_in(&vi, x, cc->in_t, is.c, is.h, is.w, B, ips, 16);
+            tiv.scale = ti.scale; tiv.qmin = ti.qmin; tiv.qmax = ti.qmax;
+            yq_dtensor tov = cc->out_t == YQ_F32 ? (yq_dtensor){ gbuf_new(&gb, ob), YQ_F32, os.c, os.h, os.w, 0, 0, 0, 0 }
+                                                 : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops, 8);
+            tov.scale = q[1].scale;
+            rs = yq_cuda_conv_run(c, &tiv, &tov, B, NULL, &err);
+            view_free(&vi);
+            if (rs && cc->out_t == YQ_F32) yq_cuda_free(gb.base);
+            if (rs && cc->out_t != YQ_F32) yq_cuda_free(vo.g.base);
+            CHECKF(rs == YQ_OK, "%s on views: %s", name, err.msg);
+            if (cc->out_t == YQ_F32) gbuf_take(&gb, raw);
+            else view_take(&vo, raw);
+            conv_check(cc, name, " on views", ref, raw, os, B);
         }
         n_cfg_runs++;
     }
@@ -364,19 +441,31 @@ static void maxpool_one(int c, int h, int w, int size, int stride, int pad, int 
     yq_ref_maxpool(is, &p, os, x, ref, B);
     void *din = upload_nhwc4(x, c, h, w, B);
     gbuf gb;
-    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127 };
-    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, os.c, os.h, os.w) * B), YQ_S8, os.c, os.h, os.w, .1f, -127, 127 };
+    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127, 0 };
+    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, os.c, os.h, os.w) * B), YQ_S8, os.c, os.h, os.w, .1f, -127, 127, 0 };
     OK(yq_cuda_maxpool(&ti, &p, &to, B, NULL, &err));
     gbuf_take(&gb, raw);
     int8_t *got = nhwc4_checked(raw, os.c, os.h, os.w, B);
     long d = first_diff(ref, got, out_n);
     free(got);
+    /* on views (SPP: maxpools read a concat's slice and write another) */
+    vbuf vi, vo;
+    int c4 = (c + 3) & ~3;
+    yq_dtensor tiv = view_in(&vi, x, YQ_S8, c, h, w, B, 3 * c4, c4);
+    yq_dtensor tov = view_out(&vo, YQ_S8, os.c, os.h, os.w, B, 2 * c4 + 4, 4);
+    OK(yq_cuda_maxpool(&tiv, &p, &tov, B, NULL, &err));
+    view_free(&vi);
+    view_take(&vo, raw);
+    got = nhwc4_checked(raw, os.c, os.h, os.w, B);
+    long dv = first_diff(ref, got, out_n);
+    free(got);
+    CHECKF(dv < 0, "maxpool %d/%d pad %d on views: int8 output %ld differs", size, stride, pad, dv);
     /* the float version on the same data (dequantized): max is exact */
     float *xf = malloc(4 * in_n), *rf = malloc(4 * out_n), *gf = malloc(4 * out_n);
     CHECK(xf && rf && gf);
     yq_dequantize(x, YQ_S8, in_n, .1f, xf);
     yq_f32_maxpool(is, &p, os, xf, rf, B);
-    yq_dtensor tf = { gbuf_new(&gb, 4 * out_n), YQ_F32, os.c, os.h, os.w, .1f, -127, 127 };
+    yq_dtensor tf = { gbuf_new(&gb, 4 * out_n), YQ_F32, os.c, os.h, os.w, .1f, -127, 127, 0 };
     OK(yq_cuda_maxpool(&ti, &p, &tf, B, NULL, &err));
     gbuf_take(&gb, gf);
     long df = first_diff(rf, gf, 4 * out_n);
@@ -413,13 +502,24 @@ static void t_upsample(void)
     yq_ref_upsample(is, s, x, ref, B);
     void *din = upload_nhwc4(x, c, h, w, B);
     gbuf gb;
-    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127 };
-    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, os.h, os.w) * B), YQ_S8, c, os.h, os.w, .1f, -127, 127 };
+    yq_dtensor ti = { din, YQ_S8, c, h, w, .1f, -127, 127, 0 };
+    yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, os.h, os.w) * B), YQ_S8, c, os.h, os.w, .1f, -127, 127, 0 };
     OK(yq_cuda_upsample(&ti, s, &to, B, NULL, &err));
     gbuf_take(&gb, raw);
     int8_t *got = nhwc4_checked(raw, c, os.h, os.w, B);
     long d = first_diff(ref, got, out_n);
     free(got);
+    /* on views (YOLOv3: the upsample writes the first slice of a concat) */
+    vbuf vi, vo;
+    yq_dtensor tiv = view_in(&vi, x, YQ_S8, c, h, w, B, 24, 8);
+    yq_dtensor tov = view_out(&vo, YQ_S8, c, os.h, os.w, B, 36, 0);
+    OK(yq_cuda_upsample(&tiv, s, &tov, B, NULL, &err));
+    view_free(&vi);
+    view_take(&vo, raw);
+    got = nhwc4_checked(raw, c, os.h, os.w, B);
+    long dv = first_diff(ref, got, out_n);
+    free(got);
+    CHECKF(dv < 0, "upsample on views: output %ld differs", dv);
     yq_cuda_free(din);
     free(x); free(ref); free(raw);
     CHECKF(d < 0, "upsample output %ld differs", d);
@@ -447,13 +547,27 @@ static void t_shortcut(void)
         yq_ref_shortcut(yq_shape_size(sh), a, b, &q, ref, B);
         void *da = upload_nhwc4(a, c, h, w, B), *db = upload_nhwc4(b, c, h, w, B);
         gbuf gb;
-        yq_dtensor ta = { da, YQ_S8, c, h, w, .1f, -127, 127 }, tb = { db, YQ_S8, c, h, w, .2f, -127, 127 };
-        yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, .1f, -127, 127 };
+        yq_dtensor ta = { da, YQ_S8, c, h, w, .1f, -127, 127, 0 }, tb = { db, YQ_S8, c, h, w, .2f, -127, 127, 0 };
+        yq_dtensor to = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, .1f, -127, 127, 0 };
         OK(yq_cuda_shortcut(&ta, &tb, &q, YQ_ACT_LINEAR, &to, B, NULL, &err));
         gbuf_take(&gb, raw);
         int8_t *got = nhwc4_checked(raw, c, h, w, B);
         long d = first_diff(ref, got, n);
         free(got);
+        /* on views: both sources and the output slices of wider pixels */
+        int c4 = (c + 3) & ~3;
+        vbuf va, vb, vo;
+        yq_dtensor tav = view_in(&va, a, YQ_S8, c, h, w, B, c4 + 16, 16);
+        yq_dtensor tbv = view_in(&vb, b, YQ_S8, c, h, w, B, 2 * c4, 0);
+        yq_dtensor tov = view_out(&vo, YQ_S8, c, h, w, B, c4 + 8, 4);
+        OK(yq_cuda_shortcut(&tav, &tbv, &q, YQ_ACT_LINEAR, &tov, B, NULL, &err));
+        view_free(&va);
+        view_free(&vb);
+        view_take(&vo, raw);
+        got = nhwc4_checked(raw, c, h, w, B);
+        long dv = first_diff(ref, got, n);
+        free(got);
+        CHECKF(dv < 0, "shortcut case %d on views: output %ld differs", r, dv);
         yq_cuda_free(da);
         yq_cuda_free(db);
         free(a); free(b); free(ref); free(raw);
@@ -478,18 +592,33 @@ static void route_one(int n_src, const int *cs, int groups, int group_id, int B)
         fill_s8(x[k], yq_shape_size(ss) * B);
         yq_ref_route_copy(ss, &r, x[k], os, c_off, ref, B);
         c_off += cs[k] / groups;
-        ts[k] = (yq_dtensor){ upload_nhwc4(x[k], cs[k], h, w, B), YQ_S8, cs[k], h, w, .1f, -127, 127 };
+        ts[k] = (yq_dtensor){ upload_nhwc4(x[k], cs[k], h, w, B), YQ_S8, cs[k], h, w, .1f, -127, 127, 0 };
     }
     size_t ob = yq_dlayout_bytes(YQ_S8, c_out, h, w) * B;
     uint8_t *raw = malloc(ob);
     CHECK(raw);
     gbuf gb;
-    yq_dtensor to = { gbuf_new(&gb, ob), YQ_S8, c_out, h, w, .1f, -127, 127 };
+    yq_dtensor to = { gbuf_new(&gb, ob), YQ_S8, c_out, h, w, .1f, -127, 127, 0 };
     OK(yq_cuda_route(ts, n_src, &r, &to, B, NULL, &err));
     gbuf_take(&gb, raw);
     int8_t *got = nhwc4_checked(raw, c_out, h, w, B);
     long d = first_diff(ref, got, yq_shape_size(os) * B);
     free(got);
+    /* on views: every source and the output slices of wider pixels */
+    vbuf vs[4], vo;
+    yq_dtensor tv[4];
+    for (int k = 0; k < n_src; k++) {
+        int c4 = (cs[k] + 3) & ~3;
+        tv[k] = view_in(&vs[k], x[k], YQ_S8, cs[k], h, w, B, c4 + 4 * (k + 1), 4 * k);
+    }
+    yq_dtensor tov = view_out(&vo, YQ_S8, c_out, h, w, B, ((c_out + 3) & ~3) + 12, 8);
+    OK(yq_cuda_route(tv, n_src, &r, &tov, B, NULL, &err));
+    for (int k = 0; k < n_src; k++) view_free(&vs[k]);
+    view_take(&vo, raw);
+    got = nhwc4_checked(raw, c_out, h, w, B);
+    long dv = first_diff(ref, got, yq_shape_size(os) * B);
+    free(got);
+    CHECKF(dv < 0, "route on views: output %ld differs", dv);
     free(raw);
     free(ref);
     for (int k = 0; k < n_src; k++) {
@@ -529,11 +658,11 @@ static void t_convert(void)
     void *dx;
     OK(yq_cuda_malloc(&dx, 4 * n, &err));
     OK(yq_cuda_h2d(dx, x, 4 * n, &err));
-    yq_dtensor tx = { dx, YQ_F32, c, h, w, sc, -127, 127 };
+    yq_dtensor tx = { dx, YQ_F32, c, h, w, sc, -127, 127, 0 };
     gbuf gb;
     /* F32 -> S8 */
     yq_quantize(x, n, sc, -127, 127, rq);
-    yq_dtensor ts = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, sc, -127, 127 };
+    yq_dtensor ts = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, sc, -127, 127, 0 };
     OK(yq_cuda_convert(&tx, &ts, B, NULL, &err));
     gbuf_take(&gb, raw);
     int8_t *got = nhwc4_checked(raw, c, h, w, B);
@@ -543,7 +672,7 @@ static void t_convert(void)
     for (long i = 6; i < n; i++) x[i] = rnd_unit() * 1.1f - .05f;
     OK(yq_cuda_h2d(dx, x, 4 * n, &err));
     yq_quantize_u8(x, n, 1.f / 255.f, (uint8_t *)rq);
-    yq_dtensor tu = { gbuf_new(&gb, yq_dlayout_bytes(YQ_U8, c, h, w) * B), YQ_U8, c, h, w, 1.f / 255.f, 0, 255 };
+    yq_dtensor tu = { gbuf_new(&gb, yq_dlayout_bytes(YQ_U8, c, h, w) * B), YQ_U8, c, h, w, 1.f / 255.f, 0, 255, 0 };
     OK(yq_cuda_convert(&tx, &tu, B, NULL, &err));
     gbuf_take(&gb, raw);
     got = nhwc4_checked(raw, c, h, w, B);
@@ -555,19 +684,39 @@ static void t_convert(void)
     CHECK(u && r2);
     for (long i = 0; i < n; i++) u[i] = (uint8_t)rnd();
     void *du = upload_nhwc4(u, c, h, w, B);
-    yq_dtensor tu2 = { du, YQ_U8, c, h, w, 1.f / 255.f, 0, 255 };
+    yq_dtensor tu2 = { du, YQ_U8, c, h, w, 1.f / 255.f, 0, 255, 0 };
     yq_dequantize(u, YQ_U8, n, 1.f / 255.f, rf);
     yq_quantize(rf, n, 1.f / 255.f, 0, 255, r2);
-    yq_dtensor ts2 = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, 1.f / 255.f, 0, 255 };
+    yq_dtensor ts2 = { gbuf_new(&gb, yq_dlayout_bytes(YQ_S8, c, h, w) * B), YQ_S8, c, h, w, 1.f / 255.f, 0, 255, 0 };
     OK(yq_cuda_convert(&tu2, &ts2, B, NULL, &err));
     gbuf_take(&gb, raw);
     got = nhwc4_checked(raw, c, h, w, B);
     long d3 = first_diff(r2, got, n);
     free(got);
-    yq_dtensor tf = { gbuf_new(&gb, 4 * n), YQ_F32, c, h, w, 0, 0, 0 };
+    yq_dtensor tf = { gbuf_new(&gb, 4 * n), YQ_F32, c, h, w, 0, 0, 0, 0 };
     OK(yq_cuda_convert(&tu2, &tf, B, NULL, &err));
     gbuf_take(&gb, gf);
     long d4 = first_diff(rf, gf, 4 * n);
+    /* views: S8 read from a slice (a float consumer of a concat's source), and F32 -> S8 into one */
+    vbuf vi, vo;
+    yq_dtensor tsv = view_in(&vi, r2, YQ_S8, c, h, w, B, 20, 12);
+    tsv.scale = 1.f / 255.f;
+    yq_dequantize(r2, YQ_S8, n, 1.f / 255.f, rf);
+    tf.p = gbuf_new(&gb, 4 * n);
+    OK(yq_cuda_convert(&tsv, &tf, B, NULL, &err));
+    view_free(&vi);
+    gbuf_take(&gb, gf);
+    long d5 = first_diff(rf, gf, 4 * n);
+    OK(yq_cuda_h2d(dx, rf, 4 * n, &err));
+    yq_dtensor tov = view_out(&vo, YQ_S8, c, h, w, B, 12, 4);
+    tov.scale = 1.f / 255.f;
+    tx.scale = 1.f / 255.f;
+    OK(yq_cuda_convert(&tx, &tov, B, NULL, &err));
+    view_take(&vo, raw);
+    got = nhwc4_checked(raw, c, h, w, B);
+    yq_quantize(rf, n, 1.f / 255.f, -127, 127, r2);
+    long d6 = first_diff(r2, got, n);
+    free(got);
     yq_cuda_free(du);
     yq_cuda_free(dx);
     free(u); free(r2); free(x); free(rf); free(gf); free(rq); free(raw);
@@ -575,6 +724,8 @@ static void t_convert(void)
     CHECKF(d2 < 0, "F32 -> U8: %ld differs", d2);
     CHECKF(d3 < 0, "U8 -> S8: %ld differs", d3);
     CHECKF(d4 < 0, "U8 -> F32: %ld differs", d4 / 4);
+    CHECKF(d5 < 0, "S8 view -> F32: %ld differs", d5 / 4);
+    CHECKF(d6 < 0, "F32 -> S8 view: %ld differs", d6);
 }
 
 static void t_errors(void)
@@ -608,6 +759,8 @@ static double now_ms(void)
 
 /* Runs g (quantized) on the CPU reference and on the GPU; compares every node. */
 static int cfg_rotation;   /* > 0: compare_graph gives each conv a rotating configuration */
+static int plan_flags;     /* added to YQ_PLAN_KEEP_ALL (YQ_PLAN_NO_VIEWS: every route a copy) */
+static int last_views;     /* routes the last GPU plan made views */
 static void compare_graph(const char *label, yq_graph *g, int B)
 {
     yq_shape is = g->nodes[0].out;
@@ -623,9 +776,10 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     if (st) yq_plan_free(cp);
     CHECKF(st == YQ_OK, "cpu: %s", err.msg);
     yq_cuda_plan *gp;
-    st = yq_cuda_plan_new_flags(g, B, 0, YQ_PLAN_KEEP_ALL, &gp, &err);
+    st = yq_cuda_plan_new_flags(g, B, 0, YQ_PLAN_KEEP_ALL | plan_flags, &gp, &err);
     if (st) yq_plan_free(cp);
     CHECKF(st == YQ_OK, "gpu plan: %s", err.msg);
+    last_views = yq_cuda_plan_views(gp);
     int n_rot = 0;
     if (cfg_rotation)   /* each conv a different configuration, round robin over its candidates */
         for (int i = 1; i < g->n_nodes && st == YQ_OK; i++) {
@@ -689,9 +843,9 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         double t_gpu = (now_ms() - t1) / reps;
         printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
                "(max rel err %.2g), %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
-               "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut%s\n", label, n, B, is.w, is.h, n_int,
-               n_exact_f, n_flt, worst, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6, n_fused,
-               n_rot ? ", convs on rotating configurations" : "");
+               "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut, %d routes as views%s\n", label, n, B,
+               is.w, is.h, n_int, n_exact_f, n_flt, worst, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6, n_fused,
+               last_views, n_rot ? ", convs on rotating configurations" : "");
     }
     yq_cuda_plan_free(gp);
     yq_plan_free(cp);
@@ -699,11 +853,15 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     CHECKF(!why[0], "%s", why);
 }
 
-static void model_case(const char *label, const char *cfg, const char *weights, int size, int B)
+/* Three passes: every conv int8; heads float with every route copied (no views); heads
+ * float, rotating configurations and fused shortcuts.  min_views: routes the first pass's
+ * plan must make views (concats written in place, channel groups). */
+static void model_case(const char *label, const char *cfg, const char *weights, int size, int B, int min_views)
 {
     yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
     for (volatile int pass = 0; pass < 3; pass++) {
         cfg_rotation = pass == 2 ? 1 : 0;
+        plan_flags = pass == 1 ? YQ_PLAN_NO_VIEWS : 0;
         if (pass == 2) setenv("YQ_GPU_FUSE", "1", 1);   /* and the convs fused with their shortcut */
         else unsetenv("YQ_GPU_FUSE");
         yq_graph *g;
@@ -715,7 +873,8 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
         if (st) yq_graph_free(g);
         CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
         char l2[128];
-        snprintf(l2, sizeof l2, "%s [head=%s%s]", label, pass == 0 ? "int8" : "float", pass == 2 ? ", rotated configurations" : "");
+        snprintf(l2, sizeof l2, "%s [head=%s%s]", label, pass == 0 ? "int8" : "float",
+                 pass == 1 ? ", routes copied" : pass == 2 ? ", rotated configurations" : "");
         rng_state = 31337 + pass;
         /* compare_graph longjmps on failure: free the graph first by running it in a scope we control */
         jmp_buf save;
@@ -724,6 +883,11 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
             compare_graph(l2, g, B);
             memcpy(test_jmp_, save, sizeof save);
             yq_graph_free(g);
+            /* (pass 2 fuses convs with their shortcuts: a fused shortcut writes dense memory,
+             * so the concats it feeds copy) */
+            CHECKF(pass == 2 || (pass == 1 ? last_views == 0 : last_views >= min_views),
+                   "%s: %d routes as views, expected %s %d", l2, last_views, pass == 1 ? "" : "at least",
+                   pass == 1 ? 0 : min_views);
         } else {
             memcpy(test_jmp_, save, sizeof save);
             yq_graph_free(g);
@@ -739,10 +903,10 @@ static void shared_model(const char *folder, int size, int B)
     snprintf(path, sizeof path, "%s/models/%s", test_data_dir(), folder);
     yq_model_paths mp;
     if (yq_model_resolve(path, NULL, &mp, &err) != YQ_OK) TEST_SKIP("%s: %s", folder, err.msg);
-    model_case(folder, mp.cfg, mp.weights, size, B);
+    model_case(folder, mp.cfg, mp.weights, size, B, 0);
 }
 
-static void cfg_only_model(const char *file, int size, int B)
+static void cfg_only_model(const char *file, int size, int B, int min_views)
 {
     need_gpu();
     char path[1024];
@@ -750,7 +914,7 @@ static void cfg_only_model(const char *file, int size, int B)
     FILE *f = fopen(path, "r");
     if (!f) TEST_SKIP("%s not found", path);
     fclose(f);
-    model_case(file, path, NULL, size, B);
+    model_case(file, path, NULL, size, B, min_views);
 }
 
 static void t_model_fastest_10(void) { shared_model("yolo-fastest-1.0", 0, 2); }
@@ -758,8 +922,11 @@ static void t_model_fastest_11(void) { shared_model("yolo-fastest-1.1", 0, 2); }
 static void t_model_fastest_11_xl(void) { shared_model("yolo-fastest-1.1-xl", 0, 2); }
 static void t_model_fastest_xl_10(void) { shared_model("yolo-fastest-xl-1.0", 0, 1); }
 static void t_model_lite_trial6(void) { shared_model("yolo-lite-coco-trial6", 0, 3); }
-static void t_model_yolov4_tiny(void) { cfg_only_model("yolov4-tiny.cfg", 160, 2); }
-static void t_model_yolov3(void) { cfg_only_model("yolov3.cfg", 128, 1); }
+/* yolov4-tiny: 3 channel groups and 6 concats in its CSP blocks (the head's concat
+ * copies: its conv 23 already sits in the slice of a CSP concat);
+ * YOLOv3: the two concats of an upsample with an earlier shortcut. */
+static void t_model_yolov4_tiny(void) { cfg_only_model("yolov4-tiny.cfg", 160, 2, 9); }
+static void t_model_yolov3(void) { cfg_only_model("yolov3.cfg", 128, 1, 2); }
 
 static void t_perf(void)
 {
