@@ -147,15 +147,26 @@ endif
 #   yqgpu tune ARGS         `yquant tune` (cli/cmd_tune.c): per-layer kernel tuning
 #   yqgpu test_tune         tests/test_tune.c (the tuner, and runtime/latency.c's GPU latency;
 #                           their GPU parts run there)
+#   yqgpu yquant ARGS       the whole `yquant` CLI (cli/yquant.c: sweep, quantize, eval, detect,
+#                           ...), images decoded from raw sidecars (tests/image_raw.c: IMAGE.rgb
+#                           beside IMAGE; bench/gpu/sidecars.py writes them there), so that
+#                           `yquant sweep` measures GPU latency there (bench/gpu/sweep_gpu.sh)
 # Linked like gpu-test (static OpenBLAS, libcrypto, C++ runtime; cuDNN dynamic: the device
-# has it), with HDF5 static (.yqp packages, as test_session) and cJSON's shared library
-# copied beside it (rpath $ORIGIN).  bench/gpu/run_gpu.sh runs it there.
+# has it), with HDF5, libpng and zlib static (.yqp packages; the sweep's PNG chart) and
+# cJSON's shared library copied beside it (rpath $ORIGIN).  Everything but the mains comes
+# from one archive, the library without OpenCV, so only what a command reaches is linked.
+# bench/gpu/run_gpu.sh and bench/gpu/sweep_gpu.sh run it there.
 #   make gpu-bench NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"   (H200 only: faster)
 GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/cmd_tune.o $(B)/cli/common.o \
                   $(B)/runtime/package.o $(B)/runtime/tune.o $(B)/runtime/tune_apply.o $(B)/runtime/latency.o
 GPU_BENCH_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
                   $(GPU_TEST_LIBS)
-YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o
+YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o \
+                  $(B)/gpu/mc/yquant.o
+# libyq and the CLI's commands, with tests/image_raw.c for datasets/image_cv.cpp (no OpenCV)
+GPU_CLI_OBJS   := $(filter-out $(B)/datasets/image_cv.o,$(OBJS)) $(B)/tests/image_raw.o \
+                  $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
+GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -Wl,-Bdynamic $(GPU_BENCH_LIBS)
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
 
 .PHONY: gpu-bench
@@ -163,17 +174,27 @@ gpu-bench: $(B)/gpu/yqgpu
 
 $(B)/gpu/mc/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -MMD -MP -c $< -o $@
 $(B)/gpu/mc/%.o: bench/gpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -c $< -o $@
+	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -MMD -MP -c $< -o $@
+$(B)/gpu/mc/%.o: cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -MMD -MP -c $< -o $@
 
-# (test_tune's sessions take the rest from the session archive of gpu-test below)
-$(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/gpu/libyq_session.a
+-include $(wildcard $(B)/gpu/mc/*.d $(B)/bench/gpu/*.d $(B)/tests/image_raw.d)
+
+$(B)/gpu/libyq_cli.a: $(GPU_CLI_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# (the mains and the bench objects as before; the rest, test_tune's sessions and the
+# CLI's commands, from the archive)
+$(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/gpu/libyq_cli.a
 	@mkdir -p $(dir $@)
 	$(if $(CJSON_SO),cp -L $(CJSON_SO) $(dir $@)libcjson.so.1)
 	$(CC) $(CFLAGS) -static-libgcc -o $@ $^ -L$(dir $@) -l:libcjson.so.1 -Wl,-rpath,'$$ORIGIN' \
-	    $(GPU_BENCH_LIBS)
+	    $(GPU_CLI_LIBS)
 
 # ---- gpu-test, the session: build/gpu/test_session (tests/test_session.c) for the device
 # machine: the session API with the package loader (HDF5 linked statically) and images
@@ -225,7 +246,7 @@ $(B)/gpu/libyq_calib.a: $(GPU_CALIB_OBJS)
 
 $(B)/gpu/mc/calib_gpu.o: bench/calib_gpu.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_calib_gpu -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_calib_gpu -MMD -MP -c $< -o $@
 
 $(B)/gpu/yqcal: $(B)/bench/gpu/calib_main.o $(B)/gpu/mc/test_calib_cuda.o $(B)/gpu/mc/calib_gpu.o $(B)/gpu/libyq_calib.a
 	@mkdir -p $(dir $@)

@@ -329,6 +329,17 @@ static int is_image_name(const char *name)
     return dot && (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") || !strcasecmp(dot, ".png"));
 }
 
+/* IMAGE.rgb beside IMAGE: its raw pixels, for the builds without a decoder (tests/image_raw.c) */
+static int is_raw_sidecar(const char *name)
+{
+    size_t n = strlen(name);
+    char stem[256];
+    if (n <= 4 || n - 4 >= sizeof stem || strcmp(name + n - 4, ".rgb")) return 0;
+    memcpy(stem, name, n - 4);
+    stem[n - 4] = 0;
+    return is_image_name(stem);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -364,7 +375,7 @@ yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped,
         struct stat sb;
         if (stat(full, &sb) != 0 || S_ISDIR(sb.st_mode)) { free(full); continue; }
         if (!is_image_name(e->d_name)) {
-            fprintf(stderr, "warning: %s: not an image, skipped\n", full);
+            if (!is_raw_sidecar(e->d_name)) fprintf(stderr, "warning: %s: not an image, skipped\n", full);
             skipped++;
             free(full);
             continue;

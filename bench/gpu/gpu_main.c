@@ -1,6 +1,7 @@
 /* yqgpu: the programs the device machine runs, in one binary (make gpu-bench).  Each
  * static OpenBLAS link weighs ~30 MB and what travels to the device is capped, so the
- * bench and tune commands, the GPU test programs and the cuDNN int8 anchor share one. */
+ * whole yquant CLI (images from raw sidecars: tests/image_raw.c), the GPU test programs
+ * and the cuDNN int8 anchor share one. */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -9,18 +10,21 @@ int yqgpu_test_cuda(void);
 int yqgpu_test_cudnn(void);
 int yqgpu_cudnn_int8(int argc, char **argv);
 int yqgpu_test_tune(void);
+int yqgpu_yquant(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "";
+    if (!strcmp(cmd, "yquant")) return yqgpu_yquant(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
     if (!strcmp(cmd, "test_tune")) return yqgpu_test_tune();
     if (!strcmp(cmd, "test_cuda")) return yqgpu_test_cuda();
     if (!strcmp(cmd, "test_cudnn")) return yqgpu_test_cudnn();
     if (!strcmp(cmd, "cudnn_int8")) return yqgpu_cudnn_int8(argc - 1, argv + 1);
-    fprintf(stderr, "usage: yqgpu bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune | cudnn_int8 ARGS\n"
-                    "  (the same as yquant bench, yquant tune, build/gpu/test_cuda, tests/test_cudnn.c,\n"
-                    "   tests/test_tune.c, bench/gpu/cudnn_int8.c)\n");
+    fprintf(stderr, "usage: yqgpu yquant COMMAND ARGS | bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune\n"
+                    "             | cudnn_int8 ARGS\n"
+                    "  (the same as yquant COMMAND (images from IMAGE.rgb sidecars), yquant bench, yquant tune,\n"
+                    "   build/gpu/test_cuda, tests/test_cudnn.c, tests/test_tune.c, bench/gpu/cudnn_int8.c)\n");
     return 2;
 }
