@@ -110,7 +110,9 @@ void cli_lat_json(const cli_lat *l, struct cJSON *root);
 /* Sweeps, sensitivity and the accuracy-aware mode (cli/cmd_sweep.c, cli/cmd_sensitivity.c). */
 typedef struct cli_timed_eval {
     double s[YQ_COCO_NSTATS];
-    double ms_median, ms_mean;    /* the engine alone (yq_exec_int8 / yq_exec_fp32, batch 1), per image */
+    double ms_median, ms_mean;    /* the engine alone (yq_exec_int8 / yq_exec_fp32, batch 1), per image;
+                                     on the GPU: upload, forward and the heads' download */
+    int gpu;                      /* evaluated on the GPU int8 engine (cli_eval_timed_on) */
     double ms_wall;               /* everything (decode, resize, engine, NMS), per image */
     yq_det *dets;                 /* malloc'ed (yq_coco_dets_free) */
     int n, images;
@@ -119,6 +121,11 @@ typedef struct cli_timed_eval {
  * NULL (cli_progress with a cli_bar, or any yq_progress_fn). */
 yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
                          cli_timed_eval *r, yq_error *err);
+/* The same on GPU device (>= 0) for an int8 graph (its int8 layers give the CPU
+ * reference's bytes, float layers agree to FP32 rounding); device < 0 or an FP32 graph:
+ * the CPU engines, as cli_eval_timed. */
+yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
+                            void *pctx, cli_timed_eval *r, yq_error *err);
 /* SQNR (dB) of the tensors feeding the heads, all heads pooled, from yq_compare_layers' output. */
 double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e);
 /* --max-drop: starting from every layer in int8, keeps the most sensitive layers in float

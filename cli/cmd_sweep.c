@@ -18,16 +18,21 @@
 #include "datasets/chart.h"
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
+#include "runtime/exec_cuda.h"
 #include "runtime/plan.h"
 #include "runtime/postproc.h"
+#include "runtime/session.h"
 
 static const char *help =
     "usage: yquant sweep MODEL --calib DIR --val DIR (--ann F | --labels D) --grid G\n"
     "                    [--out DIR] [--json FILE] [--sqnr-images N] [--device cpu|cuda[:N]]\n"
-    "                    [--tune-log F] [--tune-budget S] [--lat-batch N] [qconfig flags]\n"
+    "                    [--tune-log F] [--tune-budget S] [--lat-batch N] [--eval-device D] [--resume]\n"
+    "                    [qconfig flags]\n"
     "\n"
     "Evaluates one int8 rewrite per combination of the grid's values: COCO mAP on the\n"
-    "labelled set (on the CPU int8 reference engine) and the latency, on the GPU when there\n"
+    "labelled set (on the GPU int8 engine when the latency engine is the GPU: the CPU\n"
+    "reference's bytes in every int8 layer; else the CPU int8 reference) and the latency, on\n"
+    "the GPU when there\n"
     "is one: the int8 forward with every conv's kernel tuned for this GPU (the tuning log is\n"
     "reused: the first point tunes, later ones read), median of CUDA-graph replays at\n"
     "--lat-batch; else the CPU int8 reference engine (median over the images of the engine\n"
@@ -49,6 +54,12 @@ static const char *help =
     "  --tune-budget S   seconds of tuning per point for the shapes the log lacks (default 60;\n"
     "                    0: no tuning, the log's kernels and the heuristic)\n"
     "  --lat-batch N     the GPU forward's batch (default 1; latency is per forward)\n"
+    "  --eval-device D   where the mAP is measured: cpu, or cuda[:N] (default: the latency engine's\n"
+    "                    device; float layers then agree with the CPU's to FP32 rounding only)\n"
+    "  --resume          reuse the points DIR/points.jsonl already holds for this model, image set,\n"
+    "                    latency engine and qconfig (every finished point is appended there at\n"
+    "                    once, so a sweep cut short goes on where it stopped); without it the file\n"
+    "                    starts empty\n"
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
     "The chosen point is the best mAP on the Pareto front (mAP up, latency down).\n";
 
@@ -72,6 +83,12 @@ static int cmp_double(const void *a, const void *b)
 yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
                          cli_timed_eval *r, yq_error *err)
 {
+    return cli_eval_timed_on(g, ds, letterbox, -1, progress, pctx, r, err);
+}
+
+yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
+                            void *pctx, cli_timed_eval *r, yq_error *err)
+{
     memset(r, 0, sizeof *r);
     yq_eval_opt eo = yq_eval_defaults();
     int heads[MAX_HEADS], nh = 0;
@@ -81,14 +98,28 @@ yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox,
             heads[nh++] = i;
         }
     if (!nh) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path);
+    /* the GPU int8 engine: the CPU reference's bytes for every int8 layer (float layers
+     * within FP32 rounding); the heads come back to the host for the same post-processing */
     yq_plan *p = NULL;
-    yq_status st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &p, err);
-    if (st != YQ_OK) return st;
+    yq_cuda_plan *gp = NULL;
+    float *gin = NULL, *gh[MAX_HEADS] = { 0 };
+    yq_status st;
+    if (device >= 0 && g->q) {
+        r->gpu = 1;
+        st = yq_cuda_plan_new(g, 1, device, &gp, err);
+        if (st == YQ_OK && !(gin = malloc(sizeof *gin * (size_t)yq_shape_size(g->nodes[0].out))))
+            st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        for (int h = 0; h < nh && st == YQ_OK; h++)
+            if (!(gh[h] = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[heads[h]].out))))
+                st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    } else {
+        st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &p, err);
+    }
     int cap = 1024, n = 0, bad = 0, timed = 0;
     yq_det *dets = malloc(sizeof *dets * (size_t)cap);
     yq_detection *one = malloc(sizeof *one * (size_t)eo.post.max_dets);
     double *ms = malloc(sizeof *ms * (size_t)(ds->n_images ? ds->n_images : 1)), wall = 0;
-    if (!dets || !one || !ms) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK && (!dets || !one || !ms)) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ds->n_images && st == YQ_OK; i++) {
         char path[2048];
         yq_image im;
@@ -101,14 +132,19 @@ yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox,
             if (progress) progress(pctx, i + 1, ds->n_images);
             continue;
         }
-        st = yq_preprocess(g, &im, letterbox, yq_plan_input(p), err);
+        st = yq_preprocess(g, &im, letterbox, gp ? gin : yq_plan_input(p), err);
         double t1 = now_s();
-        if (st == YQ_OK) st = g->q ? yq_exec_int8(p, NULL, NULL, NULL, err) : yq_exec_fp32(p, NULL, NULL, NULL, err);
+        if (st == YQ_OK && gp) {
+            st = yq_cuda_run(gp, gin, err);
+            for (int h = 0; h < nh && st == YQ_OK; h++) st = yq_cuda_download(gp, heads[h], gh[h], err);
+        } else if (st == YQ_OK) {
+            st = g->q ? yq_exec_int8(p, NULL, NULL, NULL, err) : yq_exec_fp32(p, NULL, NULL, NULL, err);
+        }
         double t2 = now_s();
         int k = 0;
         if (st == YQ_OK) {
             const float *hp[MAX_HEADS];
-            for (int h = 0; h < nh; h++) hp[h] = yq_plan_tensor(p, heads[h]);
+            for (int h = 0; h < nh; h++) hp[h] = gp ? gh[h] : yq_plan_tensor(p, heads[h]);
             k = yq_postprocess(g, hp, 0, im.w, im.h, letterbox, &eo.post, one, eo.post.max_dets);
             if (k < 0) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
         }
@@ -148,6 +184,9 @@ yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox,
     free(one);
     free(ms);
     yq_plan_free(p);
+    yq_cuda_plan_free(gp);
+    free(gin);
+    for (int h = 0; h < nh; h++) free(gh[h]);
     return st;
 }
 
@@ -303,7 +342,29 @@ typedef struct point {
     double cpu_ms, cpu_ms_mean;   /* the CPU int8 reference, per image (always measured) */
     double gpu_ms, gpu_ms_mean;   /* the GPU's (per forward of the latency batch), when measured */
     int front, chosen;
+    int eval_gpu;             /* mAP measured on the GPU int8 engine (cpu_ms then NAN) */
+    int resumed;              /* read back from points.jsonl (--resume) */
 } point;
+
+/* The qconfig on one line, "a=b; c=d" (malloc'ed; NULL when out of memory). */
+static char *qconfig_line(const yq_qconfig *qc)
+{
+    char *t = malloc(1 << 16);
+    if (!t) return NULL;
+    yq_qconfig_str(qc, t, 1 << 16);
+    size_t m = strlen(t);
+    while (m && t[m - 1] == '\n') t[--m] = 0;
+    for (char *s = t; *s; s++) if (*s == '\n') *s = ';';
+    /* "a = b;c = d" -> "a=b; c=d" */
+    char *o = t;
+    for (char *s = t; *s; s++) {
+        if (*s == ' ' && (s[1] == '=' || (s > t && s[-1] == '='))) continue;
+        *o++ = *s;
+        if (*s == ';') *o++ = ' ';
+    }
+    *o = 0;
+    return t;
+}
 
 /* The point's settings as asked (before the rewrite: keep_float turns into per-layer skips
  * there), then, after it, what ran in float. */
@@ -333,22 +394,98 @@ static void fill_settings(point *pt, const yq_qconfig *qc, const yq_graph *g)
             if (g->q[i].float_op) pt->float_convs++;
             else pt->int8_convs++;
         }
-    char *t = malloc(1 << 16);
+    pt->qtext = qconfig_line(qc);
+}
+
+/* ---- points.jsonl: each point's results as soon as it is done (--resume reads them) ---- */
+
+/* What a point's results depend on besides its own qconfig. */
+typedef struct run_id { const char *model, *val, *latency; int images; } run_id;
+
+static const char *const point_ints[] = { "bits", "per_channel", "wscale", "round_even", "head_float", "first_float",
+                                          "keep_float", "equalize", "bias_correction", "float_convs", "int8_convs",
+                                          "eval_gpu" };
+static int *point_int(point *p, int k)
+{
+    int *f[] = { &p->bits, &p->per_channel, &p->wscale, &p->round_even, &p->head_float, &p->first_float,
+                 &p->keep_float, &p->equalize, &p->bias_correction, &p->float_convs, &p->int8_convs, &p->eval_gpu };
+    return f[k];
+}
+static const char *const point_dbls[] = { "map", "map50", "map75", "ms_wall", "cpu_ms", "cpu_ms_mean", "gpu_ms",
+                                          "gpu_ms_mean" };
+static double *point_dbl(point *p, int k)
+{
+    double *f[] = { &p->map, &p->map50, &p->map75, &p->ms_wall, &p->cpu_ms, &p->cpu_ms_mean, &p->gpu_ms, &p->gpu_ms_mean };
+    return f[k];
+}
+#define N_POINT_INTS (int)(sizeof point_ints / sizeof point_ints[0])
+#define N_POINT_DBLS (int)(sizeof point_dbls / sizeof point_dbls[0])
+
+/* One line: the run, the qconfig as asked (the key), and every result of the point. */
+static void point_save(FILE *f, const run_id *id, const char *asked, point *p)
+{
+    if (!f) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", id->model);
+    cJSON_AddStringToObject(o, "val", id->val);
+    cJSON_AddNumberToObject(o, "images", id->images);
+    cJSON_AddStringToObject(o, "latency", id->latency);
+    cJSON_AddStringToObject(o, "asked", asked);
+    cJSON_AddStringToObject(o, "name", p->name);
+    cJSON_AddStringToObject(o, "qconfig", p->qtext ? p->qtext : "");
+    cJSON_AddStringToObject(o, "calib", p->calib);
+    cJSON_AddStringToObject(o, "skip", p->skip);
+    for (int k = 0; k < N_POINT_INTS; k++) cJSON_AddNumberToObject(o, point_ints[k], *point_int(p, k));
+    for (int k = 0; k < N_POINT_DBLS; k++)
+        if (!isnan(*point_dbl(p, k))) cJSON_AddNumberToObject(o, point_dbls[k], *point_dbl(p, k));
+    char *t = cJSON_PrintUnformatted(o);
     if (t) {
-        yq_qconfig_str(qc, t, 1 << 16);
-        size_t m = strlen(t);
-        while (m && t[m - 1] == '\n') t[--m] = 0;
-        for (char *s = t; *s; s++) if (*s == '\n') *s = ';';
-        /* "a = b;c = d" -> "a=b; c=d" */
-        char *o = t;
-        for (char *s = t; *s; s++) {
-            if (*s == ' ' && (s[1] == '=' || (s > t && s[-1] == '='))) continue;
-            *o++ = *s;
-            if (*s == ';') *o++ = ' ';
-        }
-        *o = 0;
+        fprintf(f, "%s\n", t);
+        fflush(f);
     }
-    pt->qtext = t;
+    free(t);
+    cJSON_Delete(o);
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The saved line of this run and qconfig, if any (the last one wins), into p; 1 if found. */
+static int point_load(const char *path, const run_id *id, const char *asked, point *p)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (getline(&line, &cap, f) > 0) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *im = cJSON_GetObjectItemCaseSensitive(o, "images");
+        if (o && cJSON_IsNumber(im) && im->valueint == id->images && !strcmp(jstr(o, "model"), id->model) &&
+            !strcmp(jstr(o, "val"), id->val) && !strcmp(jstr(o, "latency"), id->latency) &&
+            !strcmp(jstr(o, "asked"), asked)) {
+            found = 1;
+            free(p->qtext);
+            p->qtext = strdup(jstr(o, "qconfig"));
+            snprintf(p->calib, sizeof p->calib, "%s", jstr(o, "calib"));
+            snprintf(p->skip, sizeof p->skip, "%s", jstr(o, "skip"));
+            for (int k = 0; k < N_POINT_INTS; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, point_ints[k]);
+                *point_int(p, k) = cJSON_IsNumber(v) ? v->valueint : 0;
+            }
+            for (int k = 0; k < N_POINT_DBLS; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, point_dbls[k]);
+                *point_dbl(p, k) = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
+            }
+        }
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    return found;
 }
 
 static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
@@ -367,6 +504,24 @@ static void sweep_progress(void *ctx, int done, int total)
 
 /* A graph with its calibration: one per value of equalize the grid visits. */
 typedef struct gstate { yq_graph *g; yq_calib_stats *cs; } gstate;
+
+/* A graph state ready for a point: its graph (the one FP32 ran on, first) calibrated. */
+static yq_status state_ready(gstate *s, yq_graph **spare, const cli_model_opt *mo, const cli_quant_opt *q, int letterbox,
+                             cli_bar *bar, yq_error *err)
+{
+    if (s->cs) return YQ_OK;
+    yq_status st = YQ_OK;
+    if (!s->g && *spare) {
+        s->g = *spare;
+        *spare = NULL;
+    } else if (!s->g && (st = cli_load_model(mo, &s->g, err)) != YQ_OK) {
+        return st;
+    }
+    if (bar->tty) fprintf(stderr, "\r\033[K");
+    st = cli_calibrate(q, s->g, letterbox, &s->cs, err);
+    bar->last = -1;
+    return st;
+}
 
 /* ---- outputs ---- */
 
@@ -401,7 +556,7 @@ static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
     for (int j = 0; j < X->G->n; j++)
         if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].key, ',');
     fputs("float_convs,int8_convs,map,map50,map75,drop_pts,drop50_pts,latency_ms,latency_mean_ms,latency_device,"
-          "latency_engine,wall_ms_per_image,cpu_latency_ms,fp32_map,fp32_map50,fp32_latency_ms,images,calib_images,"
+          "latency_engine,wall_ms_per_image,cpu_latency_ms,eval_engine,fp32_map,fp32_map50,fp32_latency_ms,images,calib_images,"
           "pareto,chosen,qconfig\n", f);
     for (int i = 0; i < X->np; i++) {
         const point *p = &X->pts[i];
@@ -418,8 +573,11 @@ static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
                 p->map75, 100 * (X->fp.s[YQ_COCO_AP] - p->map), 100 * (X->fp.s[YQ_COCO_AP50] - p->map50), p->ms,
                 p->ms_mean, X->lat->tag);
         cli_csv_field(f, X->lat->label, ',');
-        fprintf(f, "%.3f,%.3f,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->ms_wall, p->cpu_ms, X->fp.s[YQ_COCO_AP],
-                X->fp.s[YQ_COCO_AP50], X->fp.ms_median, X->images, X->calib_images, p->front, p->chosen);
+        fprintf(f, "%.3f,", p->ms_wall);
+        if (!isnan(p->cpu_ms)) fprintf(f, "%.3f", p->cpu_ms);   /* (empty: mAP measured on the GPU) */
+        fprintf(f, ",%s,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference",
+                X->fp.s[YQ_COCO_AP], X->fp.s[YQ_COCO_AP50], X->fp.ms_median, X->images, X->calib_images, p->front,
+                p->chosen);
         cli_csv_field(f, p->qtext ? p->qtext : "", '\n');
     }
     return cli_out_close(&o, err);
@@ -601,7 +759,9 @@ static cJSON *points_json(const sweep_ctx *X)
         cJSON_AddNumberToObject(o, "map50", p->map50);
         cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.s[YQ_COCO_AP] - p->map));
         cJSON_AddNumberToObject(o, "latency_ms", p->ms);
-        cJSON_AddNumberToObject(o, "cpu_latency_ms", p->cpu_ms);
+        if (!isnan(p->cpu_ms)) cJSON_AddNumberToObject(o, "cpu_latency_ms", p->cpu_ms);
+        cJSON_AddStringToObject(o, "eval_engine", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
+        cJSON_AddBoolToObject(o, "resumed", p->resumed);
         cJSON_AddNumberToObject(o, "float_convs", p->float_convs);
         cJSON_AddBoolToObject(o, "pareto", p->front);
         cJSON_AddBoolToObject(o, "chosen", p->chosen);
@@ -617,7 +777,8 @@ int cmd_sweep(int argc, char **argv)
     if (!qo || !pq) { free(qo); free(pq); fprintf(stderr, "yquant: out of memory\n"); return 1; }
     cli_quant_init(qo);
     const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *grid_text = NULL;
-    int letterbox = -1, sqnr_images = 8, rc = 2;
+    int letterbox = -1, sqnr_images = 8, rc = 2, resume = 0;
+    const char *eval_device = NULL;
     cli_lat lat;
     cli_lat_init(&lat);
     for (int i = 0; i < argc; i++) {
@@ -640,6 +801,8 @@ int cmd_sweep(int argc, char **argv)
         else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--sqnr-images") && has) sqnr_images = atoi(argv[++i]);
+        else if (!strcmp(a, "--eval-device") && has) eval_device = argv[++i];
+        else if (!strcmp(a, "--resume")) resume = 1;
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
         else if (a[0] == '-') { cli_usage_error("sweep: unknown option or missing value: %s", a); goto early; }
@@ -650,6 +813,11 @@ int cmd_sweep(int argc, char **argv)
     if (!qo->calib_dir) { cli_usage_error("sweep: --calib DIR is required"); goto early; }
     if (!val || !ann == !labels) { cli_usage_error("sweep: --val DIR and one of --ann FILE or --labels DIR are required"); goto early; }
     if (sqnr_images < 1 || sqnr_images > 1024) { cli_usage_error("sweep: --sqnr-images in 1..1024"); goto early; }
+    int eval_dev = -2;        /* -2: the latency engine's device */
+    if (eval_device) {
+        yq_error e0;
+        if (yq_device_parse(eval_device, &eval_dev, &e0) != YQ_OK) { cli_usage_error("sweep: --eval-device: %s", e0.msg); goto early; }
+    }
 
     yq_error err;
     grid G;
@@ -700,48 +868,93 @@ int cmd_sweep(int argc, char **argv)
     fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.s[YQ_COCO_AP],
             100 * X.fp.s[YQ_COCO_AP50], X.fp.ms_median);
 
+    /* The mAP on the GPU when the latency engine is the GPU (bit-exact int8 layers). */
+    if (eval_dev == -2) eval_dev = lat.gpu ? lat.device : -1;
+    if (eval_dev >= 0 && !lat.gpu) {
+        rc = cli_usage_error("sweep: --eval-device cuda needs the GPU latency engine (the CPU latency is the CPU evaluation's)");
+        goto done;
+    }
+    /* Every finished point goes to points.jsonl at once (--resume reads it back). */
+    snprintf(path, sizeof path, "%s/points.jsonl", out);
+    char lat_label0[sizeof lat.label];
+    snprintf(lat_label0, sizeof lat_label0, "%s", lat.label);
+    run_id rid = { g0->cfg_path, val, lat_label0, ds->n_images };
+    FILE *jf = fopen(path, resume ? "a" : "w");
+    if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
+    int n_resumed = 0;
+
     cli_progress_start(&bar, "sweep");
     for (int p = 0; p < G.points; p++) {
         point *pt = &pts[p];
-        *pq = *qo;
-        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail;
-        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        if (!s->cs) {                              /* this graph state's first point: calibrate */
-            if (!s->g && spare) { s->g = spare; spare = NULL; }       /* the graph FP32 ran on */
-            else if (!s->g && cli_load_model(&mo, &s->g, &err) != YQ_OK) goto fail;
-            if (bar.tty) fprintf(stderr, "\r\033[K");
-            if (cli_calibrate(pq, s->g, letterbox, &s->cs, &err) != YQ_OK) goto fail;
-            bar.last = -1;
-        }
-        yq_unquantize_graph(s->g);
-        fill_asked(pt, &pq->qc);
-        if (cli_quantize_graph(pq, s->g, s->cs, letterbox, &err) != YQ_OK) goto fail;
-        cli_timed_eval r;
         sweep_bar sb = { &bar, p, G.points };
-        if (cli_eval_timed(s->g, ds, letterbox, sweep_progress, &sb, &r, &err) != YQ_OK) goto fail;
+        *pq = *qo;
+        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
+        char *asked = qconfig_line(&pq->qc);
+        if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
+        if (resume && point_load(path, &rid, asked, pt)) {
+            pt->resumed = 1;
+            n_resumed++;
+            free(asked);
+            if (bar.tty) fprintf(stderr, "\r\033[K");
+            fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  (from points.jsonl)\n", G.points >= 100 ? 3 : 2, p + 1,
+                    G.points, pt->name, 100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map));
+            bar.last = -1;
+            sweep_progress(&sb, ds->n_images, ds->n_images);
+            continue;
+        }
+        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
+        yq_status pst = state_ready(s, &spare, &mo, pq, letterbox, &bar, &err);
+        if (pst == YQ_OK) {
+            yq_unquantize_graph(s->g);
+            fill_asked(pt, &pq->qc);
+            pst = cli_quantize_graph(pq, s->g, s->cs, letterbox, &err);
+        }
+        cli_timed_eval r;
+        if (pst == YQ_OK) {
+            pst = cli_eval_timed_on(s->g, ds, letterbox, eval_dev, sweep_progress, &sb, &r, &err);
+            if (pst != YQ_OK && eval_dev >= 0) {   /* the GPU failed: the CPU from here on */
+                fprintf(stderr, "\nwarning: evaluation on the GPU failed (%s); the CPU int8 reference evaluates\n", err.msg);
+                eval_dev = -1;
+                pst = cli_eval_timed_on(s->g, ds, letterbox, -1, sweep_progress, &sb, &r, &err);
+            }
+        }
+        if (pst != YQ_OK) { free(asked); goto fail_jf; }
         fill_settings(pt, &pq->qc, s->g);
         pt->map = r.s[YQ_COCO_AP];
         pt->map50 = r.s[YQ_COCO_AP50];
         pt->map75 = r.s[YQ_COCO_AP75];
-        pt->cpu_ms = r.ms_median;
-        pt->cpu_ms_mean = r.ms_mean;
+        pt->eval_gpu = r.gpu;
+        pt->cpu_ms = r.gpu ? (double)NAN : r.ms_median;
+        pt->cpu_ms_mean = r.gpu ? (double)NAN : r.ms_mean;
         pt->ms_wall = r.ms_wall;
         yq_coco_dets_free(r.dets);
-        char gms[48] = "";
+        char gms[48] = "", cms[48] = "  (mAP on the GPU)";
         if (cli_lat_measure(&lat, s->g, &pt->gpu_ms)) {
             pt->gpu_ms_mean = lat.last_mean;
             snprintf(gms, sizeof gms, "  %8.3f ms GPU", pt->gpu_ms);
         }
+        if (!r.gpu) snprintf(cms, sizeof cms, "  %8.2f ms/img CPU", pt->cpu_ms);
         yq_unquantize_graph(s->g);
+        point_save(jf, &rid, asked, pt);
+        free(asked);
         if (bar.tty) fprintf(stderr, "\r\033[K");
-        fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  %8.2f ms/img CPU%s\n", G.points >= 100 ? 3 : 2, p + 1,
-                G.points, pt->name, 100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map), pt->cpu_ms, gms);
+        fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f%s%s\n", G.points >= 100 ? 3 : 2, p + 1, G.points, pt->name,
+                100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map), cms, gms);
         bar.last = -1;
         sweep_progress(&sb, ds->n_images, ds->n_images);
     }
+    if (jf) fclose(jf);
+    jf = NULL;
+    if (n_resumed) fprintf(stderr, "sweep: %d of %d points from %s\n", n_resumed, G.points, path);
 
     /* One engine for every point: the GPU's unless it failed on the way (then the CPU's,
      * measured for every point by the evaluation). */
+    for (int p = 0; p < G.points; p++)
+        if (!lat.gpu && isnan(pts[p].cpu_ms)) {
+            yq_fail(&err, YQ_ERR_CUDA, "the GPU failed during the sweep and point %d was evaluated there, without a CPU "
+                    "latency: run the sweep again with --device cpu", p + 1);
+            goto fail;
+        }
     for (int p = 0; p < G.points; p++) {
         pts[p].ms = lat.gpu ? pts[p].gpu_ms : pts[p].cpu_ms;
         pts[p].ms_mean = lat.gpu ? pts[p].gpu_ms_mean : pts[p].cpu_ms_mean;
@@ -774,7 +987,9 @@ int cmd_sweep(int argc, char **argv)
         *pq = *qo;
         if (grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
+        if (state_ready(s, &spare, &mo, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;
+        yq_unquantize_graph(cg);
         if (cli_quantize_graph(pq, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
         if (cli_layer_report(cg, qo->calib_dir, sqnr_images, letterbox, 0, &le, &err) != YQ_OK) goto fail;
         le_images = sqnr_images < X.calib_images ? sqnr_images : X.calib_images;
@@ -826,6 +1041,8 @@ int cmd_sweep(int argc, char **argv)
         cJSON_Delete(root);
     }
     goto done;
+fail_jf:
+    if (jf) fclose(jf);
 fail:
     cli_error(&err);
 done:

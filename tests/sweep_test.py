@@ -10,6 +10,8 @@ labelled validation images (coco-mini val2017, YOLO labels), from a temp folder 
     points in the front colour, report.html embeds exactly that PNG and holds the table
     and the per-layer SQNR; the latency engine is named alike in the CSV, the JSON and the
     report (the CPU int8 reference without a GPU, silently: no warning);
+  - --resume: the sweep again reads all 16 points back from points.jsonl (the same rows),
+    and a 2-point grid in the same folder reads one and computes the other;
   - sweep --device cuda without a GPU: one warning line, then every latency labelled as the
     CPU int8 reference's (CSV, JSON, report); SKIP where a GPU is present (then the labels
     must name the GPU);
@@ -190,7 +192,7 @@ def check_bad_grids(d):
 CSV_COLUMNS = ["point", "name", "bits", "weights", "weight_scale", "calib", "rounding", "head", "first", "keep_float", "equalize",
                "bias_correction", "skip_layers", "float_convs", "int8_convs", "map", "map50", "map75", "drop_pts",
                "drop50_pts", "latency_ms", "latency_mean_ms", "latency_device", "latency_engine", "wall_ms_per_image",
-               "cpu_latency_ms", "fp32_map", "fp32_map50", "fp32_latency_ms", "images", "calib_images", "pareto", "chosen",
+               "cpu_latency_ms", "eval_engine", "fp32_map", "fp32_map50", "fp32_latency_ms", "images", "calib_images", "pareto", "chosen",
                "qconfig"]
 CPU_TAG, CPU_LABEL = "cpu-int8-reference", "CPU int8 reference"
 
@@ -247,7 +249,8 @@ def check_sweep(d):
             why.append("row %s has %d fields" % (r[:2], len(r)))
             continue
         rec = dict(zip(head, r))
-        empty = [k for k in head if k != "skip_layers" and rec[k] == ""]
+        empty = [k for k in head if k != "skip_layers" and rec[k] == "" and
+                 not (k == "cpu_latency_ms" and rec["eval_engine"] == "cuda-int8")]
         if empty:
             why.append("row %s: empty %s" % (rec["point"], empty))
         try:
@@ -324,6 +327,51 @@ def check_sweep(d):
         if line.startswith("Pareto front"):
             print("# " + line)
     return out
+
+
+def csv_rows(path):
+    rows = list(csv.reader(open(path, newline="")))
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def check_resume(d, out):
+    """The 16-point sweep again with --resume: every point read back from points.jsonl (the
+    same rows), then a 2-point grid in the same folder: one point read back, one computed."""
+    name = "sweep_resume"
+    if out is None:
+        report("SKIP", name, "the 16-point sweep failed")
+        return
+    why = []
+    jl = os.path.join(out, "points.jsonl")
+    lines = open(jl).read().splitlines() if os.path.exists(jl) else []
+    if len(lines) != 16:
+        why.append("points.jsonl has %d lines after 16 points" % len(lines))
+    first = csv_rows(os.path.join(out, "sweep.csv"))
+    rc, so, se, dt = run(["sweep"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"],
+                                                  "--grid", GRID16, "--out", out, "--resume"])
+    if rc != 0:
+        why.append("--resume: rc %d: %s" % (rc, se[-300:]))
+    else:
+        if "16 of 16 points from" not in se:
+            why.append("--resume did not read every point back: %r" % se[-400:])
+        again = csv_rows(os.path.join(out, "sweep.csv"))
+        keys = ("name", "map", "map50", "latency_ms", "float_convs", "qconfig", "pareto", "chosen")
+        if [[r[k] for k in keys] for r in again] != [[r[k] for k in keys] for r in first]:
+            why.append("the resumed sweep.csv differs from the first")
+        print("# resumed 16 points: %.1f s" % dt)
+        # one point of the first grid and one new one
+        rc, so, se, _ = run(["sweep"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"], "--grid",
+                                                     "bits=8; calib=max,mse; weights=per_channel; head=float", "--out", out,
+                                                     "--resume"])
+        rows = csv_rows(os.path.join(out, "sweep.csv")) if rc == 0 else []
+        old = [r for r in first if (r["bits"], r["calib"], r["weights"], r["head"]) == ("8", "max", "per_channel", "float")]
+        if rc != 0:
+            why.append("2-point --resume: rc %d: %s" % (rc, se[-300:]))
+        elif "1 of 2 points from" not in se or len(rows) != 2 or not old or rows[0]["map"] != old[0]["map"]:
+            why.append("2-point --resume: %r, rows %s" % (se[-300:], [(r["name"], r["map"]) for r in rows]))
+        elif len(open(jl).read().splitlines()) != 17:
+            why.append("points.jsonl: the new point was not appended")
+    report("FAIL" if why else "PASS", name, "; ".join(why[:4]))
 
 
 def check_device_cuda_fallback(d):
@@ -553,7 +601,7 @@ def main():
             os.path.join(DATA, "datasets", "coco-mini", "val2017_unlabelled", "images")]
     missing = [p for p in need if not os.path.isdir(p)]
     if missing:
-        for n in ("sweep_ci_16_points", "sweep_device_cuda_labels_cpu_without_gpu", "sweep_report_chromium",
+        for n in ("sweep_ci_16_points", "sweep_resume", "sweep_device_cuda_labels_cpu_without_gpu", "sweep_report_chromium",
                   "sensitivity_layers_2", "quantize_max_drop"):
             report("SKIP", n, "%s not found (set YQ_DATA)" % missing[0])
         return 0
@@ -563,6 +611,7 @@ def main():
         t0 = time.time()
         check_bad_grids(d)
         out = check_sweep(d)
+        check_resume(d, out)
         check_device_cuda_fallback(d)
         check_chromium(d, out)
         check_sensitivity(d)

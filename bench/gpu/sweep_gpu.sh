@@ -22,7 +22,10 @@
 # plus keep_float's choice (simulated runs of the float engine on 16 calibration images):
 # ~17 s + ~30 s on one core of the 2-core development machine (OPENBLAS_NUM_THREADS=1), so
 # 16 points take ~12-13 min there; the GPU adds the tuning of the first point and a few
-# seconds of CUDA-graph replays per point.  Steps are cut to $BUDGET (570 s: one device
+# seconds of CUDA-graph replays per point.  On the GPU machine the mAP is measured on the
+# GPU int8 engine (sweep's default there), which leaves keep_float's choice as the cost of a
+# point; a sweep cut short leaves $OUT/sweep/points.jsonl: put it in .gpusweep/ and the next
+# `run sweep` resumes from it.  Steps are cut to $BUDGET (570 s: one device
 # command may run 600 s; `all` keeps 120 s of it for --max-drop), so where one command cannot
 # hold both, run `run sweep` and `run maxdrop` as two.  A sweep cut short still has every
 # finished point in sweep.log.  `pack` again after a local `run` (it leaves files in .gpusweep).
@@ -118,10 +121,17 @@ run)
         GRID_TEXT="${GRID:-bits=8,6; calib=max,percentile:99.99,kl,mse; weights=per_channel,per_tensor}"
         reserve=0
         [ "$WHAT" = all ] && reserve="${T_QUANT_MIN:-120}"
+        # The points an earlier call finished (its $OUT/sweep/points.jsonl, copied here into
+        # .gpusweep before packing the call): the sweep goes on from them (--resume).
+        resume=
+        if [ -s "$D/points.jsonl" ]; then
+            mkdir -p "$OUT/sweep" && cp "$D/points.jsonl" "$OUT/sweep/points.jsonl" && resume=--resume
+            echo "resuming from $D/points.jsonl ($(wc -l < "$D/points.jsonl") points)"
+        fi
         step sweep $(( ${T_SWEEP:-600} < BUDGET - SECONDS - reserve ? ${T_SWEEP:-600} : BUDGET - SECONDS - reserve )) \
             "$BIN" yquant sweep "$MODEL" --calib "$YQ_DATA/$CAL" --val "$YQ_DATA/$VAL" \
             --ann "$YQ_DATA/$ANN" --grid "$GRID_TEXT" --calib-cache "$W/calib.h5" --out "$OUT/sweep" \
-            --json "$OUT/sweep.json" ${SWEEP_ARGS:-}
+            --json "$OUT/sweep.json" $resume ${SWEEP_ARGS:-}
     fi
     if [ "$WHAT" != sweep ]; then
         # The sweep's tuning log, as the package's (xl.tune.jsonl): --max-drop's latency and
