@@ -110,17 +110,25 @@ static void round_hook(void *ctx, const yq_graph *g, int id, const void *data, i
     }
 }
 
-/* One batch of images [start, start + cnt) through the plan; rounding when sim. */
-static yq_status run_batch(yq_sim *s, int start, int cnt, int sim, yq_error *err)
+/* The input of the batch [start, start + cnt): a last batch that is not full is padded
+ * with copies of its first image. */
+static const float *batch_input(yq_sim *s, int start, int cnt)
 {
-    yq_graph *g = s->g;
-    long in_sz = yq_shape_size(g->nodes[0].out);
+    long in_sz = yq_shape_size(s->g->nodes[0].out);
     const float *in = s->inputs + (long)start * in_sz;
     if (cnt < s->batch) {
         memcpy(s->pad, in, sizeof(float) * (size_t)(in_sz * cnt));
         for (int b = cnt; b < s->batch; b++) memcpy(s->pad + b * in_sz, in, sizeof(float) * (size_t)in_sz);
         in = s->pad;
     }
+    return in;
+}
+
+/* One batch of images [start, start + cnt) through the plan; rounding when sim. */
+static yq_status run_batch(yq_sim *s, int start, int cnt, int sim, yq_error *err)
+{
+    yq_graph *g = s->g;
+    const float *in = batch_input(s, start, cnt);
     int swap = sim && s->weights;
     if (swap)
         for (int i = 1; i < g->n_nodes; i++)
@@ -226,21 +234,84 @@ void yq_sim_set_scale(yq_sim *s, int id, float scale)
 
 void yq_sim_weights(yq_sim *s, int on) { s->weights = on != 0; }
 
-yq_status yq_sim_run(yq_sim *s, yq_head_err *e, yq_error *err)
+/* The heads of the batch at start (cnt images) against the FP32 references, into *e. */
+static yq_status add_heads(yq_sim *s, int start, int cnt, yq_head_err *e, yq_error *err)
 {
     yq_graph *g = s->g;
+    for (int i = 1; i < g->n_nodes; i++) {
+        if (!is_head(g->nodes[i].op)) continue;
+        int src = g->nodes[i].src[0];
+        const float *x = yq_plan_tensor(s->p, src);
+        if (!x) return yq_fail(err, YQ_ERR_INVALID_ARG, "simulation: the input of a head (node %d) was not kept", src);
+        yq_head_err_add(g, i, s->ref[src] + start * yq_shape_size(g->nodes[src].out), x, cnt, e);
+    }
+    return YQ_OK;
+}
+
+yq_status yq_sim_run(yq_sim *s, yq_head_err *e, yq_error *err)
+{
     memset(e, 0, sizeof *e);
     yq_status st = YQ_OK;
     for (int start = 0; start < s->n && st == YQ_OK; start += s->batch) {
         int cnt = s->n - start < s->batch ? s->n - start : s->batch;
         st = run_batch(s, start, cnt, 1, err);
-        for (int i = 1; i < g->n_nodes && st == YQ_OK; i++) {
-            if (!is_head(g->nodes[i].op)) continue;
-            int src = g->nodes[i].src[0];
-            const float *x = yq_plan_tensor(s->p, src);
-            if (!x) return yq_fail(err, YQ_ERR_INVALID_ARG, "simulation: the input of a head (node %d) was not kept", src);
-            yq_head_err_add(g, i, s->ref[src] + start * yq_shape_size(g->nodes[src].out), x, cnt, e);
+        if (st == YQ_OK) st = add_heads(s, start, cnt, e, err);
+    }
+    return st;
+}
+
+typedef struct variant { int j, first; } variant;
+static int by_first(const void *a, const void *b)
+{
+    const variant *x = a, *y = b;
+    return x->first != y->first ? x->first - y->first : x->j - y->j;
+}
+
+yq_status yq_sim_run_many(yq_sim *s, int m, void (*set)(void *ctx, int j), void *ctx, yq_head_err *e, yq_error *err)
+{
+    yq_graph *g = s->g;
+    int N = g->n_nodes;
+    yq_status st = YQ_OK;
+    if (s->weights) {                   /* quantized weights: every prefix differs from FP32 */
+        for (int j = 0; j < m && st == YQ_OK; j++) {
+            set(ctx, j);
+            st = yq_sim_run(s, &e[j], err);
+        }
+        return st;
+    }
+    variant *v = malloc(sizeof *v * (size_t)(m > 0 ? m : 1));
+    size_t bytes = yq_plan_bytes(s->p);
+    unsigned char *snap = malloc(bytes ? bytes : 1), *arena = yq_plan_arena(s->p);
+    if (!v || !snap) {
+        free(v);
+        free(snap);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory (%zu bytes of activations to keep)", bytes);
+    }
+    for (int j = 0; j < m; j++) {
+        set(ctx, j);
+        int f = 0;
+        while (f < N && !s->on[f]) f++;
+        v[j] = (variant){ j, f };
+        memset(&e[j], 0, sizeof e[j]);
+    }
+    qsort(v, (size_t)m, sizeof *v, by_first);
+    for (int start = 0; start < s->n && st == YQ_OK; start += s->batch) {
+        int cnt = s->n - start < s->batch ? s->n - start : s->batch;
+        const float *in = batch_input(s, start, cnt);
+        int done = 0;                   /* nodes [0, done) hold the FP32 run's values */
+        for (int a = 0; a < m && st == YQ_OK; a++) {
+            int k = v[a].first;
+            if (k > done) st = yq_exec_fp32_range(s->p, in, done, k, NULL, NULL, err);
+            if (st != YQ_OK) break;
+            done = k;                   /* (k == 0: node 0 itself is rounded, nothing is kept) */
+            memcpy(snap, arena, bytes);
+            set(ctx, v[a].j);
+            st = yq_exec_fp32_range(s->p, in, k, N, round_hook, s, err);
+            if (st == YQ_OK) st = add_heads(s, start, cnt, &e[v[a].j], err);
+            memcpy(arena, snap, bytes);
         }
     }
+    free(v);
+    free(snap);
     return st;
 }

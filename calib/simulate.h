@@ -42,5 +42,12 @@ void  yq_sim_set_scale(yq_sim *s, int id, float scale);
 void  yq_sim_weights(yq_sim *s, int on);
 /* Runs the images; *e receives the error at the heads against FP32. */
 yq_status yq_sim_run(yq_sim *s, yq_head_err *e, yq_error *err);
+/* m runs at once: set(ctx, j) sets run j's roundings and scales, e[j] receives its error;
+ * the same results as m calls of yq_sim_run.  With the weights off (yq_sim_weights(s, 0))
+ * every node before a run's first rounded node holds the FP32 run's values, so those
+ * nodes run once per batch of images and each run starts from a copy of the activations
+ * there (one more plan's worth of memory): for one rounded tensor at a time, about half
+ * the work. */
+yq_status yq_sim_run_many(yq_sim *s, int m, void (*set)(void *ctx, int j), void *ctx, yq_head_err *e, yq_error *err);
 
 #endif

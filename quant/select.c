@@ -14,6 +14,14 @@ static int by_e_desc(const void *a, const void *b)
     return x->e > y->e ? -1 : x->e < y->e ? 1 : x->root - y->root;
 }
 
+/* Run j of yq_class_errors: the tensors of class cls[j] rounded, nothing else. */
+typedef struct class_ctx { yq_sim *s; int N; const int *root; const uint8_t *saved; const int *cls; } class_ctx;
+static void set_class(void *ctx, int j)
+{
+    const class_ctx *c = ctx;
+    for (int i = 0; i < c->N; i++) yq_sim_round(c->s, i, c->saved[i] && c->root[i] == c->cls[j]);
+}
+
 yq_status yq_class_errors(yq_sim *s, const yq_graph *g, const uint8_t *want, double *e, yq_error *err)
 {
     int N = g->n_nodes;
@@ -31,17 +39,21 @@ yq_status yq_class_errors(yq_sim *s, const yq_graph *g, const uint8_t *want, dou
         if (saved[i]) any[root[i]] = 1;
         e[i] = 0;
     }
-    yq_status st = YQ_OK;
+    /* one run per class, all of them through yq_sim_run_many (each from the FP32 run's
+     * activations where its first rounding is) */
+    int *cls = malloc(sizeof *cls * (size_t)N), m = 0;
+    yq_head_err *h = malloc(sizeof *h * (size_t)N);
+    yq_status st = cls && h ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    for (int r = 0; r < N && st == YQ_OK; r++)
+        if (any[r] && (!want || want[r])) cls[m++] = r;
     yq_sim_weights(s, 0);
-    for (int r = 0; r < N && st == YQ_OK; r++) {
-        if (!any[r] || (want && !want[r])) continue;
-        for (int i = 0; i < N; i++) yq_sim_round(s, i, saved[i] && root[i] == r);
-        yq_head_err h;
-        st = yq_sim_run(s, &h, err);
-        e[r] = yq_head_err_nsr(&h);
-    }
+    class_ctx cx = { s, N, root, saved, cls };
+    if (st == YQ_OK) st = yq_sim_run_many(s, m, set_class, &cx, h, err);
+    for (int j = 0; j < m && st == YQ_OK; j++) e[cls[j]] = yq_head_err_nsr(&h[j]);
     for (int i = 0; i < N; i++) yq_sim_round(s, i, saved[i]);
     yq_sim_weights(s, 1);
+    free(cls);
+    free(h);
     free(root);
     free(saved);
     free(any);

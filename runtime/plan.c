@@ -115,6 +115,8 @@ void yq_plan_free(yq_plan *p)
 }
 
 int yq_plan_batch(const yq_plan *p) { return p->batch; }
+void *yq_plan_arena(const yq_plan *p) { return p->arena; }
+
 size_t yq_plan_bytes(const yq_plan *p) { return p->arena_bytes; }
 
 
@@ -137,12 +139,22 @@ float *yq_plan_work(const yq_plan *p) { return p->work; }
 
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
 {
+    return yq_exec_fp32_range(p, input, 0, p->g->n_nodes, hook, ctx, err);
+}
+
+yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, yq_node_hook hook, void *ctx,
+                             yq_error *err)
+{
     const yq_graph *g = p->g;
     int B = p->batch;
     if (p->quant) return yq_fail(err, YQ_ERR_INVALID_ARG, "an int8 graph runs through yq_exec_int8 (or plan it with YQ_PLAN_FLOAT)");
-    if (input) memcpy(buf(p, 0), input, sizeof(float) * yq_shape_size(g->nodes[0].out) * B);
-    if (hook) hook(ctx, g, 0, buf(p, 0), B);
-    for (int i = 1; i < g->n_nodes; i++) {
+    if (from < 0 || to > g->n_nodes || from > to)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "nodes [%d, %d) outside the graph's %d", from, to, g->n_nodes);
+    if (from == 0 && to > 0) {
+        if (input) memcpy(buf(p, 0), input, sizeof(float) * yq_shape_size(g->nodes[0].out) * B);
+        if (hook) hook(ctx, g, 0, buf(p, 0), B);
+    }
+    for (int i = from > 1 ? from : 1; i < to; i++) {
         const yq_node *n = &g->nodes[i];
         float *y = buf(p, i);
         const float *x = buf(p, n->src[0]);

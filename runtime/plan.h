@@ -43,6 +43,12 @@ typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const void *d
 /* Runs the graph in FP32 on the CPU.  input: batch x C x H x W floats, or NULL
  * when it was written through yq_plan_input. */
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
+/* Nodes [from, to) only (the input copied in only when from is 0), on whatever the plan's
+ * buffers hold from earlier nodes: a caller that saved the activation memory
+ * (yq_plan_arena, yq_plan_bytes) after node k can run [k, n) again from it. */
+yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, yq_node_hook hook, void *ctx,
+                             yq_error *err);
+void     *yq_plan_arena(const yq_plan *p);            /* the one activation allocation */
 
 /* Runs an int8 graph (g->q set) on the CPU reference kernels (runtime/exec_int8.c).
  * The float input is quantized into node 0 (uint8 at 1/255 for an image). */

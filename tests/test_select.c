@@ -317,6 +317,30 @@ static void t_select_float(void)
     double before = sim_nsr(s);
     double e[16];
     CHECKF(yq_class_errors(s, g, NULL, e, &err) == YQ_OK, "%s", err.msg);
+    /* (all classes in one yq_sim_run_many, each from the FP32 prefix's activations: the
+     * same numbers, bit for bit, as one whole yq_sim_run per class) */
+    {
+        int root[16], N = g->n_nodes, n_cmp = 0;
+        uint8_t saved[16];
+        yq_scale_classes(g, root);
+        for (int i = 0; i < N; i++) saved[i] = (uint8_t)yq_sim_rounds(s, i);
+        yq_sim_weights(s, 0);
+        for (int r = 0; r < N; r++) {
+            int any = 0;
+            for (int i = 0; i < N; i++) {
+                any |= saved[i] && root[i] == r;
+                yq_sim_round(s, i, saved[i] && root[i] == r);
+            }
+            if (!any) continue;
+            yq_head_err h;
+            CHECK(yq_sim_run(s, &h, &err) == YQ_OK);
+            CHECKF(yq_head_err_nsr(&h) == e[r], "class %d: %.17g whole, %.17g from the prefix", r, yq_head_err_nsr(&h), e[r]);
+            n_cmp++;
+        }
+        for (int i = 0; i < N; i++) yq_sim_round(s, i, saved[i]);
+        yq_sim_weights(s, 1);
+        CHECKF(n_cmp >= 5, "%d classes compared", n_cmp);
+    }
     int worst = 1;
     for (int r = 1; r < g->n_nodes; r++) if (e[r] > e[worst]) worst = r;
     CHECKF(worst == 3, "largest error alone at node %d (%g), not the spoiled node 3 (%g)", worst, e[worst], e[3]);
