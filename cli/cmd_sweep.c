@@ -850,6 +850,12 @@ int cmd_sweep(int argc, char **argv)
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
     cli_lat_start(&lat, out);
     X.lat = &lat;
+    /* The mAP on the GPU when the latency engine is the GPU (bit-exact int8 layers). */
+    if (eval_dev == -2) eval_dev = lat.gpu ? lat.device : -1;
+    if (eval_dev >= 0 && !lat.gpu) {
+        rc = cli_usage_error("sweep: --eval-device cuda needs the GPU latency engine (the CPU latency is the CPU evaluation's)");
+        goto done;
+    }
     pts = calloc((size_t)G.points, sizeof *pts);
     if (!pts) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     /* Every point's qconfig must fit the model before anything runs. */
@@ -868,12 +874,6 @@ int cmd_sweep(int argc, char **argv)
     fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.s[YQ_COCO_AP],
             100 * X.fp.s[YQ_COCO_AP50], X.fp.ms_median);
 
-    /* The mAP on the GPU when the latency engine is the GPU (bit-exact int8 layers). */
-    if (eval_dev == -2) eval_dev = lat.gpu ? lat.device : -1;
-    if (eval_dev >= 0 && !lat.gpu) {
-        rc = cli_usage_error("sweep: --eval-device cuda needs the GPU latency engine (the CPU latency is the CPU evaluation's)");
-        goto done;
-    }
     /* Every finished point goes to points.jsonl at once (--resume reads it back). */
     snprintf(path, sizeof path, "%s/points.jsonl", out);
     char lat_label0[sizeof lat.label];
