@@ -27,13 +27,15 @@ static const char *help =
     "  --bootstrap N     resamples for the 95% interval of the drop (default 200, 0: none)\n"
     "  --layers N        rows of the per-layer error report (default 10)\n"
     "  --max-drop P      accuracy-aware: from every layer in int8 (head and first conv too), keep\n"
-    "                    the most sensitive layers in float, one at a time, until the mAP@[.5:.95]\n"
+    "                    the most sensitive layers in float, a step at a time, until the mAP@[.5:.95]\n"
     "                    drop is within P points on the validation sets; the package's qconfig\n"
     "                    records them (skip_layers)\n"
-    "  --rank R          --max-drop's ranking: sqnr (default: the lowest per-layer SQNR in the\n"
-    "                    all-int8 graph first), head (the head SQNR gain of keeping\n"
-    "                    each layer float, on 8 calibration images) or map (the mAP gain on the\n"
-    "                    validation sets: slow)\n"
+    "  --rank R          --max-drop's ranking: tensor (default: the error each int8 tensor's\n"
+    "                    rounding adds at the detection outputs, on 8 calibration images, as\n"
+    "                    keep_float ranks them; a step keeps one tensor float: its conv and the\n"
+    "                    convs reading it), sqnr (one layer a step, the lowest per-layer SQNR in\n"
+    "                    the all-int8 graph first), head (the head SQNR gain of keeping each\n"
+    "                    layer float) or map (the mAP gain on the validation sets: slow)\n"
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
     "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
     "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): cuda\n"
@@ -141,7 +143,7 @@ int cmd_quantize(int argc, char **argv)
     valset vals[16];
     char defbufs[6][1024];
     int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
-    const char *out = NULL, *json = NULL, *rank = "sqnr";
+    const char *out = NULL, *json = NULL, *rank = "tensor";
     double max_drop = -1;
     int max_float = 0, no_tune = 0;
     cli_lat lat;
@@ -193,7 +195,8 @@ int cmd_quantize(int argc, char **argv)
         if (!n_vals) return cli_usage_error("quantize: --max-drop needs a validation set (--val, or the shared sets)");
         for (int i = 0; i < qo.qc.n_layers; i++)
             if (qo.qc.layer[i].skip > 0) return cli_usage_error("quantize: --max-drop chooses the float layers itself; drop --skip-layers");
-        if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map")) return cli_usage_error("quantize: --rank head, sqnr or map");
+        if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map") && strcmp(rank, "tensor"))
+            return cli_usage_error("quantize: --rank head, sqnr, map or tensor");
     }
 
     yq_error err;

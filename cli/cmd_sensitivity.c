@@ -15,6 +15,7 @@
 #include "datasets/chart.h"
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
+#include "quant/select.h"
 
 static const char *help =
     "usage: yquant sensitivity MODEL --calib DIR --val DIR (--ann F | --labels D) [--out DIR]\n"
@@ -406,6 +407,53 @@ static const char *gpu_cell(char *buf, size_t cap, int col, double ms)
     return buf;
 }
 
+/* --rank tensor: on the all-int8 graph S->g holds, each scale class's error at the detection
+ * outputs alone (calib/simulate.c, quant/select.c, as keep_float ranks them), then the
+ * float sets keep_float's choice makes with a budget of 1, 2, ... convs: each set that
+ * grows is a step, order[step_at[k] .. step_at[k + 1]) the layers it adds. */
+static yq_status tensor_steps(sens *S, int *order, int *step_at, int *n_steps, double **e, yq_error *err)
+{
+    yq_graph *g = S->g;
+    int N = g->n_nodes, m = 0, placed = 0;
+    *n_steps = 0;
+    step_at[0] = 0;
+    uint8_t *have = calloc((size_t)N, 1);
+    *e = malloc(sizeof **e * (size_t)N);
+    yq_sim *sim = NULL;
+    yq_status st = have && *e ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) st = yq_sim_new(g, S->inputs, S->n_inputs, &sim, err);
+    if (st == YQ_OK) st = yq_class_errors(sim, g, NULL, *e, err);
+    yq_sim_free(sim);
+    int n8 = 0;
+    for (int i = 1; i < N; i++) n8 += g->nodes[i].op == YQ_OP_CONV && !g->q[i].float_op;
+    for (int b = 1; b <= n8 && st == YQ_OK; b++) {
+        yq_qconfig qc = S->q->qc;
+        all_int8(&qc);
+        int cnt = 0;
+        if ((st = yq_select_float(g, *e, b, &qc, &cnt, err)) != YQ_OK) break;
+        if (cnt <= placed) continue;
+        /* the convs of this set not in an earlier step (a set that drops one of those is
+         * not a step: keep_float's greedy choice can trade a group for a larger one) */
+        int add = 0, lost = 0;
+        for (int i = 1; i < N; i++) {
+            if (g->nodes[i].op != YQ_OP_CONV) continue;
+            int in = yq_qc_skip(&qc, g->nodes[i].layer);
+            if (in && !have[i]) add++;
+            if (!in && have[i]) lost = 1;
+        }
+        if (lost || !add) continue;
+        for (int i = 1; i < N; i++)
+            if (g->nodes[i].op == YQ_OP_CONV && !have[i] && yq_qc_skip(&qc, g->nodes[i].layer)) {
+                have[i] = 1;
+                order[placed++] = g->nodes[i].layer;
+            }
+        step_at[++m] = placed;
+    }
+    *n_steps = m;
+    free(have);
+    return st;
+}
+
 yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, cJSON *json,
                        cli_lat *lat, cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err)
@@ -413,18 +461,22 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     memset(all8, 0, sizeof *all8);
     memset(final, 0, sizeof *final);
     *met = 0;
-    int mode = !strcmp(rank, "sqnr") ? 1 : !strcmp(rank, "map") ? 2 : !strcmp(rank, "head") ? 0 : -1;
-    if (mode < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "--rank %s: expected head, sqnr or map", rank);
+    int mode = !strcmp(rank, "sqnr") ? 1 : !strcmp(rank, "map") ? 2 : !strcmp(rank, "head") ? 0
+             : !strcmp(rank, "tensor") ? 3 : -1;
+    if (mode < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "--rank %s: expected head, sqnr, map or tensor", rank);
     cli_quant_opt *work = malloc(sizeof *work);
     cand *c = malloc(sizeof *c * (size_t)g->n_nodes);
     int *ids = malloc(sizeof *ids * (size_t)g->n_nodes), *chosen = calloc((size_t)g->n_nodes, sizeof *chosen);
+    /* the steps: step k adds the layers order[step_at[k] .. step_at[k + 1]) */
+    int *order = malloc(sizeof *order * (size_t)g->n_nodes), *step_at = malloc(sizeof *step_at * (size_t)(g->n_nodes + 1));
+    double *cls_e = NULL;
     yq_layer_err *e_all = NULL;
     sens S = { .q = q, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work };
     cJSON *steps = json ? cJSON_AddArrayToObject(json, "steps") : NULL;
     yq_status st = YQ_OK;
     cli_timed_eval cur = { 0 }, best = { 0 };
     int n_chosen = 0, last_k = -1;      /* last_k: float layers of the rewrite g holds (-1: none yet) */
-    if (!work || !c || !ids || !chosen) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
+    if (!work || !c || !ids || !chosen || !order || !step_at) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     if (mode != 2 && (st = cli_load_inputs(g, q->calib_dir, 8, letterbox, &S.inputs, &S.n_inputs, err)) != YQ_OK) goto done;
 
     double head_all = 0, fp = fp_stats[YQ_COCO_AP];
@@ -447,7 +499,10 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     int n = int8_convs(g, ids);
     static const char *why[] = { "the head SQNR gain when kept in float, on 8 calibration images",
                                  "per-layer SQNR in the all-int8 graph, worst first",
-                                 "the mAP gain when kept in float, on the validation set" };
+                                 "the mAP gain when kept in float, on the validation set",
+                                 "the error each int8 tensor's rounding adds at the detection outputs (8 "
+                                 "calibration images), worst first; a step keeps a tensor float: its conv and "
+                                 "the convs reading it" };
     printf("\naccuracy-aware mode: --max-drop %.2f points of mAP@[.5:.95] (FP32 %.2f); layers ranked by %s\n",
            budget_pts, 100 * fp, why[mode]);
     if (gcol) printf("latency: %s (the ms/img column: the CPU int8 reference)\n", lat->label);
@@ -473,7 +528,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             cli_progress_start(&bar, "ranking");
             last_k = -1;                 /* the ranking rewrites g */
         }
-        for (int k = 0; k < n; k++) {
+        for (int k = 0; k < n && mode != 3; k++) {
             c[k] = (cand){ ids[k], g->nodes[ids[k]].layer, 0 };
             if (mode == 1) { c[k].key = -e_all[ids[k]].sqnr_db; continue; }
             if ((st = make_config(&S, &c[k].layer, 1, 0, err)) != YQ_OK) goto done;
@@ -489,13 +544,24 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             }
             cli_progress(&bar, k + 1, n);
         }
-        qsort(c, (size_t)n, sizeof *c, by_key_desc);
-        /* Float one layer more at a time.  The best step so far (lowest drop, fewest float
+        int n_steps = 0;
+        if (mode != 3) {
+            qsort(c, (size_t)n, sizeof *c, by_key_desc);
+            for (int k = 0; k < n; k++) {
+                order[k] = c[k].layer;
+                step_at[k] = k;
+            }
+            n_steps = n;
+            step_at[n] = n;
+        } else if ((st = tensor_steps(&S, order, step_at, &n_steps, &cls_e, err)) != YQ_OK) {
+            goto done;
+        }
+        /* Float one step more at a time.  The best step so far (lowest drop, fewest float
          * layers) is kept: it is the answer when the budget is never met. */
         int best_k = 0;
         double best_drop = drop;
-        for (int k = 0; k < n && !*met && (max_float <= 0 || k < max_float); k++) {
-            chosen[n_chosen++] = c[k].layer;
+        for (int k = 0; k < n_steps && !*met && (max_float <= 0 || step_at[k + 1] <= max_float); k++) {
+            while (n_chosen < step_at[k + 1]) chosen[n_chosen] = order[n_chosen], n_chosen++;
             if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
             if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
             last_k = n_chosen;
@@ -513,13 +579,21 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
             }
             cur.dets = NULL;
             char t[64];
-            snprintf(t, sizeof t, "+ layer %d (%s)", c[k].layer, yq_op_name(g->nodes[c[k].id].op));
+            if (step_at[k + 1] - step_at[k] == 1) {
+                snprintf(t, sizeof t, "+ layer %d (conv)", order[step_at[k]]);
+            } else {
+                size_t tl = (size_t)snprintf(t, sizeof t, "+ layers");
+                for (int j = step_at[k]; j < step_at[k + 1] && tl < sizeof t; j++)
+                    tl += (size_t)snprintf(t + tl, sizeof t - tl, "%s%d", j > step_at[k] ? "," : " ", order[j]);
+            }
             printf("  %4d  %-28s %8.2f %8.2f %9.2f%s%s\n", k + 1, t, 100 * cur.s[YQ_COCO_AP], drop, cur.ms_median,
                    gpu_cell(gc, sizeof gc, gcol, cur_gpu), *met ? "   within the budget" : "");
             fflush(stdout);
             if (steps) {
                 cJSON *s = cJSON_CreateObject();
-                cJSON_AddNumberToObject(s, "layer", c[k].layer);
+                cJSON_AddNumberToObject(s, "layer", order[step_at[k]]);
+                cJSON *ls = cJSON_AddArrayToObject(s, "layers");
+                for (int j = step_at[k]; j < step_at[k + 1]; j++) cJSON_AddItemToArray(ls, cJSON_CreateNumber(order[j]));
                 cJSON_AddNumberToObject(s, "map", cur.s[YQ_COCO_AP]);
                 cJSON_AddNumberToObject(s, "drop_pts", drop);
                 cJSON_AddNumberToObject(s, "cpu_latency_ms", cur.ms_median);
@@ -603,5 +677,8 @@ done:
     free(c);
     free(ids);
     free(chosen);
+    free(order);
+    free(step_at);
+    free(cls_e);
     return st;
 }

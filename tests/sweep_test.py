@@ -21,7 +21,9 @@ labelled validation images (coco-mini val2017, YOLO labels), from a temp folder 
   - sensitivity --layers 2: the table, 2 CSV rows, a valid PNG;
   - quantize --max-drop: a budget met at once keeps every layer int8 (and names its latency
     engine); a budget of 0 with --max-float 2 keeps 1-2 layers float and the package's
-    qconfig records them (skip_layers); usage errors exit 2.
+    qconfig records them (skip_layers); --rank tensor (the default) steps one tensor (its
+    conv and readers) at a time and the package records a prefix of the steps; usage errors
+    exit 2.
 Times are printed, never asserted.  Prints PASS/FAIL/SKIP lines (counted by tests/run.sh);
 exits 0 if none failed.  YQ_BIN overrides the binary, YQ_DATA the data folder.
 """
@@ -581,6 +583,39 @@ def check_max_drop(d):
                 why.append("the package's /qconfig has no skip_layers")
         elif not os.path.exists(pkg):
             why.append("no package")
+    report("FAIL" if why else "PASS", name, "; ".join(why))
+
+    # --rank tensor (the default): each step keeps one tensor float, its conv and the convs
+    # reading it; the package records the union of the steps it took.
+    name = "quantize_max_drop_rank_tensor"
+    pkg, js = os.path.join(d["tmp"], "mdt.yqp"), os.path.join(d["tmp"], "mdt.json")
+    rc, so, se, dt = run(base + ["--max-drop", "0", "--max-float", "6", "-o", pkg, "--json", js])
+    why = []
+    if rc not in (0, 3):
+        why.append("rc %d: %s" % (rc, se[-300:]))
+    else:
+        print("# --max-drop 0 --max-float 6 --rank tensor: %.1f s" % dt)
+        j = json.load(open(js))
+        md, qc = j.get("max_drop", {}), j["qconfig"]
+        steps, fl = md.get("steps", []), md.get("float_layers", [])
+        if md.get("rank") != "tensor":
+            why.append("rank %r, tensor is the default" % md.get("rank"))
+        if "detection outputs" not in so:
+            why.append("stdout does not say how the layers are ranked")
+        taken = [l for s_ in steps[1:] for l in s_.get("layers", [])]
+        if len(taken) != len(set(taken)) or len(taken) > 6:
+            why.append("steps repeat layers or pass --max-float: %s" % [s_.get("layers") for s_ in steps[1:]])
+        if not md.get("met") or steps[0]["drop_pts"] > 0:
+            if len(steps) < 2 or any(not s_.get("layers") or s_["layer"] != s_["layers"][0] for s_ in steps[1:]):
+                why.append("steps %s" % [(s_.get("layer"), s_.get("layers")) for s_ in steps])
+            # the answer is a prefix of the steps: the best one, or the first within the budget
+            ks = [len(s_.get("layers", [])) for s_ in steps]
+            prefixes = [sorted(taken[:sum(ks[1:k + 1])]) for k in range(len(steps))]
+            if sorted(fl) not in prefixes:
+                why.append("float_layers %s is not a prefix of the steps %s" % (fl, taken))
+        m = re.search(r"^skip_layers = ([0-9,]+)$", qc, re.M)
+        if fl and (not m or sorted(int(x) for x in m.group(1).split(",")) != sorted(fl)):
+            why.append("qconfig %r does not record float_layers %s" % (qc, fl))
     report("FAIL" if why else "PASS", name, "; ".join(why))
 
     name = "quantize_max_drop_usage"
