@@ -418,32 +418,33 @@ static yq_status tensor_steps(sens *S, int *order, int *step_at, int *n_steps, d
     *n_steps = 0;
     step_at[0] = 0;
     uint8_t *have = calloc((size_t)N, 1);
+    yq_qconfig *qc = malloc(sizeof *qc);          /* (~160 KB: not on the stack) */
     *e = malloc(sizeof **e * (size_t)N);
     yq_sim *sim = NULL;
-    yq_status st = have && *e ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_status st = have && qc && *e ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     if (st == YQ_OK) st = yq_sim_new(g, S->inputs, S->n_inputs, &sim, err);
     if (st == YQ_OK) st = yq_class_errors(sim, g, NULL, *e, err);
     yq_sim_free(sim);
     int n8 = 0;
     for (int i = 1; i < N; i++) n8 += g->nodes[i].op == YQ_OP_CONV && !g->q[i].float_op;
     for (int b = 1; b <= n8 && st == YQ_OK; b++) {
-        yq_qconfig qc = S->q->qc;
-        all_int8(&qc);
+        *qc = S->q->qc;
+        all_int8(qc);
         int cnt = 0;
-        if ((st = yq_select_float(g, *e, b, &qc, &cnt, err)) != YQ_OK) break;
+        if ((st = yq_select_float(g, *e, b, qc, &cnt, err)) != YQ_OK) break;
         if (cnt <= placed) continue;
         /* the convs of this set not in an earlier step (a set that drops one of those is
          * not a step: keep_float's greedy choice can trade a group for a larger one) */
         int add = 0, lost = 0;
         for (int i = 1; i < N; i++) {
             if (g->nodes[i].op != YQ_OP_CONV) continue;
-            int in = yq_qc_skip(&qc, g->nodes[i].layer);
+            int in = yq_qc_skip(qc, g->nodes[i].layer);
             if (in && !have[i]) add++;
             if (!in && have[i]) lost = 1;
         }
         if (lost || !add) continue;
         for (int i = 1; i < N; i++)
-            if (g->nodes[i].op == YQ_OP_CONV && !have[i] && yq_qc_skip(&qc, g->nodes[i].layer)) {
+            if (g->nodes[i].op == YQ_OP_CONV && !have[i] && yq_qc_skip(qc, g->nodes[i].layer)) {
                 have[i] = 1;
                 order[placed++] = g->nodes[i].layer;
             }
@@ -451,6 +452,7 @@ static yq_status tensor_steps(sens *S, int *order, int *step_at, int *n_steps, d
     }
     *n_steps = m;
     free(have);
+    free(qc);
     return st;
 }
 
