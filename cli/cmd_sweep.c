@@ -453,39 +453,51 @@ static const char *jstr(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* The saved line of this run and qconfig, if any (the last one wins), into p; 1 if found. */
-static int point_load(const char *path, const run_id *id, const char *asked, point *p)
+/* The lines of this run in points.jsonl (parsed once; --resume looks every point up there). */
+static cJSON *points_read(const char *path, const run_id *id)
 {
+    cJSON *all = cJSON_CreateArray();
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
+    if (!all || !f) {
+        if (f) fclose(f);
+        return all;
+    }
     char *line = NULL;
     size_t cap = 0;
-    int found = 0;
     while (getline(&line, &cap, f) > 0) {
         cJSON *o = cJSON_Parse(line);
         const cJSON *im = cJSON_GetObjectItemCaseSensitive(o, "images");
         if (o && cJSON_IsNumber(im) && im->valueint == id->images && !strcmp(jstr(o, "model"), id->model) &&
-            !strcmp(jstr(o, "val"), id->val) && !strcmp(jstr(o, "latency"), id->latency) &&
-            !strcmp(jstr(o, "asked"), asked)) {
-            found = 1;
-            free(p->qtext);
-            p->qtext = strdup(jstr(o, "qconfig"));
-            snprintf(p->calib, sizeof p->calib, "%s", jstr(o, "calib"));
-            snprintf(p->skip, sizeof p->skip, "%s", jstr(o, "skip"));
-            for (int k = 0; k < N_POINT_INTS; k++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, point_ints[k]);
-                *point_int(p, k) = cJSON_IsNumber(v) ? v->valueint : 0;
-            }
-            for (int k = 0; k < N_POINT_DBLS; k++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, point_dbls[k]);
-                *point_dbl(p, k) = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
-            }
-        }
-        cJSON_Delete(o);
+            !strcmp(jstr(o, "val"), id->val) && !strcmp(jstr(o, "latency"), id->latency))
+            cJSON_AddItemToArray(all, o);
+        else
+            cJSON_Delete(o);
     }
     free(line);
     fclose(f);
-    return found;
+    return all;
+}
+
+/* The saved line of this qconfig, if any (the last one wins), into p; 1 if found. */
+static int point_load(const cJSON *saved, const char *asked, point *p)
+{
+    const cJSON *o, *hit = NULL;
+    cJSON_ArrayForEach(o, saved)
+        if (!strcmp(jstr(o, "asked"), asked)) hit = o;
+    if (!hit) return 0;
+    free(p->qtext);
+    p->qtext = strdup(jstr(hit, "qconfig"));
+    snprintf(p->calib, sizeof p->calib, "%s", jstr(hit, "calib"));
+    snprintf(p->skip, sizeof p->skip, "%s", jstr(hit, "skip"));
+    for (int k = 0; k < N_POINT_INTS; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(hit, point_ints[k]);
+        *point_int(p, k) = cJSON_IsNumber(v) ? v->valueint : 0;
+    }
+    for (int k = 0; k < N_POINT_DBLS; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(hit, point_dbls[k]);
+        *point_dbl(p, k) = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
+    }
+    return 1;
 }
 
 static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
@@ -879,6 +891,7 @@ int cmd_sweep(int argc, char **argv)
     char lat_label0[sizeof lat.label];
     snprintf(lat_label0, sizeof lat_label0, "%s", lat.label);
     run_id rid = { g0->cfg_path, val, lat_label0, ds->n_images };
+    cJSON *saved = resume ? points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
     FILE *jf = fopen(path, resume ? "a" : "w");
     if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
     int n_resumed = 0;
@@ -891,7 +904,7 @@ int cmd_sweep(int argc, char **argv)
         if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
         char *asked = qconfig_line(&pq->qc);
         if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
-        if (resume && point_load(path, &rid, asked, pt)) {
+        if (saved && point_load(saved, asked, pt)) {
             pt->resumed = 1;
             n_resumed++;
             free(asked);
@@ -945,6 +958,8 @@ int cmd_sweep(int argc, char **argv)
     }
     if (jf) fclose(jf);
     jf = NULL;
+    cJSON_Delete(saved);
+    saved = NULL;
     if (n_resumed) fprintf(stderr, "sweep: %d of %d points from %s\n", n_resumed, G.points, path);
 
     /* One engine for every point: the GPU's unless it failed on the way (then the CPU's,
@@ -1043,6 +1058,7 @@ int cmd_sweep(int argc, char **argv)
     goto done;
 fail_jf:
     if (jf) fclose(jf);
+    cJSON_Delete(saved);
 fail:
     cli_error(&err);
 done:

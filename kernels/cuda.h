@@ -43,8 +43,6 @@ typedef struct yq_dtensor {
 
 /* The pixel stride of a 1-byte tensor in bytes. */
 static inline int yq_dt_ps(const yq_dtensor *t) { return t->ps ? t->ps : (t->c + 3) & ~3; }
-/* Whether a 1-byte tensor is a view (its pixels spaced wider than its own channels). */
-static inline int yq_dt_is_view(const yq_dtensor *t) { return t->dtype != YQ_F32 && yq_dt_ps(t) != ((t->c + 3) & ~3); }
 
 /* Devices usable by this process; 0 when there is no driver or no GPU. */
 int       yq_cuda_device_count(void);
