@@ -207,7 +207,7 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c \
                       datasets/fileio.c tests/image_raw.c) \
-                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_mma.cu kernels/cuda_ops.cu \
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_mma.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
                       kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)

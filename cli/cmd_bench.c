@@ -66,6 +66,9 @@ static const char *help =
     "                    then time the tuned network too: any family, dp4a only, mma only\n"
     "  --log FILE        --tune: the tuning log to reuse and extend (default: none)\n"
     "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32)\n"
+    "cuda int8: layers kept in float (--head float, a package's float layers) run on FP16\n"
+    "tensor cores with FP32 sums (sm_80 and newer; YQ_GPU_FLOAT=fp32 in the environment:\n"
+    "FP32 kernels).\n"
     "A plain model is quantized for int8 without calibration (thresholds do not change\n"
     "the speed).  The last lines are machine-readable: RESULT key=value ...\n";
 
@@ -331,7 +334,7 @@ static yq_status node_enqueue(void *ctx, yq_error *err)
     }
 }
 
-static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, const yq_cuda_plan *plan, int batch,
+static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda_plan *plan, int batch,
                                        void *stream, prow *rows, yq_error *err)
 {
     size_t maxb = 0;
@@ -376,6 +379,11 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, const y
         c.out = (yq_dtensor){ dout, yq_node_dtype(g, i), n->out.c, n->out.h, n->out.w, g->q[i].scale, g->q[i].qmin,
                               g->q[i].qmax, 0 };
         if (n->op == YQ_OP_CONV && (st = yq_cuda_conv_new(g, n, &g->q[i], &c.conv, err))) break;
+        if (c.conv && g->q[i].float_op &&    /* the plan's precision (YQ_GPU_FLOAT) */
+            (st = yq_cuda_conv_set_variant(c.conv, yq_cuda_conv_variant(yq_cuda_plan_conv(plan, i)), err))) {
+            yq_cuda_conv_free(c.conv);
+            break;
+        }
         float med = 0;
         st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, &med, err);
         yq_cuda_conv_free(c.conv);

@@ -10,6 +10,7 @@
 #include "datasets/bootstrap.h"
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
+#include "runtime/exec_cuda.h"
 #include "kernels/cuda.h"
 #include "runtime/package.h"
 
@@ -40,7 +41,9 @@ static const char *help =
     "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
     "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): cuda\n"
     "                    (default when a GPU is present: tuned kernels, CUDA-graph replays), cuda:N\n"
-    "                    or cpu (the int8 reference engine); a GPU that fails falls back to cpu\n"
+    "                    or cpu (the int8 reference engine); a GPU that fails falls back to cpu.\n"
+    "                    On cuda the mAP of each step is measured there too, as the package will\n"
+    "                    run: int8 layers bit-exact, float layers on FP16 tensor cores\n"
     "  --tune-log F      --max-drop on cuda: the tuning log reused and extended (default: OUT's\n"
     "                    name with .tune.jsonl, the log yquant tune OUT reads)\n"
     "  --tune-budget S, --lat-batch N   as for yquant sweep (60 s of tuning per step, batch 1)\n"
@@ -80,7 +83,7 @@ static int default_vals(valset *v, char bufs[][1024])
     return n;
 }
 
-typedef struct acc { double s[YQ_COCO_NSTATS]; double ms; yq_det *dets; int n; } acc;
+typedef struct acc { double s[YQ_COCO_NSTATS]; double ms; yq_det *dets; int n, gpu; } acc;   /* gpu: on the GPU int8 engine */
 
 static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox, const char *label, acc *a, yq_error *err)
 {
@@ -104,7 +107,15 @@ static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, 
     cJSON_AddStringToObject(r, "name", name);
     cJSON_AddNumberToObject(r, "map", a->s[YQ_COCO_AP]);
     cJSON_AddNumberToObject(r, "map50", a->s[YQ_COCO_AP50]);
-    cJSON_AddNumberToObject(r, "cpu_ms_per_image", a->ms);
+    if (a->gpu) {   /* --max-drop with the GPU's latency: evaluated on the engine it measured */
+        char eng[64];
+        snprintf(eng, sizeof eng, "cuda int8, float layers %s", yq_cuda_float_precision());
+        cJSON_AddStringToObject(r, "engine", eng);
+        cJSON_AddNumberToObject(r, "ms_per_image", a->ms);
+    } else {
+        cJSON_AddStringToObject(r, "engine", "cpu");
+        cJSON_AddNumberToObject(r, "cpu_ms_per_image", a->ms);
+    }
     if (ref) {
         cJSON_AddNumberToObject(r, "drop_map", ref->s[YQ_COCO_AP] - a->s[YQ_COCO_AP]);
         cJSON_AddNumberToObject(r, "drop_map50", ref->s[YQ_COCO_AP50] - a->s[YQ_COCO_AP50]);
@@ -243,8 +254,8 @@ int cmd_quantize(int argc, char **argv)
             goto fail;
         memcpy(all8.s, e0.s, sizeof all8.s);
         memcpy(q8.s, e1.s, sizeof q8.s);
-        all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n;
-        q8.ms = e1.ms_wall, q8.dets = e1.dets, q8.n = e1.n;
+        all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n, all8.gpu = e0.gpu;
+        q8.ms = e1.ms_wall, q8.dets = e1.dets, q8.n = e1.n, q8.gpu = e1.gpu;
         have_all8 = have_q8 = 1;
         if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package holds the best step tried\n", max_drop);
     }
@@ -288,8 +299,12 @@ int cmd_quantize(int argc, char **argv)
         }
     printf("%s\n", n_float ? "" : " none");
     if (ds) {
-        printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
-               letterbox ? "letterbox" : "plain resize");
+        if (q8.gpu || all8.gpu)
+            printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the GPU int8 engine, float layers %s):\n",
+                   ds->n_images, letterbox ? "letterbox" : "plain resize", yq_cuda_float_precision());
+        else
+            printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
+                   letterbox ? "letterbox" : "plain resize");
         printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
                boots ? "95% CI of the drops (paired)" : "", "ms/img");
         print_row("FP32", &fp, NULL, NULL);

@@ -16,6 +16,7 @@
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
 #include "quant/select.h"
+#include "runtime/exec_cuda.h"
 
 static const char *help =
     "usage: yquant sensitivity MODEL --calib DIR --val DIR (--ann F | --labels D) [--out DIR]\n"
@@ -46,6 +47,7 @@ typedef struct sens {
     cli_quant_opt *work;          /* the config being measured */
     char *list;                   /* skip_layers text */
     size_t list_cap;
+    int eval_dev;                 /* the mAP on GPU eval_dev (>= 0), else on the CPU int8 reference */
 } sens;
 
 /* Every layer in int8: head and first conv too, no skip, no keep_float choice. */
@@ -80,13 +82,27 @@ static yq_status make_config(sens *S, const int *layers, int n, int except, yq_e
     return m ? yq_qconfig_set(&S->work->qc, "skip_layers", S->list, "sensitivity", err) : YQ_OK;
 }
 
+/* The evaluation on S's engine; a GPU that fails hands over to the CPU for good (one
+ * warning line; the steps before were measured on the GPU). */
+static yq_status eval_on(sens *S, yq_progress_fn progress, void *pctx, cli_timed_eval *r, yq_error *err)
+{
+    yq_status st = cli_eval_timed_on(S->g, S->ds, S->letterbox, S->eval_dev, progress, pctx, r, err);
+    if (st != YQ_OK && S->eval_dev >= 0) {
+        fprintf(stderr, "\nwarning: evaluation on the GPU failed (%s); the CPU int8 reference evaluates from here on\n",
+                err->msg);
+        S->eval_dev = -1;
+        st = cli_eval_timed_on(S->g, S->ds, S->letterbox, -1, progress, pctx, r, err);
+    }
+    return st;
+}
+
 /* Rewrites S->g with S->work, then evaluates (r != NULL) and/or measures the head SQNR
  * (head_db != NULL; the per-layer errors go to *le when le != NULL). */
 static yq_status measure(sens *S, cli_timed_eval *r, double *head_db, yq_layer_err **le, yq_error *err)
 {
     yq_unquantize_graph(S->g);
     yq_status st = cli_quantize_graph(S->work, S->g, S->cs, S->letterbox, err);
-    if (st == YQ_OK && r) st = cli_eval_timed(S->g, S->ds, S->letterbox, NULL, NULL, r, err);
+    if (st == YQ_OK && r) st = eval_on(S, NULL, NULL, r, err);
     if (st == YQ_OK && head_db) {
         yq_layer_err *e = NULL;
         st = yq_compare_layers(S->g, S->inputs, S->n_inputs, &e, err);
@@ -276,7 +292,7 @@ int cmd_sensitivity(int argc, char **argv)
     cli_progress_start(&bar, "fp32");
     if (cli_eval_timed(g, ds, letterbox, cli_progress, &bar, &fp, &err) != YQ_OK) goto fail;
     if (cli_calibrate(qo, g, letterbox, &cs, &err) != YQ_OK) goto fail;
-    S = (sens){ .q = qo, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work };
+    S = (sens){ .q = qo, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work, .eval_dev = -1 };
     if (cli_load_inputs(g, qo->calib_dir, sqnr_images, letterbox, &S.inputs, &S.n_inputs, &err) != YQ_OK) goto fail;
     if (!S.n_inputs) { yq_fail(&err, YQ_ERR_IO, "%s: no readable image for the SQNR figures", qo->calib_dir); goto fail; }
 
@@ -473,8 +489,14 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     int *order = malloc(sizeof *order * (size_t)g->n_nodes), *step_at = malloc(sizeof *step_at * (size_t)(g->n_nodes + 1));
     double *cls_e = NULL;
     yq_layer_err *e_all = NULL;
-    sens S = { .q = q, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work };
+    /* the mAP on the GPU when the latency is the GPU's: the engine that will run the
+     * package, float layers on FP16 tensor cores (int8 layers: the CPU's bytes) */
+    sens S = { .q = q, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work,
+               .eval_dev = lat && lat->gpu ? lat->device : -1 };
     cJSON *steps = json ? cJSON_AddArrayToObject(json, "steps") : NULL;
+    /* the evaluation's engine time per image: the CPU int8 reference's latency, or on the
+     * GPU the upload, forward and download of one image (not the CUDA-graph latency) */
+    const char *ms_key = S.eval_dev >= 0 ? "gpu_eval_ms_per_image" : "cpu_latency_ms";
     yq_status st = YQ_OK;
     cli_timed_eval cur = { 0 }, best = { 0 };
     int n_chosen = 0, last_k = -1;      /* last_k: float layers of the rewrite g holds (-1: none yet) */
@@ -487,7 +509,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     cli_progress_start(&bar, "all int8");
     yq_unquantize_graph(g);
     if ((st = cli_quantize_graph(work, g, cs, letterbox, err)) != YQ_OK) goto done;
-    if ((st = cli_eval_timed(g, ds, letterbox, cli_progress, &bar, all8, err)) != YQ_OK) goto done;
+    if ((st = eval_on(&S, cli_progress, &bar, all8, err)) != YQ_OK) goto done;
     last_k = 0;
     /* GPU latencies (ms per forward; < 0: not measured), while the engine is the GPU */
     int gcol = lat && lat->gpu;
@@ -507,7 +529,10 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                                  "the convs reading it" };
     printf("\naccuracy-aware mode: --max-drop %.2f points of mAP@[.5:.95] (FP32 %.2f); layers ranked by %s\n",
            budget_pts, 100 * fp, why[mode]);
-    if (gcol) printf("latency: %s (the ms/img column: the CPU int8 reference)\n", lat->label);
+    if (gcol) printf("latency: %s (the ms/img column: %s)\n", lat->label,
+                     S.eval_dev >= 0 ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 reference");
+    if (S.eval_dev >= 0)
+        printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", yq_cuda_float_precision());
     printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", gcol ? "    GPU ms" : "");
     printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", 0, "(none: every layer int8)", 100 * all8->s[YQ_COCO_AP],
            100 * (fp - all8->s[YQ_COCO_AP]), all8->ms_median, gpu_cell(gc, sizeof gc, gcol, all8_gpu));
@@ -516,7 +541,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
         cJSON_AddNullToObject(s, "layer");
         cJSON_AddNumberToObject(s, "map", all8->s[YQ_COCO_AP]);
         cJSON_AddNumberToObject(s, "drop_pts", 100 * (fp - all8->s[YQ_COCO_AP]));
-        cJSON_AddNumberToObject(s, "cpu_latency_ms", all8->ms_median);
+        cJSON_AddNumberToObject(s, ms_key, all8->ms_median);
         if (all8_gpu >= 0) cJSON_AddNumberToObject(s, "gpu_latency_ms", all8_gpu);
         cJSON_AddItemToArray(steps, s);
     }
@@ -598,7 +623,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                 for (int j = step_at[k]; j < step_at[k + 1]; j++) cJSON_AddItemToArray(ls, cJSON_CreateNumber(order[j]));
                 cJSON_AddNumberToObject(s, "map", cur.s[YQ_COCO_AP]);
                 cJSON_AddNumberToObject(s, "drop_pts", drop);
-                cJSON_AddNumberToObject(s, "cpu_latency_ms", cur.ms_median);
+                cJSON_AddNumberToObject(s, ms_key, cur.ms_median);
                 if (cur_gpu >= 0) cJSON_AddNumberToObject(s, "gpu_latency_ms", cur_gpu);
                 cJSON_AddItemToArray(steps, s);
             }
@@ -638,13 +663,17 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
         cJSON_AddStringToObject(json, "rank", rank);
         if (max_float > 0) cJSON_AddNumberToObject(json, "max_float", max_float);
         cJSON_AddBoolToObject(json, "met", *met);
+        cJSON_AddStringToObject(json, "eval_engine", S.eval_dev >= 0 ? "cuda-int8" : "cpu-int8-reference");
+        if (S.eval_dev >= 0) cJSON_AddStringToObject(json, "gpu_float_precision", yq_cuda_float_precision());
         cJSON *fl = cJSON_AddArrayToObject(json, "float_layers");
         for (int k = 0; k < n_chosen; k++) cJSON_AddItemToArray(fl, cJSON_CreateNumber(chosen[k]));
         cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp - final->s[YQ_COCO_AP]));
         cJSON_AddNumberToObject(json, "latency_ms_all_int8", lat_all8);
         cJSON_AddNumberToObject(json, "latency_ms", lat_final);
-        cJSON_AddNumberToObject(json, "cpu_latency_ms_all_int8", all8->ms_median);
-        cJSON_AddNumberToObject(json, "cpu_latency_ms", final->ms_median);
+        char k2[40];
+        snprintf(k2, sizeof k2, "%s_all_int8", ms_key);
+        cJSON_AddNumberToObject(json, k2, all8->ms_median);
+        cJSON_AddNumberToObject(json, ms_key, final->ms_median);
         if (lat) {
             if (lat->gpu && !on_gpu) {   /* (cannot happen: a GPU failure turns lat to the CPU) */
                 lat->gpu = 0;

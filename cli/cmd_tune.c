@@ -108,7 +108,7 @@ static int parse_families(const char *s, unsigned *mask)
         else return -1;
     }
     /* the families with one kernel each are always allowed: nothing else runs those convs */
-    if (*mask) *mask |= 1u << YQ_CONV_DW | 1u << YQ_CONV_DIRECT | 1u << YQ_CONV_F32;
+    if (*mask) *mask |= 1u << YQ_CONV_DW | 1u << YQ_CONV_DIRECT | 1u << YQ_CONV_F32 | 1u << YQ_CONV_F16;
     return *mask ? 0 : -1;
 }
 

@@ -16,7 +16,8 @@ enum {
     YQ_PLAN_KEEP_ALL = 2,     /* every tensor stays readable (debugging, per-layer reports) */
     YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
     YQ_PLAN_REFERENCE = 8,    /* int8 convs through the plain-C reference, not the exact dgemm path */
-    YQ_PLAN_NO_VIEWS = 16     /* GPU int8 plan: every route copies (no concat or group views) */
+    YQ_PLAN_NO_VIEWS = 16,    /* GPU int8 plan: every route copies (no concat or group views) */
+    YQ_PLAN_GPU_FP32 = 32     /* GPU int8 plan: float layers in FP32, not on FP16 tensor cores */
 };
 
 typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that owns the buffer */

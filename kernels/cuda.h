@@ -80,25 +80,32 @@ typedef enum yq_conv_variant {
     YQ_CONV_DP4A,      /* implicit GEMM, __dp4a over NHWC4 words: groups == 1 */
     YQ_CONV_DW,        /* depthwise: groups == c_in == filters */
     YQ_CONV_DIRECT,    /* one thread per output, any groups (the fallback) */
-    YQ_CONV_F32,       /* FP32 direct conv for float_op layers (float weights) */
-    YQ_CONV_MMA        /* implicit GEMM on int8 tensor cores (mma.sync m16n8k32, sm_80+):
+    YQ_CONV_F32,       /* FP32 conv for float_op layers (float weights); any groups */
+    YQ_CONV_MMA,       /* implicit GEMM on int8 tensor cores (mma.sync m16n8k32, sm_80+):
                           groups == 1, input channels a multiple of 16 */
+    YQ_CONV_F16        /* float_op layers on FP16 tensor cores, FP32 sums (sm_80+, groups
+                          == 1): the default for those there; YQ_CONV_F32 elsewhere */
 } yq_conv_variant;
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or
- * q->float_op.  *out set only on YQ_OK. */
+ * q->float_op (FP32, and FP16 for the YQ_CONV_F16 family, which such a conv runs by
+ * default where it can: yq_cuda_conv_set_variant(c, YQ_CONV_F32) for FP32 sums).
+ * *out set only on YQ_OK. */
 yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const yq_qnode *q, yq_cuda_conv **out, yq_error *err);
 void      yq_cuda_conv_free(yq_cuda_conv *c);
-/* Forces a kernel variant (tests, tuning); YQ_ERR_UNSUPPORTED if it cannot run this conv. */
+/* Forces a kernel variant (tests, tuning); YQ_ERR_UNSUPPORTED if it cannot run this conv.
+ * For a float conv this is its precision (F16 or F32): configurations and tuning stay
+ * within it, as they change speed only. */
 yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err);
 yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
 /* --- per-layer kernel choice (tuning) ---------------------------------------
  * A conv runs one kernel configuration: a family (yq_conv_variant), a tile of that
  * family and a K split.  Every configuration computes the same exact int32 sums and
- * the same epilogue, so all give the same bytes; they differ only in speed.  The
+ * the same epilogue, so all give the same bytes; they differ only in speed (a float
+ * layer's configurations keep its precision; their FP32 sums differ in order only).  The
  * names ("dp4a_128x128", "mma_128x128x64_s3", "mma_64x64x64_s4_k4", "dw", "direct",
- * "f32") are stable: tuning logs and packages store them.
+ * "f32", "f16_k2") are stable: tuning logs and packages store them.
  *
  *     yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
  *     int n = yq_cuda_conv_candidates(c, batch, cand, YQ_CONV_MAX_CFGS);

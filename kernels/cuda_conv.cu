@@ -11,10 +11,13 @@
  *   weight bytes, signed sum).
  * DW: depthwise, one thread per pixel and 4 channels (one input word per tap).
  * DIRECT: one thread per output value, any groups (grouped convs are rare).
- * F32: layers the qconfig keeps in float: an FP32 conv reading any input type
- *   (int8 dequantized as yq_dequantize does): a tiled implicit GEMM for groups == 1,
- *   one thread per output otherwise.  Not bit-exact with OpenBLAS (summation
- *   order); compared by relative error.
+ * F16 (kernels/cuda_f16.cu): layers the qconfig keeps in float, groups == 1, on
+ *   FP16 tensor cores with FP32 sums: the default for them on sm_80 and newer.
+ * F32: the same layers in FP32, reading any input type (int8 dequantized as
+ *   yq_dequantize does): a tiled implicit GEMM for groups == 1, one thread per
+ *   output otherwise; what runs float layers the F16 family cannot, and every
+ *   float layer when asked (yq_cuda_conv_set_variant).  Neither is bit-exact with
+ *   OpenBLAS (summation order, FP16 weights); compared by relative error.
  *
  * Integer sums are exact (int32, wrapping like the CPU's), so any order gives the
  * CPU's accumulator; the epilogue is ir/requant.h itself, or for float outputs
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cuda_fp16.h>
 #include "kernels/cuda_conv.cuh"
 
 struct yq_cuda_conv {
@@ -40,10 +44,12 @@ struct yq_cuda_conv {
     yq_rq *pos, *neg;
     float *deq;
     float *wf, *bf;               /* float_op */
+    __half *wh;                   /* float_op, groups == 1: the weights as FP16 (F16 family) */
     int arch, sms;                /* the device's, at creation */
 };
 
 static int mma_ok(const yq_cuda_conv *c);
+static int f16_ok(const yq_cuda_conv *c);
 
 template <bool U8>
 __device__ __forceinline__ int dot4(int x, int w, int c)
@@ -302,12 +308,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
     const int p = m0 + lane;
     const bool pv = p < a.M;
     int pb = 0, py = 0, px = 0;
-    if (pv) {
-        pb = p / ohw;
-        int rem = p - pb * ohw, oy = rem / a.OW;
-        py = oy * a.s - a.pad;
-        px = (rem - oy * a.OW) * a.s - a.pad;
-    }
+    if (pv) yq_pixel_origin(a, p, &pb, &py, &px);
     const long in_img = (long)pb * a.IH;
     const int f = n0 + lane;
     const bool fv = f < a.F;
@@ -553,12 +554,7 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a, float *ws, int n_
     const int p = m0 + lr;
     const bool pv = p < a.M;
     int pb = 0, py = 0, px = 0;
-    if (pv) {
-        pb = p / ohw;
-        int rem = p - pb * ohw, oy = rem / a.OW;
-        py = oy * a.s - a.pad;
-        px = (rem - oy * a.OW) * a.s - a.pad;
-    }
+    if (pv) yq_pixel_origin(a, p, &pb, &py, &px);
     const int f = n0 + lr;
     const bool fv = f < a.F;
     float acc[4][4];
@@ -736,6 +732,7 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->deq);
     cudaFree(c->wf);
     cudaFree(c->bf);
+    cudaFree(c->wh);
     cudaFree(c->ws);
     free(c);
 }
@@ -779,6 +776,15 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
         if ((st = upload((void **)&c->wf, n->w, sizeof(float) * (size_t)n->n_w, err)) ||
             (st = upload((void **)&c->bf, n->b, sizeof(float) * (size_t)F, err)))
             goto fail;
+        if (cp->groups == 1 && c->arch >= 80) {    /* the FP16 weights, rounded once */
+            __half *h = (__half *)malloc(sizeof *h * (size_t)(n->n_w ? n->n_w : 1));
+            if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+            for (long i = 0; i < n->n_w; i++) h[i] = __float2half_rn(n->w[i]);
+            st = upload((void **)&c->wh, h, sizeof *h * (size_t)n->n_w, err);
+            free(h);
+            if (st) goto fail;
+            c->var = YQ_CONV_F16;
+        }
     } else {
         if (!q->wq || !q->bq || !q->rq_pos || !q->rq_neg || !q->deq) {
             st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: int8 conv without quantized parameters", n->name);
@@ -824,12 +830,12 @@ fail:
 
 extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err)
 {
-    int ok = c->float_op ? v == YQ_CONV_F32 || v == YQ_CONV_AUTO
+    int ok = c->float_op ? v == YQ_CONV_F32 || v == YQ_CONV_AUTO || (v == YQ_CONV_F16 && f16_ok(c))
            : v == YQ_CONV_DIRECT || v == YQ_CONV_AUTO || (v == YQ_CONV_DP4A && c->w32) ||
              (v == YQ_CONV_MMA && mma_ok(c)) || (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
     if (!ok) return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv variant %d cannot run this conv", (int)v);
     if (v == YQ_CONV_AUTO)
-        v = c->float_op ? YQ_CONV_F32 : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
+        v = c->float_op ? (f16_ok(c) ? YQ_CONV_F16 : YQ_CONV_F32) : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
           : (c->groups == c->cin && c->F == c->cin) ? YQ_CONV_DW : YQ_CONV_DIRECT;
     c->var = v;
     c->cfg.family = YQ_CONV_AUTO;
@@ -942,6 +948,14 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
             conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
         }
         break;
+    case YQ_CONV_F16:
+        a.wh = c->wh;
+        yq_f16_launch(a, cfg.split_k, (float *)c->ws, s);
+        if (cfg.split_k > 1) {
+            YQ_CUDA_LAUNCHED();
+            f32_reduce<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a, (const float *)c->ws, cfg.split_k);
+        }
+        break;
     case YQ_CONV_AUTO:
         return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: no variant chosen");
     }
@@ -972,18 +986,30 @@ static int mma_ok(const yq_cuda_conv *c)
     return !c->float_op && c->w32 && c->arch >= 80 && ((c->cin + 3) & ~3) % 16 == 0;
 }
 
+/* The FP16 family: float layers with groups == 1 (their FP16 weights uploaded) on sm_80+. */
+static int f16_ok(const yq_cuda_conv *c) { return c->float_op && c->wh && c->arch >= 80; }
+
+/* A float family's K split (tile: its square output tile, kc: its K chunk): only while
+ * the unsplit grid leaves multiprocessors idle, with 4 chunks or more per split. */
+static int float_split_ok(const yq_cuda_conv *c, int split, int batch, int tile, int kc)
+{
+    if (split == 1) return 1;
+    long M = (long)batch * c->oh * c->ow, K = (long)c->cin * c->k * c->k;
+    long blocks = ((M + tile - 1) / tile) * ((c->F + tile - 1) / tile);
+    return c->groups == 1 && K / split >= 4 * kc && blocks < c->sms && blocks * split <= 4L * c->sms;
+}
+
 static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
 {
     if (g.split_k < 1) return 0;
     switch ((yq_conv_variant)g.family) {
     case YQ_CONV_AUTO: return 1;
-    case YQ_CONV_F32: {
-        if (!c->float_op || g.tile != 0) return 0;
-        if (g.split_k == 1) return 1;
-        long M = (long)batch * c->oh * c->ow, K = (long)c->cin * c->k * c->k;
-        long blocks = ((M + FT - 1) / FT) * ((c->F + FT - 1) / FT);
-        return c->groups == 1 && K / g.split_k >= 4 * FK && blocks < c->sms && blocks * g.split_k <= 4L * c->sms;
-    }
+    /* a float conv runs the family of its precision (c->var), never the other */
+    case YQ_CONV_F32:
+        return c->float_op && c->var == YQ_CONV_F32 && g.tile == 0 && float_split_ok(c, g.split_k, batch, FT, FK);
+    case YQ_CONV_F16:
+        return f16_ok(c) && c->var == YQ_CONV_F16 && g.tile == 0 &&
+               float_split_ok(c, g.split_k, batch, YQ_F16_TILE, YQ_F16_K);
     case YQ_CONV_DIRECT: return !c->float_op && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_DW: return !c->float_op && c->groups == c->cin && c->F == c->cin && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_DP4A:
@@ -1013,7 +1039,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         n++;
     };
     if (c->float_op) {
-        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_F32, 0, split_opts[k]);
+        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(c->var, 0, split_opts[k]);
         return n;
     }
     for (int t = 0; t < YQ_MMA_TILES; t++)
@@ -1027,8 +1053,9 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
 extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch)
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
-    if (c->var == YQ_CONV_F32) {          /* the smallest K split that fills the multiprocessors */
-        long M = (long)batch * c->oh * c->ow, blocks = ((M + FT - 1) / FT) * ((c->F + FT - 1) / FT);
+    if (c->var == YQ_CONV_F32 || c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
+        int tile = c->var == YQ_CONV_F16 ? YQ_F16_TILE : FT;
+        long M = (long)batch * c->oh * c->ow, blocks = ((M + tile - 1) / tile) * ((c->F + tile - 1) / tile);
         for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts && blocks * g.split_k < c->sms; k++) {
             yq_conv_cfg s2 = g;
             s2.split_k = (uint8_t)split_opts[k];
@@ -1073,7 +1100,7 @@ extern "C" yq_status yq_cuda_conv_set_cfg(yq_cuda_conv *c, yq_conv_cfg cfg, int 
     if (max_batch < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "conv: batch %d", max_batch);
     if (!cfg_ok(c, cfg, max_batch))
         return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv configuration %s cannot run this conv on this device", name);
-    if (cfg.split_k > 1) {
+    if (cfg.split_k > 1) {    /* (int32 or FP32 partial sums: 4 bytes each) */
         size_t need = (size_t)cfg.split_k * max_batch * c->oh * c->ow * ((c->F + 3) & ~3) * sizeof(int32_t);
         if (need > c->ws_bytes) {
             cudaFree(c->ws);
@@ -1095,6 +1122,7 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     switch ((yq_conv_variant)g.family) {
     case YQ_CONV_AUTO: n = snprintf(buf, cap, "auto"); break;
     case YQ_CONV_F32: n = snprintf(buf, cap, "f32"); break;
+    case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
     case YQ_CONV_DW: n = snprintf(buf, cap, "dw"); break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < 4 ? dp4a_names[g.tile] : "?"); break;
@@ -1115,7 +1143,7 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
 {
     /* Every name a build can produce is enumerated and compared: no second grammar. */
     char buf[64];
-    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_MMA; fam++)
+    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_F16; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_DP4A ? 4 : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };

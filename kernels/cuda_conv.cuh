@@ -17,6 +17,7 @@ struct ConvK {
     const yq_rq *pos, *neg;
     const float *deq;
     const float *wf, *bf;
+    const void *wh;               /* F16 variant: the weights as FP16, [F][c][k][k] */
     int qmin, qmax, act, u8, fout;
     yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
     /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's
@@ -58,6 +59,17 @@ __device__ __forceinline__ unsigned res_word(unsigned word, long widx, int o0, c
     return a.res ? res_apply(word, __ldg((const unsigned *)a.res + widx), o0, a) : word;
 }
 
+/* Output pixel p (< a.M) of the batch: its image b and the input coordinates (py, px) of
+ * its window's top-left tap (padding included: may be negative). */
+__device__ __forceinline__ void yq_pixel_origin(const ConvK &a, int p, int *b, int *py, int *px)
+{
+    int ohw = a.OH * a.OW;
+    *b = p / ohw;
+    int rem = p - *b * ohw, oy = rem / a.OW;
+    *py = oy * a.s - a.pad;
+    *px = (rem - oy * a.OW) * a.s - a.pad;
+}
+
 /* Split-K: the K range of split z of n, in multiples of `step` (the kernel's K chunk). */
 __host__ __device__ __forceinline__ void yq_split_range(int K, int step, int n, int z, int *k0, int *k1)
 {
@@ -74,5 +86,11 @@ extern const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES];
 /* Raises the shared-memory limit of every tile's kernel on the current device (once). */
 yq_status yq_mma_prepare(yq_error *err);
 yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
+
+/* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
+ * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */
+#define YQ_F16_TILE 64
+#define YQ_F16_K 32
+void yq_f16_launch(const ConvK &a, int split_k, float *ws, cudaStream_t s);
 
 #endif

@@ -267,6 +267,13 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     /* YQ_GPU_VIEWS=0: every route copies (for measuring what the views save) */
     const char *ve = getenv("YQ_GPU_VIEWS");
     int views = !(flags & YQ_PLAN_NO_VIEWS) && !(ve && !strcmp(ve, "0"));
+    /* YQ_GPU_FLOAT=fp32: float layers in FP32 (their default: FP16 tensor cores) */
+    const char *fe = getenv("YQ_GPU_FLOAT");
+    if (fe && *fe && strcmp(fe, "fp32") && strcmp(fe, "fp16")) {
+        st = yq_fail(err, YQ_ERR_INVALID_ARG, "YQ_GPU_FLOAT=%s: expected fp16 or fp32", fe);
+        goto fail;
+    }
+    int fp32 = (flags & YQ_PLAN_GPU_FP32) || (fe && !strcmp(fe, "fp32"));
 
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
@@ -326,6 +333,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     for (int i = 1; i < n; i++)
         if (g->nodes[i].op == YQ_OP_CONV &&
             ((st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)) ||
+             (fp32 && g->q[i].float_op && (st = yq_cuda_conv_set_variant(p->conv[i], YQ_CONV_F32, err))) ||
              (st = yq_cuda_conv_set_cfg(p->conv[i], yq_cuda_conv_default_cfg(p->conv[i], batch), batch, err))))
             goto fail;
     free(items);
@@ -337,6 +345,12 @@ fail:
     free(items);
     yq_cuda_plan_free(p);
     return st;
+}
+
+const char *yq_cuda_float_precision(void)
+{
+    const char *fe = getenv("YQ_GPU_FLOAT");
+    return yq_cuda_arch() >= 80 && !(fe && !strcmp(fe, "fp32")) ? "fp16" : "fp32";
 }
 
 size_t yq_cuda_plan_bytes(const yq_cuda_plan *p) { return p->arena_bytes; }

@@ -10,9 +10,12 @@
  *
  * Results: every int8 node equals the CPU reference (yq_exec_int8) byte for byte
  * (a conv fused with its shortcut is not kept: yq_cuda_plan_fused),
- * dequantizing head convs bit for bit; layers the qconfig keeps in float
- * (q->float_op) run FP32 kernels on the GPU that match the CPU's OpenBLAS path to
- * float rounding only.  Device layout: kernels/cuda.h. */
+ * dequantizing head convs bit for bit.  Layers the qconfig keeps in float
+ * (q->float_op) run on FP16 tensor cores with FP32 sums where the GPU has them (sm_80+,
+ * groups == 1: their weights rounded to FP16, an int8 input exact), else in FP32 as
+ * the CPU's OpenBLAS path does up to summation order; YQ_PLAN_GPU_FP32, or
+ * YQ_GPU_FLOAT=fp32 in the environment, keeps them all in FP32.  Device layout:
+ * kernels/cuda.h. */
 #ifndef YQ_EXEC_CUDA_H
 #define YQ_EXEC_CUDA_H
 
@@ -22,10 +25,13 @@ typedef struct yq_cuda_plan yq_cuda_plan;
 
 /* Keeps the head inputs readable after a run (YQ_PLAN_KEEP_HEADS). *out set only on YQ_OK. */
 yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_plan **out, yq_error *err);
-/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL, YQ_PLAN_NO_VIEWS (ir/pack.h). */
+/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL, YQ_PLAN_NO_VIEWS, YQ_PLAN_GPU_FP32 (ir/pack.h). */
 yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
                                  yq_error *err);
 void      yq_cuda_plan_free(yq_cuda_plan *p);                   /* NULL is a no-op */
+/* What float layers run in on the current device, as a plan made now without
+ * YQ_PLAN_GPU_FP32 runs them (grouped convs aside, always FP32): "fp16" or "fp32". */
+const char *yq_cuda_float_precision(void);
 size_t    yq_cuda_plan_bytes(const yq_cuda_plan *p);            /* the activation allocation */
 /* Runs the graph on batch x C x H x W floats (host memory); returns when done. */
 yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err);

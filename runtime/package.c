@@ -1155,8 +1155,8 @@ static yq_status load_kernels(rctx *r, hid_t f, const yq_graph *g, yq_package_in
         if (yq_conv_cfg_parse(c->cfg, &cfg) != 0)
             BAD("%s: /kernels/choices row %d (node %d, batch %d, sm_%d): unknown kernel configuration '%s' "
                 "(tuned by another yquant version? run `yquant tune` again)", r->path, i, c->node, c->batch, c->sm, c->cfg);
-        int fl = g->q[c->node].float_op, is_f32 = cfg.family == YQ_CONV_F32;
-        if (cfg.family == YQ_CONV_AUTO || fl != is_f32)
+        int fl = g->q[c->node].float_op, is_fl = cfg.family == YQ_CONV_F32 || cfg.family == YQ_CONV_F16;
+        if (cfg.family == YQ_CONV_AUTO || fl != is_fl)
             BAD("%s: /kernels/choices row %d: kernel configuration '%s' cannot run node %d (%s, %s)", r->path, i, c->cfg,
                 c->node, g->nodes[c->node].name, fl ? "kept in float" : "int8");
         if (!isfinite(c->us) || c->us < 0 || !isfinite(c->default_us) || c->default_us < 0)

@@ -18,6 +18,14 @@
 #include "tests/test.h"
 
 #define REL_BOUND 1e-4
+/* Float layers on FP16 tensor cores (YQ_CONV_F16): weights rounded to FP16 (relative
+ * 2^-11 each; an FP32 input too), sums in FP32.  The bound on max |gpu - cpu| / max
+ * |cpu| per layer of float depth (a float layer fed by another adds its own). */
+#define F16_BOUND 2e-3
+/* A float node whose input went through int8 layers fed by a float layer: the FP16
+ * rounding upstream flips some of those layers' int8 roundings, so its input differs
+ * from the CPU's by a step here and there; the bound only says it is the same tensor. */
+#define TAINTED_BOUND 0.1
 #define GUARD 256
 #define GUARD_BYTE 0xA5
 
@@ -172,6 +180,8 @@ static double rel_err(const float *ref, const float *got, long n)
 /* YQ_CUDA_PERF=1: after the tests, time a few conv shapes (printed, never asserted). */
 static int perf_mode;
 static long n_cfg_runs;    /* configurations run and compared */
+static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
+static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
 static yq_status conv_timed(void *ctx)
 {
@@ -193,8 +203,9 @@ static void conv_check(const conv_case *cc, const char *name, const char *how, c
         free(got);
         CHECKF(d < 0, "%s%s: int8 output %ld differs: cpu %d gpu %d", name, how, d, ((const int8_t *)ref)[d], gv);
     } else if (cc->float_op) {
-        double e = rel_err(ref, (const float *)raw, out_n);
-        CHECKF(e <= REL_BOUND, "float conv%s: relative error %.3g > %.1g", how, e, REL_BOUND);
+        double e = rel_err(ref, (const float *)raw, out_n), bound = strncmp(name, "f16", 3) ? REL_BOUND : F16_BOUND;
+        CHECKF(e <= bound, "float conv %s%s: relative error %.3g > %.1g", name, how, e, bound);
+        if (e > worst_f16 && bound == F16_BOUND) worst_f16 = e;
     } else {
         long d = first_diff(ref, raw, (size_t)out_n * 4);
         CHECKF(d < 0, "%s%s: float output %ld differs: cpu %.9g gpu %.9g", name, how, d / 4,
@@ -250,19 +261,22 @@ static void conv_one(const conv_case *cc)
 
     yq_shape is = g->nodes[0].out, os = n->out;
     long in_n = yq_shape_size(is) * B, out_n = yq_shape_size(os) * B;
+    /* the input: int8 codes, or (a float layer fed by another) FP32 values in [-4, 4) */
+    int fin = cc->in_t == YQ_F32;
+    CHECK(!fin || cc->float_op);
     int8_t *x = malloc((size_t)in_n);
-    CHECK(x);
+    float *xf = malloc(4 * (size_t)in_n);
+    CHECK(x && xf);
     fill_s8(x, in_n);
+    if (fin) for (long i = 0; i < in_n; i++) xf[i] = 8 * rnd_unit() - 4;
+    else yq_dequantize(x, cc->in_t, in_n, q[0].scale, xf);
     /* CPU reference */
     void *ref = malloc((size_t)out_n * 4);
     CHECK(ref);
     if (cc->float_op) {
-        float *xf = malloc(4 * (size_t)in_n);
         float *wk = malloc(4 * (size_t)(yq_f32_conv_work(g, n) + 1));
-        CHECK(xf && wk);
-        yq_dequantize(x, cc->in_t, in_n, q[0].scale, xf);
+        CHECK(wk);
         yq_f32_conv(g, n, xf, ref, wk, B);
-        free(xf);
         free(wk);
     } else {
         void *wk = malloc(yq_ref_conv_work(g, n) + 1);
@@ -271,15 +285,36 @@ static void conv_one(const conv_case *cc)
         free(wk);
     }
     /* GPU, every variant that applies */
-    void *din = upload_nhwc4(x, is.c, is.h, is.w, B);
+    void *din;
+    if (fin) {
+        OK(yq_cuda_malloc(&din, 4 * (size_t)in_n, &err));
+        OK(yq_cuda_h2d(din, xf, 4 * (size_t)in_n, &err));
+    } else {
+        din = upload_nhwc4(x, is.c, is.h, is.w, B);
+    }
+    free(xf);
     yq_cuda_conv *c;
     OK(yq_cuda_conv_new(g, n, &q[1], &c, &err));
     /* every configuration a tuner could pick (yq_cuda_conv_candidates), then the
-     * one-thread-per-output fallback */
-    yq_conv_cfg cfgs[YQ_CONV_MAX_CFGS + 1];
+     * one-thread-per-output fallback; a float conv: those of its default precision
+     * (FP16 tensor cores on sm_80+ when groups == 1), then the FP32 ones */
+    yq_conv_cfg cfgs[2 * YQ_CONV_MAX_CFGS + 1];
     int nv = yq_cuda_conv_candidates(c, B, cfgs, YQ_CONV_MAX_CFGS);
     CHECK(nv >= 1 && nv <= YQ_CONV_MAX_CFGS);
-    if (!cc->float_op) cfgs[nv++] = (yq_conv_cfg){ YQ_CONV_DIRECT, 0, 1, 0 };
+    if (!cc->float_op) {
+        cfgs[nv++] = (yq_conv_cfg){ YQ_CONV_DIRECT, 0, 1, 0 };
+    } else if (yq_cuda_conv_variant(c) == YQ_CONV_F16) {
+        CHECKF(cc->groups == 1 && yq_cuda_arch() >= 80, "FP16 family for groups %d on sm_%d", cc->groups, yq_cuda_arch());
+        OK(yq_cuda_conv_set_variant(c, YQ_CONV_F32, &err));
+        int n2 = yq_cuda_conv_candidates(c, B, cfgs + nv, YQ_CONV_MAX_CFGS);
+        CHECK(n2 >= 1 && n2 <= YQ_CONV_MAX_CFGS);
+        for (int v = nv; v < nv + n2; v++) CHECK(cfgs[v].family == YQ_CONV_F32);
+        nv += n2;
+    } else {
+        /* FP32 only where the FP16 family cannot run: grouped, or before sm_80 */
+        CHECKF(cc->groups != 1 || yq_cuda_arch() < 80, "float conv on sm_%d: default family %d, expected FP16",
+               yq_cuda_arch(), (int)yq_cuda_conv_variant(c));
+    }
     yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax, 0 };
     size_t ob = yq_dlayout_bytes(cc->out_t, os.c, os.h, os.w) * B;
     unsigned char *raw = malloc(ob);
@@ -287,8 +322,10 @@ static void conv_one(const conv_case *cc)
     for (int v = 0; v < nv; v++) {
         char name[64];
         yq_conv_cfg_name(cfgs[v], name, sizeof name);
-        if (cfgs[v].family == YQ_CONV_DIRECT) OK(yq_cuda_conv_set_variant(c, YQ_CONV_DIRECT, &err));
-        else OK(yq_cuda_conv_set_cfg(c, cfgs[v], B, &err));
+        yq_conv_variant fam = (yq_conv_variant)cfgs[v].family;
+        if (fam == YQ_CONV_DIRECT || fam == YQ_CONV_F16 || fam == YQ_CONV_F32) OK(yq_cuda_conv_set_variant(c, fam, &err));
+        if (fam != YQ_CONV_DIRECT) OK(yq_cuda_conv_set_cfg(c, cfgs[v], B, &err));
+        n_f16_runs += fam == YQ_CONV_F16;
         gbuf gb;
         yq_dtensor to = { gbuf_new(&gb, ob), cc->out_t, os.c, os.h, os.w, q[1].scale, q[1].qmin, q[1].qmax, 0 };
         yq_status rs = yq_cuda_conv_run(c, &ti, &to, B, NULL, &err);
@@ -299,14 +336,15 @@ static void conv_one(const conv_case *cc)
             OK(yq_cuda_time(NULL, 20, conv_timed, &ct, &ms, &err));
             double ops = yq_cuda_conv_ops(c, B);
             printf("# perf conv %dx%dx%d -> %d, k%d s%d g%d, batch %d, %s in, %s out, %-22s %8.1f us %7.1f TOPS\n",
-                   cc->c, cc->h, cc->w, F, cc->k, cc->s, cc->groups, B, cc->in_t == YQ_U8 ? "u8" : "s8",
+                   cc->c, cc->h, cc->w, F, cc->k, cc->s, cc->groups, B, cc->in_t == YQ_U8 ? "u8" : fin ? "f32" : "s8",
                    cc->out_t == YQ_F32 ? "f32" : "s8", name, 1e3 * (double)ms, ops / ((double)ms * 1e-3) / 1e12);
         }
         gbuf_take(&gb, raw);
         conv_check(cc, name, "", ref, raw, os, B);
-        if (!perf_mode) {
+        if (!perf_mode && !fin) {
             /* the same configuration on views: the input a slice of wider pixels (16 bytes
-             * in, as a concat's second source), the output a slice at byte 8 */
+             * in, as a concat's second source), the output a slice at byte 8 (FP32
+             * tensors are always dense) */
             vbuf vi, vo;
             int ips = ((is.c + 3) & ~3) + 32, ops = ((os.c + 3) & ~3) + 16;
             yq_dtensor tiv = view_in(&vi, x, cc->in_t, is.c, is.h, is.w, B, ips, 16);
@@ -412,10 +450,14 @@ static void t_conv_depthwise(void)
     conv_one(&grouped2);
 }
 
+/* Layers kept in float: FP16 tensor cores (and FP32, each case run both ways) against
+ * the CPU's FP32 conv.  Shapes that cut the 64 x 64 tile, the K chunk of 32 and the
+ * 8-wide weight loads unevenly; int8, uint8 and FP32 inputs; long K for the splits. */
 static void t_conv_float_op(void)
 {
     need_gpu();
     rng_state = 99;
+    long f16_before = n_f16_runs;
     static const yq_act acts[] = { YQ_ACT_LINEAR, YQ_ACT_LEAKY, YQ_ACT_MISH, YQ_ACT_LOGISTIC };
     for (int a = 0; a < 4; a++) {
         conv_case cc = { 13, 12, 10, 255, 1, 1, 1, 3, YQ_S8, YQ_F32, acts[a], 1 };
@@ -424,7 +466,20 @@ static void t_conv_float_op(void)
         conv_one(&c3);
         conv_case dw = { 16, 9, 11, 16, 3, 1, 16, 2, YQ_S8, YQ_F32, acts[a], 1 };
         conv_one(&dw);
+        conv_case ff = { 40, 14, 9, 70, 3, 1, 1, 2, YQ_F32, YQ_F32, acts[a], 1 };   /* fed by a float layer */
+        conv_one(&ff);
     }
+    static const conv_case big[] = {
+        { 256, 13, 13, 255, 1, 1, 1, 2, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },  /* a YOLO head */
+        { 512, 7, 7, 130, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 1 },     /* long K, few pixels: splits */
+        { 3, 30, 34, 16, 3, 2, 1, 2, YQ_U8, YQ_F32, YQ_ACT_LEAKY, 1 },      /* the first conv: K = 27 */
+        { 96, 26, 26, 48, 1, 1, 1, 1, YQ_F32, YQ_F32, YQ_ACT_LEAKY, 1 },
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) conv_one(&big[i]);
+    if (yq_cuda_arch() >= 80)
+        CHECKF(n_f16_runs - f16_before >= 20, "%ld FP16 configurations ran", n_f16_runs - f16_before);
+    printf("# float convs: %ld FP16 tensor-core configurations, largest relative error %.2g (bound %.0g)\n",
+           n_f16_runs - f16_before, worst_f16, F16_BOUND);
 }
 
 /* ---- other ops ----------------------------------------------------------- */
@@ -795,10 +850,21 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     if (st) snprintf(why, sizeof why, "gpu run: %s", err.msg);
     int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0, n_fused = 0;
     double worst = 0;
-    int *taint = calloc(n, sizeof *taint);
+    /* taint: downstream of a float layer; depth: float convs on the way; ftaint: a float
+     * node reading (through float nodes) an int8 node downstream of a float layer */
+    int *taint = calloc(n, sizeof *taint), *depth = calloc(n, sizeof *depth), *ftaint = calloc(n, sizeof *ftaint);
+    CHECK(taint && depth && ftaint);
+    int n_ftaint = 0;
+    double worst_ftaint = 0;
     for (int i = 0; i < n && !st; i++) {
         const yq_node *nd = &g->nodes[i];
-        for (int k = 0; k < nd->n_src; k++) taint[i] |= taint[nd->src[k]] | g->q[nd->src[k]].float_op;
+        for (int k = 0; k < nd->n_src; k++) {
+            int sk = nd->src[k];
+            taint[i] |= taint[sk] | g->q[sk].float_op;
+            if (depth[sk] > depth[i]) depth[i] = depth[sk];
+            ftaint[i] |= g->q[sk].float_op || yq_node_dtype(g, sk) == YQ_F32 ? ftaint[sk] : taint[sk];
+        }
+        depth[i] += nd->op == YQ_OP_CONV && g->q[i].float_op;
         yq_dtype t = yq_node_dtype(g, i);
         size_t bytes = (size_t)yq_shape_size(nd->out) * B * yq_dtype_size(t);
         if (nd->op == YQ_OP_CONV && yq_cuda_plan_fused(gp, i) >= 0) {   /* its shortcut is compared instead */
@@ -813,9 +879,19 @@ static void compare_graph(const char *label, yq_graph *g, int B)
                                           g->q[nd->src[0]].float_op);
         if (t == YQ_F32 && approx) {
             double e = rel_err(ref, got, (long)(bytes / 4));
-            if (e > worst) worst = e;
+            double bound = (plan_flags & YQ_PLAN_GPU_FP32 ? REL_BOUND : F16_BOUND) * (depth[i] > 1 ? depth[i] : 1);
+            if (ftaint[i]) {
+                bound = TAINTED_BOUND;
+                n_ftaint++;
+                if (e > worst_ftaint) worst_ftaint = e;
+            } else if (e > worst) {
+                worst = e;
+            }
             n_flt++;
-            if (e > REL_BOUND && !why[0]) { snprintf(why, sizeof why, "%s: float node %d (%s) relative error %.3g", label, i, nd->name, e); bad++; }
+            if (e > bound && !why[0]) {
+                snprintf(why, sizeof why, "%s: float node %d (%s) relative error %.3g > %.2g", label, i, nd->name, e, bound);
+                bad++;
+            }
         } else {
             long d = first_diff(ref, got, bytes);
             if (t == YQ_F32) n_exact_f++; else n_int++;
@@ -835,17 +911,21 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         free(got);
     }
     free(taint);
+    free(depth);
+    free(ftaint);
     if (!bad && !why[0]) {
         for (int r = 0; r < 2 && !st; r++) st = yq_cuda_run(gp, x, &err);   /* warm */
         double t1 = now_ms();
         int reps = 10;
         for (int r = 0; r < reps && !st; r++) st = yq_cuda_run(gp, x, &err);
         double t_gpu = (now_ms() - t1) / reps;
+        char ft[96] = "";
+        if (n_ftaint) snprintf(ft, sizeof ft, " (%d of them with tainted inputs: max rel err %.2g)", n_ftaint, worst_ftaint);
         printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
-               "(max rel err %.2g), %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
+               "(max rel err %.2g)%s, %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
                "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut, %d routes as views%s\n", label, n, B,
-               is.w, is.h, n_int, n_exact_f, n_flt, worst, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6, n_fused,
-               last_views, n_rot ? ", convs on rotating configurations" : "");
+               is.w, is.h, n_int, n_exact_f, n_flt, worst, ft, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6,
+               n_fused, last_views, n_rot ? ", convs on rotating configurations" : "");
     }
     yq_cuda_plan_free(gp);
     yq_plan_free(cp);
@@ -853,15 +933,17 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     CHECKF(!why[0], "%s", why);
 }
 
-/* Three passes: every conv int8; heads float with every route copied (no views); heads
- * float, rotating configurations and fused shortcuts.  min_views: routes the first pass's
- * plan must make views (concats written in place, channel groups). */
+/* Four passes: every conv int8; heads float in FP32 with every route copied (no
+ * views); heads float (FP16 tensor cores where the GPU has them), rotating
+ * configurations and fused shortcuts; heads and layers 1-3 float (a chain of float
+ * layers).  min_views: routes the first pass's plan must make views (concats written in
+ * place, channel groups). */
 static void model_case(const char *label, const char *cfg, const char *weights, int size, int B, int min_views)
 {
     yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
-    for (volatile int pass = 0; pass < 3; pass++) {
+    for (volatile int pass = 0; pass < 4; pass++) {
         cfg_rotation = pass == 2 ? 1 : 0;
-        plan_flags = pass == 1 ? YQ_PLAN_NO_VIEWS : 0;
+        plan_flags = pass == 1 ? YQ_PLAN_NO_VIEWS | YQ_PLAN_GPU_FP32 : 0;
         if (pass == 2) setenv("YQ_GPU_FUSE", "1", 1);   /* and the convs fused with their shortcut */
         else unsetenv("YQ_GPU_FUSE");
         yq_graph *g;
@@ -869,12 +951,19 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
         yq_qconfig qc;
         yq_qconfig_defaults(&qc);
         if (pass == 0) qc.head_float = 0;   /* every conv int8 (heads dequantize in the epilogue) */
+        if (pass == 3)
+            for (int i = 1; i < g->n_nodes; i++)
+                if (g->nodes[i].op == YQ_OP_CONV && g->nodes[i].layer >= 1 && g->nodes[i].layer <= 3) {
+                    char key[32];
+                    snprintf(key, sizeof key, "layer.%d.skip", g->nodes[i].layer);
+                    OK(yq_qconfig_set(&qc, key, "1", "test", &err));
+                }
         yq_status st = yq_quantize_graph(g, NULL, &qc, &err);
         if (st) yq_graph_free(g);
         CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
         char l2[128];
         snprintf(l2, sizeof l2, "%s [head=%s%s]", label, pass == 0 ? "int8" : "float",
-                 pass == 1 ? ", routes copied" : pass == 2 ? ", rotated configurations" : "");
+                 pass == 1 ? " in FP32, routes copied" : pass == 2 ? ", rotated configurations" : pass == 3 ? ", layers 1-3 float" : "");
         rng_state = 31337 + pass;
         /* compare_graph longjmps on failure: free the graph first by running it in a scope we control */
         jmp_buf save;
@@ -885,7 +974,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
             yq_graph_free(g);
             /* (pass 2 fuses convs with their shortcuts: a fused shortcut writes dense memory,
              * so the concats it feeds copy) */
-            CHECKF(pass == 2 || (pass == 1 ? last_views == 0 : last_views >= min_views),
+            CHECKF(pass == 2 || pass == 3 || (pass == 1 ? last_views == 0 : last_views >= min_views),
                    "%s: %d routes as views, expected %s %d", l2, last_views, pass == 1 ? "" : "at least",
                    pass == 1 ? 0 : min_views);
         } else {
@@ -941,6 +1030,12 @@ static void t_perf(void)
         { 3, 416, 416, 32, 3, 1, 1, 8, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 256, 52, 52, 255, 1, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 }, /* a head */
         { 128, 80, 80, 128, 3, 1, 128, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 }, /* depthwise */
+        /* layers kept in float: FP16 tensor cores against FP32 (each case runs both) */
+        { 256, 52, 52, 255, 1, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 }, /* a head */
+        { 256, 52, 52, 255, 1, 1, 1, 32, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },
+        { 128, 52, 52, 256, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 1 },
+        { 512, 13, 13, 1024, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 1 },
+        { 96, 40, 40, 96, 1, 1, 1, 8, YQ_F32, YQ_F32, YQ_ACT_LEAKY, 1 },   /* fed by a float layer */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
 }

@@ -207,13 +207,15 @@ static void t_cfg_names(void)
 {
     char name[64];
     int n = 0, mma = 0;
-    for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_MMA; fam++)
+    for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_F16; fam++)
         for (int tile = 0; tile < 32; tile++) {
             static const int splits[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
             for (unsigned k = 0; k < sizeof splits / sizeof *splits; k++) {
                 yq_conv_cfg c = { (uint8_t)fam, (uint8_t)tile, (uint8_t)splits[k], 0 }, back;
                 name_of(c, name);
-                if (strchr(name, '?') || (fam != YQ_CONV_MMA && fam != YQ_CONV_DP4A && (tile || splits[k] > 1))) continue;
+                int float_fam = fam == YQ_CONV_F32 || fam == YQ_CONV_F16;   /* one tile, K splits */
+                if (strchr(name, '?') || (fam != YQ_CONV_MMA && fam != YQ_CONV_DP4A && (tile || (splits[k] > 1 && !float_fam))))
+                    continue;
                 CHECKF(yq_conv_cfg_parse(name, &back) == 0, "%s does not parse", name);
                 CHECKF(same(back, c), "%s parses to another configuration", name);
                 n++;
@@ -223,6 +225,8 @@ static void t_cfg_names(void)
     CHECKF(n > 20 && mma >= 8, "%d names, %d mma", n, mma);
     yq_conv_cfg c;
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
+    CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
+    CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);
     static const char *const bad[] = { "", "dp4a", "dp4a_65x64", "mma_1x1x1_s1", "MMA_128x128x64_s3", "dw_k2x", "auto ", "?" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECKF(yq_conv_cfg_parse(bad[i], &c) == -1, "'%s' parsed", bad[i]);
     yq_tuner tn;
