@@ -7,13 +7,13 @@
  * memory as FP16 (rows padded by 16 bytes: the fragment loads are conflict-free), and
  * mma.sync.m16n8k16.f32.f16.f16.f32 accumulates in FP32.
  *
- * Numerics: the weights are rounded to FP16 once, at upload.  An int8 or uint8 input
- * goes in as its integer codes (exact in FP16) and the input scale multiplies the FP32
- * sum in the epilogue, so an int8-fed float layer (the usual case: a head, or a layer
- * --max-drop kept) rounds nothing but its weights.  An FP32 input (a float layer fed by
- * another) is rounded to FP16 as it is staged; values past FP16's range (65504) would
- * become infinities, which YOLO activations do not reach.  Bias and activation are the
- * FP32 path's (yq_act_f).  Not bit-exact with the CPU's FP32 conv: tests compare by
+ * Numerics: the weights are rounded to FP16 once, at upload; nothing else is rounded
+ * below FP32.  An int8 or uint8 input goes in as its integer codes (exact in FP16) and
+ * the input scale multiplies the FP32 sum in the epilogue.  An FP32 input (a float layer
+ * fed by another) is staged as two FP16 parts, hi + lo (about 22 bits), each multiplied
+ * by the weights (two mma per step instead of one); values past FP16's range (65504)
+ * would become infinities, which YOLO activations do not reach.  Bias and activation are
+ * the FP32 path's (yq_act_f).  Not bit-exact with the CPU's FP32 conv: tests compare by
  * relative error (tests/test_cuda.c, F16_BOUND).
  *
  * Split-K (split_k > 1): each split writes its scaled FP32 partial sums to scratch and
@@ -47,11 +47,21 @@ __device__ __forceinline__ void mma_f16(float *c, unsigned a0, unsigned a1, unsi
 #endif
 }
 
+/* An input value as FP16: an int8 or uint8 code is exact (lo unused); an FP32 value is
+ * hi + lo, hi its FP16 rounding and lo that of the rest, about 22 bits together. */
+template <int IN>
+__device__ __forceinline__ void split(float v, __half *hi, __half *lo)
+{
+    *hi = __float2half_rn(v);
+    if (IN == 0) *lo = __float2half_rn(v - __half2float(*hi));
+}
+
 /* K1: a 1 x 1 conv (K is the channels: no tap arithmetic). */
 template <int IN, bool K1>
 __global__ void __launch_bounds__(256) conv_f16(ConvK a, float *ws, int n_split)
 {
     __shared__ __align__(16) __half As[HM][HKP];
+    __shared__ __align__(16) __half Al[IN == 0 ? HM : 1][HKP];   /* an FP32 input's low parts */
     __shared__ __align__(16) __half Bs[HN][HKP];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, t4 = lane & 3;
     const int wm = (warp & 3) * 16, wn = (warp >> 2) * 32;
@@ -75,13 +85,12 @@ __global__ void __launch_bounds__(256) conv_f16(ConvK a, float *ws, int n_split)
     int kb, ke;
     yq_split_range(K, HK, n_split, blockIdx.z, &kb, &ke);
     for (int k0 = kb; k0 < ke; k0 += HK) {
-        __align__(16) __half av[8], bv[8];
+        __align__(16) __half av[8], al[8], bv[8];
         const int kg0 = k0 + kq;
         if (K1) {
             const bool in = pv && (unsigned)py < (unsigned)a.IH && (unsigned)px < (unsigned)a.IW;
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                av[j] = __float2half_rn(in && kg0 + j < ke ? ld_in<IN>(a, pb, kg0 + j, py, px) : 0.f);
+            for (int j = 0; j < 8; j++) split<IN>(in && kg0 + j < ke ? ld_in<IN>(a, pb, kg0 + j, py, px) : 0.f, &av[j], &al[j]);
         } else {
             int ci = kg0 / kk2, t = kg0 - ci * kk2, ky = t / a.k, kx = t - ky * a.k;
 #pragma unroll
@@ -90,7 +99,7 @@ __global__ void __launch_bounds__(256) conv_f16(ConvK a, float *ws, int n_split)
                 int y = py + ky, x = px + kx;
                 if (pv && kg0 + j < ke && (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW)
                     v = ld_in<IN>(a, pb, ci, y, x);
-                av[j] = __float2half_rn(v);
+                split<IN>(v, &av[j], &al[j]);
                 if (++kx == a.k) {
                     kx = 0;
                     if (++ky == a.k) { ky = 0; ci++; }
@@ -104,6 +113,7 @@ __global__ void __launch_bounds__(256) conv_f16(ConvK a, float *ws, int n_split)
             for (int j = 0; j < 8; j++) bv[j] = fv && kg0 + j < ke ? wrow[kg0 + j] : __float2half_rn(0.f);
         }
         *(uint4 *)&As[lr][kq] = *(const uint4 *)av;
+        if (IN == 0) *(uint4 *)&Al[lr][kq] = *(const uint4 *)al;
         *(uint4 *)&Bs[lr][kq] = *(const uint4 *)bv;
         __syncthreads();
 #pragma unroll
@@ -111,10 +121,17 @@ __global__ void __launch_bounds__(256) conv_f16(ConvK a, float *ws, int n_split)
             const int c0 = ks + t4 * 2;
             unsigned a0 = *(const unsigned *)&As[wm + gid][c0], a1 = *(const unsigned *)&As[wm + gid + 8][c0];
             unsigned a2 = *(const unsigned *)&As[wm + gid][c0 + 8], a3 = *(const unsigned *)&As[wm + gid + 8][c0 + 8];
+            unsigned l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+            if (IN == 0) {
+                l0 = *(const unsigned *)&Al[wm + gid][c0], l1 = *(const unsigned *)&Al[wm + gid + 8][c0];
+                l2 = *(const unsigned *)&Al[wm + gid][c0 + 8], l3 = *(const unsigned *)&Al[wm + gid + 8][c0 + 8];
+            }
 #pragma unroll
             for (int nt = 0; nt < 4; nt++) {
                 const __half *br = Bs[wn + nt * 8 + gid];
-                mma_f16(acc[nt], a0, a1, a2, a3, *(const unsigned *)&br[c0], *(const unsigned *)&br[c0 + 8]);
+                unsigned b0 = *(const unsigned *)&br[c0], b1 = *(const unsigned *)&br[c0 + 8];
+                if (IN == 0) mma_f16(acc[nt], l0, l1, l2, l3, b0, b1);   /* the small parts first */
+                mma_f16(acc[nt], a0, a1, a2, a3, b0, b1);
             }
         }
         __syncthreads();

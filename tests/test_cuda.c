@@ -19,8 +19,9 @@
 
 #define REL_BOUND 1e-4
 /* Float layers on FP16 tensor cores (YQ_CONV_F16): weights rounded to FP16 (relative
- * 2^-11 each; an FP32 input too), sums in FP32.  The bound on max |gpu - cpu| / max
- * |cpu| per layer of float depth (a float layer fed by another adds its own). */
+ * 2^-11 each), inputs exact (int8 codes, or an FP32 value as two FP16 parts), sums in
+ * FP32.  The bound on max |gpu - cpu| / max |cpu| per layer of float depth (a float layer
+ * fed by another adds its own). */
 #define F16_BOUND 2e-3
 /* A float node whose input went through int8 layers fed by a float layer: the FP16
  * rounding upstream flips some of those layers' int8 roundings, so its input differs
