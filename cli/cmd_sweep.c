@@ -758,6 +758,9 @@ static cJSON *points_json(const sweep_ctx *X)
     cJSON_AddNumberToObject(fp, "latency_ms", X->fp.ms_median);
     cJSON_AddStringToObject(fp, "latency_engine", "CPU FP32 (OpenBLAS)");
     cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
+    int any_gpu = 0;
+    for (int i = 0; i < X->np; i++) any_gpu |= X->pts[i].eval_gpu;
+    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", yq_cuda_float_precision());
     cJSON *arr = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < X->np; i++) {
         const point *p = &X->pts[i];
@@ -876,8 +879,9 @@ int cmd_sweep(int argc, char **argv)
             goto fail;
         point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
     }
-    fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s\n", G.points, ds->n_images, val,
-            letterbox ? "letterbox" : "plain resize", lat.label);
+    fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
+            letterbox ? "letterbox" : "plain resize", lat.label,
+            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? yq_cuda_float_precision() : "");
 
     /* FP32 once, on the graph as loaded (before any equalization). */
     cli_bar bar;
