@@ -44,6 +44,8 @@ __device__ __forceinline__ void mma_f16(float *c, unsigned a0, unsigned a1, unsi
                  "{%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    __trap();   /* code for an older GPU run on a newer one: fail, never a silent zero */
 #endif
 }
 

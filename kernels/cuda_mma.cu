@@ -273,6 +273,8 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
             }
         }
     }
+#else
+    __trap();   /* code for an older GPU run on a newer one: fail, never a silent wrong answer */
 #endif
 }
 
