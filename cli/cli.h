@@ -122,7 +122,8 @@ typedef struct cli_timed_eval {
 yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
                          cli_timed_eval *r, yq_error *err);
 /* The same on GPU device (>= 0) for an int8 graph (its int8 layers give the CPU
- * reference's bytes, float layers agree to FP32 rounding); device < 0 or an FP32 graph:
+ * reference's bytes, float layers on FP16 tensor cores: their FP16 weights against the
+ * CPU's FP32 ones); device < 0 or an FP32 graph:
  * the CPU engines, as cli_eval_timed. */
 yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
                             void *pctx, cli_timed_eval *r, yq_error *err);

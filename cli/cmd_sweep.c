@@ -55,7 +55,8 @@ static const char *help =
     "                    0: no tuning, the log's kernels and the heuristic)\n"
     "  --lat-batch N     the GPU forward's batch (default 1; latency is per forward)\n"
     "  --eval-device D   where the mAP is measured: cpu, or cuda[:N] (default: the latency engine's\n"
-    "                    device; float layers then agree with the CPU's to FP32 rounding only)\n"
+    "                    device; float layers then run on FP16 tensor cores, their weights\n"
+    "                    rounded to FP16: YQ_GPU_FLOAT=fp32 keeps them in FP32)\n"
     "  --resume          reuse the points DIR/points.jsonl already holds for this model, image set,\n"
     "                    latency engine and qconfig (every finished point is appended there at\n"
     "                    once, so a sweep cut short goes on where it stopped); without it the file\n"
@@ -99,7 +100,7 @@ yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterb
         }
     if (!nh) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path);
     /* the GPU int8 engine: the CPU reference's bytes for every int8 layer (float layers
-     * within FP32 rounding); the heads come back to the host for the same post-processing */
+     * on FP16 tensor cores, YQ_GPU_FLOAT=fp32: FP32); the heads come back to the host for the same post-processing */
     yq_plan *p = NULL;
     yq_cuda_plan *gp = NULL;
     float *gin = NULL, *gh[MAX_HEADS] = { 0 };
