@@ -16,8 +16,10 @@ WARN     += -Werror
 endif
 OPT      ?= -O2
 CPPFLAGS += -Iinclude -I. $(shell pkg-config --cflags libcjson hdf5-serial openblas 2>/dev/null)
-CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread
-CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra -fPIC $(shell pkg-config --cflags opencv4)
+# SAN: sanitizer flags, set by `make test-asan` (compile and link)
+SAN      ?=
+CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread $(SAN)
+CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra -fPIC $(SAN) $(shell pkg-config --cflags opencv4)
 # sm_61 (dp4a) and newer; sm_90 for the H200.  CUDA 13 dropped sm_61/70 codegen, so
 # the list is whatever this nvcc accepts among those we target.
 NVCC_ARCHS ?= $(shell for a in 61 70 75 80 86 89 90; do \
@@ -25,14 +27,17 @@ NVCC_ARCHS ?= $(shell for a in 61 70 75 80 86 89 90; do \
 NVCCFLAGS ?= -std=c++17 -O2 -g -Xcompiler -fPIC,-Wall $(NVCC_ARCHS) -Iinclude -I.
 
 LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial opencv4 2>/dev/null) \
-            -lpng -lcrypto -lm -lpthread -lstdc++ \
+            -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
             -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 
 LIB_DIRS := ir quant calib kernels runtime datasets
 C_SRCS   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 CXX_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cpp))
 CU_SRCS  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu))
-OBJS     := $(C_SRCS:%.c=$(B)/%.o) $(CXX_SRCS:%.cpp=$(B)/%.o) $(CU_SRCS:%.cu=$(B)/%.cu.o)
+# CU_B: where the CUDA objects are; the sanitizer build reuses the plain build's (nvcc's
+# host code is not instrumented, which ASan allows).
+CU_B     ?= $(B)
+OBJS     := $(C_SRCS:%.c=$(B)/%.o) $(CXX_SRCS:%.cpp=$(B)/%.o) $(CU_SRCS:%.cu=$(CU_B)/%.cu.o)
 LIB      := $(B)/libyq.a
 
 CLI_SRCS := $(wildcard cli/*.c)
@@ -47,7 +52,7 @@ EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
 PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump)
 
-.PHONY: all test bench fuzz clean install-deps examples
+.PHONY: all test test-asan bench fuzz clean install-deps examples
 all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 
 $(B)/%.o: %.c
@@ -56,7 +61,7 @@ $(B)/%.o: %.c
 $(B)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
-$(B)/%.cu.o: %.cu
+$(CU_B)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
@@ -90,6 +95,16 @@ $(B)/tests/dn_dump: tests/peer/dn_dump.c
 test: all
 	tests/run.sh
 
+# The library, the CLI and every CPU test built with AddressSanitizer and UBSan (any report
+# fails the run: -fno-sanitize-recover, LeakSanitizer on) into build/asan, then the C tests
+# and a few CLI cases run from there (tests/run.sh with YQ_BUILD=build/asan).  The CUDA
+# objects are the plain build's.  tests/lsan.supp lists leaks inside third-party libraries.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-asan: $(CU_SRCS:%.cu=$(B)/%.cu.o)
+	$(MAKE) B=build/asan CU_B=$(B) OPT=-O1 SAN="$(ASAN_FLAGS)" build/asan/yquant \
+	    $(TEST_SRCS:tests/%.c=build/asan/tests/%)
+	YQ_BUILD=build/asan YQ_FUZZ_TIME=0 YQ_ASAN=1 tests/run.sh
+
 bench: all
 	bench/run.sh
 
@@ -115,7 +130,7 @@ GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c
                    calib/hist.c calib/methods.c calib/compare.c $(wildcard calib/simulate.c) runtime/plan.c runtime/exec_int8.c \
                    runtime/exec_cuda.c) \
                  $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
-GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
+GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -ljpeg -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
                  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
 
 .PHONY: gpu-test
@@ -166,7 +181,7 @@ YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/c
 # libyq and the CLI's commands, with tests/image_raw.c for datasets/image_cv.cpp (no OpenCV)
 GPU_CLI_OBJS   := $(filter-out $(B)/datasets/image_cv.o,$(OBJS)) $(B)/tests/image_raw.o \
                   $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
-GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -Wl,-Bdynamic $(GPU_BENCH_LIBS)
+GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
 
 .PHONY: gpu-bench
@@ -205,11 +220,11 @@ $(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/
 GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
                       calib/compare.c $(wildcard calib/simulate.c) \
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/session.c \
-                      runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c \
+                      runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/fileio.c tests/image_raw.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_mma.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
                       kernels/cuda_post.cu kernels/cuda_post_rt.cu)
-GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
+GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 
 gpu-test: $(B)/gpu/test_session
@@ -234,7 +249,7 @@ $(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
 #   make gpu-calib NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
 GPU_CALIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c kernels/*.c) calib/hist.c calib/methods.c \
                     calib/observe.c calib/observe_cuda.c runtime/plan.c runtime/exec_int8.c runtime/detector.c \
-                    runtime/postproc.c datasets/image.c datasets/fileio.c tests/image_raw.c) \
+                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/fileio.c tests/image_raw.c) \
                   $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cudnn_fp.cu kernels/cuda_hist.cu)
 
 .PHONY: gpu-calib

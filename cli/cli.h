@@ -28,6 +28,11 @@ int  cli_parse_size(const char *s, int *w, int *h);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
+/* Before any work: refuses an output path (what: "-o", "--json") that is one of the inputs
+ * (files, or any file inside an input folder; symlinks and hard links count) or that
+ * cannot be written (missing or read-only folder, a folder itself).  Prints one line and
+ * returns 1; 0 when fine ("-" and NULL are fine). */
+int  cli_check_output(const char *what, const char *out, const char *const *inputs, int n);
 /* Writes a cJSON tree to path ("-": stdout) through path.tmp; 0 on success. */
 struct cJSON;
 int  cli_write_json(const char *path, struct cJSON *root);

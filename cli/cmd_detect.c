@@ -12,6 +12,9 @@
 #include "datasets/labels.h"
 #include "runtime/detector.h"
 #include "runtime/session.h"
+#include "ir/fsio.h"
+
+#define MAX_DETS 1000000   /* per image: far beyond any detector's candidates */
 
 static const char *help =
     "usage: yquant detect MODEL IMAGE|DIR... [options]\n"
@@ -26,7 +29,8 @@ static const char *help =
     "  --no-letterbox    plain resize (default unless the cfg sets letter_box=1)\n"
     "  --out DIR         write DIR/<image>.png with the boxes and class names drawn\n"
     "  --json FILE       COCO results JSON: image_id, category_id, bbox [x,y,w,h], score\n"
-    "  --weights, --size, --bn  as for inspect\n";
+    "  --weights, --size, --bn  as for inspect\n"
+    "  --max-pixels M   refuse images over M megapixels, from their header (default 64)\n";
 
 /* COCO file names are the image id ("000000000139.jpg" -> 139); others count from 1. */
 static long image_id(const char *path, long fallback)
@@ -42,6 +46,16 @@ static const char *base_name(const char *p)
 {
     const char *b = strrchr(p, '/');
     return b ? b + 1 : p;
+}
+
+/* The PNG that --out DIR draws image path into: DIR/STEM.png. */
+static void png_name(const char *dir, const char *path, char *out, size_t cap)
+{
+    char stem[512];
+    snprintf(stem, sizeof stem, "%s", base_name(path));
+    char *dot = strrchr(stem, '.');
+    if (dot) *dot = 0;
+    snprintf(out, cap, "%s/%s.png", dir, stem);
 }
 
 static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detection *d, int n,
@@ -61,11 +75,8 @@ static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detect
         else snprintf(label, sizeof label, "class %d %.0f%%", d[i].cls, 100.0 * (double)d[i].score);
         yq_draw_label(&cv, (int)d[i].x, (int)d[i].y, label, scale, rgb[0], rgb[1], rgb[2]);
     }
-    char out[1024], stem[512];
-    snprintf(stem, sizeof stem, "%s", base_name(path));
-    char *dot = strrchr(stem, '.');
-    if (dot) *dot = 0;
-    snprintf(out, sizeof out, "%s/%s.png", dir, stem);
+    char out[1024];
+    png_name(dir, path, out, sizeof out);
     st = yq_png_write(out, &cv, err);
     yq_canvas_free(&cv);
     return st;
@@ -121,9 +132,9 @@ int cmd_detect(int argc, char **argv)
         else inputs[n_inputs++] = argv[i];
     }
     if (!mo.model || !n_inputs) { free(inputs); return cli_usage_error("detect: needs MODEL and at least one IMAGE"); }
-    if (!(po.conf >= 0 && po.conf < 1) || !(po.nms > 0 && po.nms <= 1) || po.max_dets < 1) {
+    if (!(po.conf >= 0 && po.conf < 1) || !(po.nms > 0 && po.nms <= 1) || po.max_dets < 1 || po.max_dets > MAX_DETS) {
         free(inputs);
-        return cli_usage_error("detect: --conf in [0,1), --nms in (0,1], --max-dets >= 1");
+        return cli_usage_error("detect: --conf in [0,1), --nms in (0,1], --max-dets in 1..%d", MAX_DETS);
     }
 
     yq_error err;
@@ -136,7 +147,7 @@ int cmd_detect(int argc, char **argv)
     int n_paths = 0, rc = 1, failed = 0, total = 0;
     yq_detection *dets = malloc(sizeof *dets * (size_t)po.max_dets);
     float *input = NULL;
-    if (!dets) goto done;
+    if (!dets) { fprintf(stderr, "yquant: detect: out of memory for %d detections\n", po.max_dets); goto done; }
     if (cli_open_model(&mo, &model, &owned, &err) != YQ_OK || yq_session_new(model, device, 1, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
@@ -149,7 +160,10 @@ int cmd_detect(int argc, char **argv)
     so.max_dets = po.max_dets;
     so.letterbox = letterbox;
     if (yq_session_set_options(sess, &so, &err) != YQ_OK) { cli_error(&err); goto done; }
-    if (!(input = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out)))) goto done;
+    if (!(input = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out)))) {
+        fprintf(stderr, "yquant: detect: out of memory\n");
+        goto done;
+    }
     if (out_dir && mkdir(out_dir, 0777) && errno != EEXIST) {
         fprintf(stderr, "yquant: %s: %s\n", out_dir, strerror(errno));
         goto done;
@@ -172,6 +186,24 @@ int cmd_detect(int argc, char **argv)
         memcpy(paths + n_paths, list, sizeof *list * (size_t)n);
         n_paths += n;
         free(list);
+    }
+    {
+        /* outputs against inputs, before any image is read: --json, and each PNG --out draws */
+        const char **ins = malloc(sizeof *ins * (size_t)(n_paths + 3));
+        if (!ins) goto done;
+        int ni = 0;
+        for (int i = 0; i < n_paths; i++) ins[ni++] = paths[i];
+        ins[ni++] = mo.model;
+        ins[ni++] = g->cfg_path;
+        ins[ni++] = g->weights_path;
+        int bad = cli_check_output("--json", json, ins, ni);
+        for (int i = 0; out_dir && !bad && i < n_paths; i++) {
+            char png[1024];
+            png_name(out_dir, paths[i], png, sizeof png);
+            bad = cli_check_output("--out", png, ins, ni);
+        }
+        free(ins);
+        if (bad) goto done;
     }
     fprintf(stderr, "%s, %s, %dx%d, %s, conf %.2f, nms %.2f, %s\n", mo.model, g->q ? "int8" : "fp32",
             g->nodes[0].out.w, g->nodes[0].out.h, letterbox ? "letterbox" : "plain resize", (double)po.conf,
@@ -217,21 +249,21 @@ int cmd_detect(int argc, char **argv)
     }
     if (results) {
         char *s = cJSON_PrintUnformatted(results);
-        char tmp[1100];
-        snprintf(tmp, sizeof tmp, "%s.tmp", json);
-        FILE *f = s ? fopen(tmp, "w") : NULL;
-        int ok = f && fputs(s, f) >= 0 && fputc('\n', f) >= 0;
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok || rename(tmp, json) != 0) {
-            remove(tmp);
-            fprintf(stderr, "yquant: %s: cannot write\n", json);
-            cJSON_free(s);
-            goto done;
+        yq_outfile o;
+        yq_status st = s ? yq_out_begin(&o, json, YQ_OUT_STREAM, &err) : yq_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", json);
+        if (st == YQ_OK) {
+            fputs(s, o.f);
+            fputc('\n', o.f);
+            st = yq_out_commit(&o, &err);
         }
         cJSON_free(s);
+        if (st != YQ_OK) {
+            cli_error(&err);
+            goto done;
+        }
     }
     if (failed) fprintf(stderr, "yquant: %d of %d images could not be read\n", failed, n_paths);
-    rc = failed == n_paths ? 1 : 0;
+    rc = failed ? 1 : 0;      /* an image that could not be read (damaged, too large) fails the run */
     (void)total;
 done:
     cJSON_Delete(results);

@@ -142,7 +142,8 @@ int cmd_inspect(int argc, char **argv)
     yq_error err;
     yq_graph *g;
     yq_package_info *pi = NULL;
-    if (yq_package_is(mo.model)) {
+    size_t ml = strlen(mo.model);
+    if (yq_package_is(mo.model) || (ml > 4 && !strcmp(mo.model + ml - 4, ".yqp")) || yq_file_is_hdf5(mo.model)) {
         if (yq_package_load(mo.model, &g, &pi, &err) != YQ_OK) return cli_error(&err);
     } else if (cli_load_model(&mo, &g, &err) != YQ_OK) {
         return cli_error(&err);

@@ -224,6 +224,21 @@ int cmd_quantize(int argc, char **argv)
     if (cli_load_model(&mo, &g, &err) != YQ_OK) goto fail;
     if (letterbox < 0) letterbox = g->letter_box;
     if (!out) { default_out(g, outbuf, sizeof outbuf); out = outbuf; }
+    {
+        /* the outputs against every input, before any work */
+        const char *ins[4 + 3 * 16];
+        int ni = 0;
+        ins[ni++] = g->cfg_path;
+        ins[ni++] = g->weights_path;
+        ins[ni++] = mo.model;
+        ins[ni++] = qo.calib_dir;
+        for (int k = 0; k < n_vals; k++) {
+            ins[ni++] = vals[k].images;
+            ins[ni++] = vals[k].ann;
+            ins[ni++] = vals[k].labels;
+        }
+        if (cli_check_output("-o", out, ins, ni) || cli_check_output("--json", json, ins, ni)) goto done;
+    }
     /* Validation images: every set, concatenated. */
     if (n_vals) {
         int total = 0;
@@ -332,9 +347,8 @@ int cmd_quantize(int argc, char **argv)
     }
 
     /* The package. */
-    qtext = malloc(1 << 16);
+    qtext = yq_qconfig_text(&qo.qc);
     if (!qtext) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
-    yq_qconfig_str(&qo.qc, qtext, 1 << 16);
     cJSON_AddStringToObject(root, "model", g->cfg_path);
     cJSON_AddStringToObject(root, "package", out);
     cJSON_AddStringToObject(root, "qconfig", qtext);

@@ -350,9 +350,8 @@ typedef struct point {
 /* The qconfig on one line, "a=b; c=d" (malloc'ed; NULL when out of memory). */
 static char *qconfig_line(const yq_qconfig *qc)
 {
-    char *t = malloc(1 << 16);
+    char *t = yq_qconfig_text(qc);
     if (!t) return NULL;
-    yq_qconfig_str(qc, t, 1 << 16);
     size_t m = strlen(t);
     while (m && t[m - 1] == '\n') t[--m] = 0;
     for (char *s = t; *s; s++) if (*s == '\n') *s = ';';

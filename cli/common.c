@@ -3,9 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "datasets/image.h"
+#include "ir/fsio.h"
 
 const char *cli_data_dir(void)
 {
@@ -49,6 +52,18 @@ int cli_parse_size(const char *s, int *w, int *h)
 int cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
+    if (!strcmp(a, "--max-pixels")) {
+        /* images larger than this are refused from their header (decompression bombs) */
+        char *end;
+        double v = *i + 1 < argc ? strtod(argv[*i + 1], &end) : 0;
+        if (*i + 1 >= argc || *end || !(v >= 1 && v <= 268)) {
+            cli_usage_error("--max-pixels M: megapixels in [1, 268] (default %ld)", YQ_IMAGE_MAX_PIXELS_DEFAULT >> 20);
+            return -1;
+        }
+        ++*i;
+        yq_image_set_max_pixels((long)(v * (1 << 20)));
+        return 1;
+    }
     if (!strcmp(a, "--weights") || !strcmp(a, "--size") || !strcmp(a, "--bn")) {
         if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
         const char *v = argv[++*i];
@@ -115,16 +130,17 @@ yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err)
 int cli_write_json(const char *path, cJSON *root)
 {
     char *s = cJSON_Print(root);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = s ? (strcmp(path, "-") ? fopen(tmp, "w") : stdout) : NULL;
-    int ok = f && fputs(s, f) >= 0 && fputc('\n', f) >= 0;
-    if (f && f != stdout && fclose(f) != 0) ok = 0;
-    if (ok && f != stdout && rename(tmp, path) != 0) ok = 0;
-    if (!ok && f != stdout) remove(tmp);
+    yq_error err;
+    yq_outfile o;
+    yq_status st = s ? yq_out_begin(&o, path, YQ_OUT_STREAM, &err) : yq_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    if (st == YQ_OK) {
+        fputs(s, o.f);
+        fputc('\n', o.f);
+        st = yq_out_commit(&o, &err);
+    }
     cJSON_free(s);
-    if (!ok) fprintf(stderr, "yquant: %s: cannot write\n", path);
-    return ok ? 0 : 1;
+    if (st != YQ_OK) cli_error(&err);
+    return st == YQ_OK ? 0 : 1;
 }
 
 
@@ -141,4 +157,40 @@ int cli_parse_batches(const char *s, int *out, int cap)
         else if (*s) return -1;
     }
     return n;
+}
+
+/* out against one input: a file, or every entry of a folder */
+static const char *clobbers(const char *out, const char *in, char *hit, size_t cap)
+{
+    struct stat sb;
+    if (!in || !*in || stat(in, &sb) != 0) return NULL;
+    if (!S_ISDIR(sb.st_mode)) return yq_same_file(out, in) ? in : NULL;
+    DIR *d = opendir(in);
+    const char *r = NULL;
+    for (struct dirent *e; d && !r && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(hit, cap, "%s/%s", in, e->d_name);
+        if (yq_same_file(out, hit)) r = hit;
+    }
+    if (d) closedir(d);
+    return r;
+}
+
+int cli_check_output(const char *what, const char *out, const char *const *inputs, int n)
+{
+    if (!out || !strcmp(out, "-")) return 0;
+    char hit[2048];
+    for (int i = 0; i < n; i++) {
+        const char *c = clobbers(out, inputs[i], hit, sizeof hit);
+        if (c) {
+            fprintf(stderr, "yquant: %s %s would overwrite an input (%s); nothing was done\n", what, out, c);
+            return 1;
+        }
+    }
+    yq_error err;
+    if (yq_out_check(out, &err) != YQ_OK) {
+        fprintf(stderr, "yquant: %s %s\n", what, err.msg);
+        return 1;
+    }
+    return 0;
 }

@@ -28,40 +28,16 @@ yq_status cli_make_dirs(const char *dir, yq_error *err)
 
 yq_status cli_out_open(cli_out *o, const char *path, yq_error *err)
 {
-    memset(o, 0, sizeof *o);
-    if (strlen(path) >= sizeof o->path) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: path too long", path);
-    strcpy(o->path, path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path);
-    o->f = fopen(o->tmp, "w");
-    if (!o->f) return yq_fail(err, YQ_ERR_IO, "%s: %s", o->tmp, strerror(errno));
-    return YQ_OK;
+    return yq_out_begin(o, path, YQ_OUT_STREAM, err);
 }
 
 yq_status cli_out_close(cli_out *o, yq_error *err)
 {
     if (!o->f) return yq_fail(err, YQ_ERR_IO, "%s: not open", o->path);
-    int bad = ferror(o->f);
-    bad |= fclose(o->f) != 0;
-    o->f = NULL;
-    if (bad) {
-        remove(o->tmp);
-        return yq_fail(err, YQ_ERR_IO, "%s: write error", o->tmp);
-    }
-    if (rename(o->tmp, o->path) != 0) {
-        int e = errno;
-        remove(o->tmp);
-        return yq_fail(err, YQ_ERR_IO, "%s: %s", o->path, strerror(e));
-    }
-    return YQ_OK;
+    return yq_out_commit(o, err);
 }
 
-void cli_out_abort(cli_out *o)
-{
-    if (!o->f) return;
-    fclose(o->f);
-    o->f = NULL;
-    remove(o->tmp);
-}
+void cli_out_abort(cli_out *o) { yq_out_abort(o); }
 
 void cli_csv_field(FILE *f, const char *s, char sep)
 {

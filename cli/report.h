@@ -8,22 +8,21 @@
  *     cli_html_text(o.f, "<b>&</b>");            // escaped
  *     cli_html_png(o.f, "out/pareto.png", "chart", &err);
  *     cli_html_tail(o.f);
- *     cli_out_close(&o, &err);                    // renames out/report.html.tmp
+ *     cli_out_close(&o, &err);                    // renames its temporary onto out/report.html
  */
 #ifndef YQ_CLI_REPORT_H
 #define YQ_CLI_REPORT_H
 
 #include <stdio.h>
 #include "calib/compare.h"
+#include "ir/fsio.h"
 
-typedef struct cli_out {
-    FILE *f;
-    char path[1024], tmp[1040];
-} cli_out;
+/* ir/fsio.h: a regular file replaced atomically, symlinks followed, devices in place. */
+typedef yq_outfile cli_out;
 
 /* mkdir -p; YQ_ERR_IO naming the folder on failure. */
 yq_status cli_make_dirs(const char *dir, yq_error *err);
-/* Opens path.tmp for writing. */
+/* Opens a temporary beside path for writing (yq_out_begin). */
 yq_status cli_out_open(cli_out *o, const char *path, yq_error *err);
 /* Closes, checks for write errors, renames to path; on failure removes the temp file. */
 yq_status cli_out_close(cli_out *o, yq_error *err);

@@ -1,4 +1,5 @@
 /* yquant: the command-line front end. */
+#include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -26,6 +27,10 @@ static const char *usage =
 
 int main(int argc, char **argv)
 {
+    /* No HDF5 exit handler in this program: every file yquant opens is closed before it
+     * returns, and a damaged package can leave HDF5's own decoder state unclosable, which
+     * its handler reports at exit ("infinite loop closing library") or worse. */
+    H5dont_atexit();
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(usage, stdout);
         return argc < 2 ? 2 : 0;

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "ir/fsio.h"
 #include "datasets/coco_eval.h"
 #include "datasets/fileio.h"
 #include "ir/ir.h"
@@ -482,17 +483,10 @@ yq_status yq_coco_dets_save(const char *path, const yq_det *dets, int n, yq_erro
             !isfinite(d->bbox[2]) || !isfinite(d->bbox[3]))
             return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: detection %d has a non-finite value", path, i);
     }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        yq_status st = yq_fail(err, YQ_ERR_IO, "%s: %s", tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    yq_outfile o;
+    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, err);
+    if (st != YQ_OK) return st;
+    FILE *f = o.f;
     fputc('[', f);
     for (int i = 0; i < n; i++) {
         const yq_det *d = &dets[i];
@@ -503,14 +497,5 @@ yq_status yq_coco_dets_save(const char *path, const yq_det *dets, int n, yq_erro
                 i ? "," : "", (long long)d->image_id, d->category_id, v[0], v[1], v[2], v[3], v[4]);
     }
     fputs("\n]\n", f);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        yq_status st = yq_fail(err, YQ_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return st;
-    }
-    free(tmp);
-    return YQ_OK;
+    return yq_out_commit(&o, err);
 }

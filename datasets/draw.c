@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/fsio.h"
 #include "datasets/draw.h"
 #include "ir/ir.h"
 
@@ -375,31 +376,14 @@ yq_status yq_png_write(const char *path, const yq_canvas *c, yq_error *err)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "png: no output path");
     if (!canvas_ok(c))
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: empty canvas", path);
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
-    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp", 5);
-
-    yq_status st = YQ_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        st = yq_fail(err, YQ_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    yq_outfile o;
+    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, err);
+    if (st != YQ_OK) return st;
     png_ctx ctx = { { 0 } };
-    int bad = png_encode(f, c, &ctx);
-    /* fclose flushes: a full disk shows up here, not in png_write_row. */
-    int write_err = ferror(f);
-    int close_err = fclose(f);
-    if (bad)
-        st = yq_fail(err, YQ_ERR_IO, "%s: %s", path, ctx.msg[0] ? ctx.msg : "libpng error");
-    else if (write_err || close_err)
-        st = yq_fail(err, YQ_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    else if (rename(tmp, path) != 0)
-        st = yq_fail(err, YQ_ERR_IO, "%s: rename from %s: %s", path, tmp, strerror(errno));
-    if (st != YQ_OK) remove(tmp);
-    free(tmp);
-    return st;
+    if (png_encode(o.f, c, &ctx)) {
+        yq_out_abort(&o);
+        return yq_fail(err, YQ_ERR_IO, "%s: %s", path, ctx.msg[0] ? ctx.msg : "libpng error");
+    }
+    /* the commit flushes: a full disk shows up there, not in png_write_row */
+    return yq_out_commit(&o, err);
 }

@@ -17,9 +17,17 @@
 #include "datasets/fileio.h"
 #include "datasets/image.h"
 #include "datasets/image_cv.h"
+#include "datasets/image_jpeg.h"
 #include "ir/ir.h"
 
 #define MAX_PIXELS (1L << 28)  /* 268 Mpx: far beyond any photo; bounds w*h*c*4 bytes */
+
+/* Images larger than this are refused from their header, before any decoding (a few hundred
+ * bytes can declare a 180-megapixel JPEG: a decompression bomb). */
+static long max_pixels = YQ_IMAGE_MAX_PIXELS_DEFAULT;
+
+void yq_image_set_max_pixels(long px) { max_pixels = px > 0 && px <= MAX_PIXELS ? px : YQ_IMAGE_MAX_PIXELS_DEFAULT; }
+long yq_image_max_pixels(void) { return max_pixels; }
 #define MAX_SIDE   (1 << 15)  /* resize/letterbox targets: network input sizes */
 
 enum { FMT_JPEG = 1, FMT_PNG = 2 };
@@ -129,8 +137,9 @@ static yq_status read_checked(const char *path, unsigned char **buf, size_t *n,
         st = yq_fail(err, YQ_ERR_FORMAT, "%s: empty file", path);
     else
         st = yq_fail(err, YQ_ERR_FORMAT, "%s: not a JPEG or PNG file", path);
-    if (st == YQ_OK && (long)*w * *h > MAX_PIXELS)
-        st = yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: %dx%d pixels is too large", path, *w, *h);
+    if (st == YQ_OK && (long)*w * *h > max_pixels)
+        st = yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: %dx%d is %.1f megapixels, over the limit of %.1f (--max-pixels)",
+                     path, *w, *h, (double)*w * *h / 1e6, (double)max_pixels / 1e6);
     if (st != YQ_OK) {
         free(*buf);
         *buf = NULL;
@@ -154,7 +163,9 @@ yq_status yq_image_load(const char *path, yq_image *out, yq_error *err)
     int w = 0, h = 0;
     yq_status st = read_checked(path, &buf, &n, &w, &h, err);
     if (st != YQ_OK) return st;
-    st = yq_image_decode_cv(buf, n, path, w, h, out, err);
+    /* JPEG through libjpeg itself (its warnings on damaged data are errors), PNG through OpenCV */
+    if (buf[0] == 0xFF) st = yq_jpeg_decode(buf, n, path, w, h, out, err);
+    else st = yq_image_decode_cv(buf, n, path, w, h, out, err);
     free(buf);
     return st;
 }

@@ -29,6 +29,12 @@ extern "C" {
  * Owns data (malloc); a zeroed struct is an empty image. */
 typedef struct yq_image { int w, h, c; float *data; } yq_image;
 
+/* The largest image yq_image_load and yq_image_size accept, in pixels, checked from the
+ * header before decoding (default 64 Mpx; a few hundred bytes can declare far more). */
+#define YQ_IMAGE_MAX_PIXELS_DEFAULT (64L << 20)
+void yq_image_set_max_pixels(long px);     /* <= 0 or over 268 Mpx: the default */
+long yq_image_max_pixels(void);
+
 /* Decodes a JPEG or PNG file to RGB in [0,1] (v/255.f).  A truncated file (JPEG
  * without its EOI marker, PNG without IEND), a file that is neither, or one OpenCV
  * cannot decode is an error naming the path.  *out is set only on YQ_OK. */

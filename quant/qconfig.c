@@ -1,9 +1,11 @@
 /* qconfig parsing: one table of keys, shared by files and flags. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include "quant/qconfig.h"
 
 void yq_qconfig_defaults(yq_qconfig *qc)
@@ -171,11 +173,25 @@ yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
 {
     FILE *f = fopen(path, "r");
     if (!f) return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
-    char line[1024];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
     int ln = 0;
     yq_status st = YQ_OK;
-    while (st == YQ_OK && fgets(line, sizeof line, f)) {
+    /* getline: a whole line whatever its length, so an over-long line is one error with its
+     * own number, never split into pieces whose tail would be parsed as a setting. */
+    while (st == YQ_OK && (len = getline(&line, &cap, f)) >= 0) {
         ln++;
+        ssize_t text = len - (len > 0 && line[len - 1] == '\n');
+        if (text > YQ_QC_MAX_LINE) {
+            st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s:%d: line of %zd bytes, longer than %d", path, ln,
+                         text, YQ_QC_MAX_LINE);
+            break;
+        }
+        if (memchr(line, 0, (size_t)len)) {
+            st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s:%d: NUL byte in a text line", path, ln);
+            break;
+        }
         char *h = strchr(line, '#');
         if (h) *h = 0;
         char *s = line;
@@ -193,6 +209,7 @@ yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
         st = yq_qconfig_set(qc, k, v, origin, err);
     }
     if (st == YQ_OK && ferror(f)) st = yq_fail(err, YQ_ERR_IO, "%s: read error", path);
+    free(line);
     fclose(f);
     return st;
 }
@@ -219,35 +236,58 @@ int yq_qc_skip(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, l
 yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l && l->has_calib ? l->calib : qc->calib; }
 float yq_qc_thresh(const yq_qconfig *qc, int layer) { const yq_layer_qc *l = L(qc, layer); return l ? l->thresh : 0.f; }
 
+/* Appends to buf[cap] like snprintf: *n counts every byte the whole text needs, and what
+ * does not fit is dropped (buf stays terminated), so one pass both measures and writes. */
+static void app(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void app(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(*n < cap ? buf + *n : NULL, *n < cap ? cap - *n : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n += (size_t)k;
+}
+
 size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
 {
     static const char *ws[] = { "max", "power2", "mse" };
     char cm[64];
+    size_t n = 0;
+    if (!buf) cap = 0;
+    if (cap) buf[0] = 0;
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
-    size_t n = (size_t)snprintf(buf, cap,
+    app(buf, cap, &n,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
         "keep_float = %d\nthresh_search = %d\nequalize = %s\nbias_correction = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
         qc->keep_float, qc->thresh_search, qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off");
     int first = 1;
-    for (int i = 0; i < qc->n_layers && n < cap; i++)
+    for (int i = 0; i < qc->n_layers; i++)
         if (qc->layer[i].skip == 2) {
-            n += (size_t)snprintf(buf + n, cap - n, "%s%d", first ? "skip_layers = " : ",", i);
+            app(buf, cap, &n, "%s%d", first ? "skip_layers = " : ",", i);
             first = 0;
         }
-    if (!first && n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n");
-    for (int i = 0; i < qc->n_layers && n < cap; i++) {
+    if (!first) app(buf, cap, &n, "\n");
+    for (int i = 0; i < qc->n_layers; i++) {
         const yq_layer_qc *l = &qc->layer[i];
-        if (l->bits && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.bits = %d\n", i, l->bits);
-        if (l->per_channel >= 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.weights = %s\n", i, l->per_channel ? "per_channel" : "per_tensor");
-        if (l->wscale >= 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.weight_scale = %s\n", i, ws[l->wscale]);
-        if (l->skip == 0 || l->skip == 1) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.skip = %s\n", i, l->skip ? "on" : "off");
-        if (l->has_calib && n < cap) {
+        if (l->bits) app(buf, cap, &n, "layer.%d.bits = %d\n", i, l->bits);
+        if (l->per_channel >= 0) app(buf, cap, &n, "layer.%d.weights = %s\n", i, l->per_channel ? "per_channel" : "per_tensor");
+        if (l->wscale >= 0) app(buf, cap, &n, "layer.%d.weight_scale = %s\n", i, ws[l->wscale]);
+        if (l->skip == 0 || l->skip == 1) app(buf, cap, &n, "layer.%d.skip = %s\n", i, l->skip ? "on" : "off");
+        if (l->has_calib) {
             yq_calib_method_str(&l->calib, cm, sizeof cm);
-            n += (size_t)snprintf(buf + n, cap - n, "layer.%d.calib = %s\n", i, cm);
+            app(buf, cap, &n, "layer.%d.calib = %s\n", i, cm);
         }
-        if (l->thresh > 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "layer.%d.thresh = %.9g\n", i, (double)l->thresh);
+        if (l->thresh > 0) app(buf, cap, &n, "layer.%d.thresh = %.9g\n", i, (double)l->thresh);
     }
-    return n < cap ? n : cap;
+    return n;
+}
+
+char *yq_qconfig_text(const yq_qconfig *qc)
+{
+    size_t n = yq_qconfig_str(qc, NULL, 0);
+    char *t = malloc(n + 1);
+    if (t) yq_qconfig_str(qc, t, n + 1);
+    return t;
 }

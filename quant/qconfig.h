@@ -64,6 +64,9 @@ typedef struct yq_qconfig {
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
 } yq_qconfig;
 
+/* A qconfig file's longest line (yq_qconfig_load: a longer one is an error). */
+#define YQ_QC_MAX_LINE 4096
+
 void yq_qconfig_defaults(yq_qconfig *qc);
 /* origin names where the value came from in errors ("my.qc:12", "--bits"). */
 yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, const char *origin, yq_error *err);
@@ -77,7 +80,11 @@ yq_wscale yq_qc_wscale(const yq_qconfig *qc, int layer);
 int  yq_qc_skip(const yq_qconfig *qc, int layer);
 yq_calib_method yq_qc_calib(const yq_qconfig *qc, int layer);
 float yq_qc_thresh(const yq_qconfig *qc, int layer);         /* 0: none set */
-/* The whole config as `key = value` text (the package stores it). Returns bytes written. */
+/* The whole config as `key = value` text (the package stores it), like snprintf: writes at
+ * most cap bytes (always terminated when cap > 0) and returns the length of the whole text,
+ * so a return >= cap means it was cut.  buf may be NULL with cap 0 to measure. */
 size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap);
+/* The whole text, malloc'ed (free()); NULL when out of memory. */
+char *yq_qconfig_text(const yq_qconfig *qc);
 
 #endif

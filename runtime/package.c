@@ -1,10 +1,10 @@
 /* The int8 deploy package: writer and validating loader.
  *
- * Layout of a .yqp file (HDF5), format version 1 (YQ_PACKAGE_VERSION):
+ * Layout of a .yqp file (HDF5), format version 2 (YQ_PACKAGE_VERSION):
  *
  *   /                      root attributes
  *     format               string  "yquant-package"
- *     format_version       int32   1
+ *     format_version       int32   2 (1: the same without /checksums, still read)
  *     yquant_version       string  YQ_VERSION of the writer
  *     created              string  ISO 8601 UTC, "2026-11-30T12:34:56Z"
  *     model_sha256         string  64 hex digits: sha256 of cfg bytes || weights bytes
@@ -35,6 +35,9 @@
  *     from shape inference on the graph, and w is [F][in_c/groups][size][size].
  *   /class_names           string[n], optional
  *   /qconfig               string (scalar): yq_qconfig_str's text
+ *   /checksums             compound[n]: object string[160] ("/quant/12/wq", "/@format"),
+ *                          sha256 string[65] (hex) of every other dataset and attribute
+ *                          (see "checksums" below); verified by the loader before anything
  *   /calibration/thresh    float[n_nodes], the calibrated threshold per node;
  *                          attributes method (string) and images (int32)
  *   /accuracy              string (scalar): JSON from the caller
@@ -69,6 +72,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <hdf5.h>
+#include <openssl/evp.h>
+#include "ir/fsio.h"
 #include "kernels/cuda.h"
 #include "runtime/package.h"
 
@@ -249,6 +254,167 @@ static long conv_n_w(const yq_graph *g, const yq_node *n)
     if (c->groups < 1) return -1;
     double v = (double)c->filters * (is.c / c->groups) * c->size * c->size;
     return v > 2147483647.0 ? -1 : (long)v;
+}
+
+/* ---- checksums ---------------------------------------------------------- */
+/* /checksums lists every dataset and attribute of the file but itself, by name ("/quant/12/wq",
+ * "/@format", "/calibration@method"), with the sha256 of its value read in its own file
+ * type: the bytes as stored (little-endian), whatever the host and the struct layout.  A
+ * variable-length string (h5py writes those) counts as its characters.  The loader
+ * recomputes the list: a changed byte, or an object added or removed, is refused by name. */
+
+#define CK_NAME 160
+
+typedef struct pk_check {
+    char object[CK_NAME];
+    char sha256[65];
+} pk_check;
+
+#define FC(f, k, n) { #f, offsetof(pk_check, f), k, n }
+static const field check_fields_tab[] = { FC(object, K_STR, CK_NAME), FC(sha256, K_STR, 65) };
+#undef FC
+
+typedef struct cklist {
+    pk_check *v;
+    int n, cap;
+    int failed;            /* an object could not be read */
+    char bad[CK_NAME];     /* which */
+} cklist;
+
+static int ck_push(cklist *l, const char *name, const uint8_t sha[32])
+{
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 64;
+        pk_check *v = realloc(l->v, sizeof *v * (size_t)nc);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = nc;
+    }
+    pk_check *c = &l->v[l->n++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->object, sizeof c->object, "%s", name);
+    to_hex(sha, 32, c->sha256);
+    return 0;
+}
+
+/* sha256 of an object's value: a dataset (is_attr 0) or an attribute (1). */
+static int ck_hash(hid_t obj, int is_attr, uint8_t sha[32])
+{
+    hid_t t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    hid_t sp = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    hssize_t n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    size_t es = t >= 0 ? H5Tget_size(t) : 0;
+    int ok = t >= 0 && sp >= 0 && n >= 0 && es > 0 && (double)n * (double)es <= (double)(1L << 34);
+    int vstr = ok ? H5Tis_variable_str(t) : 0;
+    void *buf = NULL;
+    hid_t mt = -1;
+    if (ok && vstr > 0) {
+        mt = H5Tcopy(H5T_C_S1);
+        ok = mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0;
+        es = sizeof(char *);
+    } else if (ok) {
+        ok = vstr == 0 && H5Tdetect_class(t, H5T_VLEN) == 0 && H5Tget_class(t) != H5T_REFERENCE;
+        mt = ok ? H5Tcopy(t) : -1;
+        ok = ok && mt >= 0;
+    }
+    if (ok) ok = (buf = calloc((size_t)n ? (size_t)n : 1, es)) != NULL;
+    if (ok) ok = (is_attr ? H5Aread(obj, mt, buf) : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)) >= 0;
+    EVP_MD_CTX *mc = ok ? EVP_MD_CTX_new() : NULL;
+    unsigned dl = 0;
+    ok = ok && mc && EVP_DigestInit_ex(mc, EVP_sha256(), NULL);
+    if (ok && vstr > 0) {
+        char **sv = buf;
+        for (hssize_t i = 0; ok && i < n; i++) ok = EVP_DigestUpdate(mc, sv[i] ? sv[i] : "", sv[i] ? strlen(sv[i]) + 1 : 1);
+        if (sp >= 0 && mt >= 0) H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+    } else if (ok) {
+        ok = EVP_DigestUpdate(mc, buf, (size_t)n * es);
+    }
+    ok = ok && EVP_DigestFinal_ex(mc, sha, &dl) && dl == 32;
+    EVP_MD_CTX_free(mc);
+    free(buf);
+    if (mt >= 0) H5Tclose(mt);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    return ok ? 0 : -1;
+}
+
+typedef struct ckvisit { cklist *l; const char *obj; } ckvisit;
+
+static herr_t ck_attr(hid_t loc, const char *name, const H5A_info_t *ai, void *ctx)
+{
+    (void)ai;
+    ckvisit *cv = ctx;
+    char full[CK_NAME];
+    snprintf(full, sizeof full, "%s@%s", cv->obj, name);
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    uint8_t sha[32];
+    int bad = a < 0 || ck_hash(a, 1, sha) != 0;
+    if (a >= 0) H5Aclose(a);
+    if (bad) {
+        cv->l->failed = 1;
+        snprintf(cv->l->bad, sizeof cv->l->bad, "%s", full);
+        return -1;
+    }
+    return ck_push(cv->l, full, sha) ? -1 : 0;
+}
+
+#if H5_VERSION_GE(1, 12, 0)
+typedef H5O_info2_t ck_oinfo;
+#else
+typedef H5O_info_t ck_oinfo;
+#endif
+
+static herr_t ck_visit(hid_t root, const char *name, const ck_oinfo *oi, void *ctx)
+{
+    cklist *l = ctx;
+    char full[CK_NAME];
+    snprintf(full, sizeof full, "/%s", strcmp(name, ".") ? name : "");
+    if (!strcmp(full, "/checksums")) return 0;
+    if (oi->type != H5O_TYPE_GROUP && oi->type != H5O_TYPE_DATASET) {
+        l->failed = 1;
+        snprintf(l->bad, sizeof l->bad, "%s", full);
+        return -1;
+    }
+    hid_t o = H5Oopen(root, name, H5P_DEFAULT);
+    if (o < 0) {
+        l->failed = 1;
+        snprintf(l->bad, sizeof l->bad, "%s", full);
+        return -1;
+    }
+    int r = 0;
+    if (oi->type == H5O_TYPE_DATASET) {
+        uint8_t sha[32];
+        if (ck_hash(o, 0, sha) != 0) {
+            l->failed = 1;
+            snprintf(l->bad, sizeof l->bad, "%s", full);
+            r = -1;
+        } else if (ck_push(l, full, sha)) {
+            r = -1;
+        }
+    }
+    if (r == 0) {
+        ckvisit cv = { l, full };
+        hsize_t idx = 0;
+        if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, ck_attr, &cv) < 0) r = -1;
+    }
+    H5Oclose(o);
+    return r;
+}
+
+static int ck_cmp(const void *a, const void *b) { return strcmp(((const pk_check *)a)->object, ((const pk_check *)b)->object); }
+
+/* Every object's checksum, sorted by name.  -1: an object could not be read (l->bad) or out of memory. */
+static int ck_collect(hid_t f, cklist *l)
+{
+    memset(l, 0, sizeof *l);
+#if H5_VERSION_GE(1, 12, 0)
+    herr_t r = H5Ovisit3(f, H5_INDEX_NAME, H5_ITER_INC, ck_visit, l, H5O_INFO_BASIC);
+#else
+    herr_t r = H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_INC, ck_visit, l, H5O_INFO_BASIC);
+#endif
+    if (r < 0) return -1;
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, ck_cmp);
+    return 0;
 }
 
 /* ---- writer ------------------------------------------------------------- */
@@ -594,53 +760,130 @@ done:
 
 static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err);
 
+/* The file's length from its superblock (the core driver's buffer grows in steps, so it is
+ * longer than the file): the end-of-file address, versions 0-3; 0 when unreadable. */
+static size_t image_eof(const unsigned char *b, size_t size)
+{
+    static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+    if (size < 48 || memcmp(b, sig, 8)) return 0;
+    int v = b[8];
+    size_t base_at, eof_at, so;
+    if (v == 0 || v == 1) so = b[13], base_at = v == 0 ? 24 : 28, eof_at = base_at + 16;
+    else if (v == 2 || v == 3) so = b[9], base_at = 12, eof_at = 28;
+    else return 0;
+    if (so != 8) return 0;
+    uint64_t base = 0, eof = 0;
+    for (int k = 7; k >= 0; k--) {
+        base = base << 8 | b[base_at + (size_t)k];
+        eof = eof << 8 | b[eof_at + (size_t)k];
+    }
+    return base == 0 && eof >= 48 && eof <= size ? (size_t)eof : 0;
+}
+
+/* The in-memory file's buffer, kept when HDF5 lets go of it at close. */
+typedef struct mem_image { void *kept; size_t size; } mem_image;
+static void *im_malloc(size_t size, H5FD_file_image_op_t op, void *u)
+{
+    (void)op;
+    void *p = malloc(size);
+    if (p) ((mem_image *)u)->size = size;
+    return p;
+}
+static void *im_memcpy(void *dst, const void *src, size_t size, H5FD_file_image_op_t op, void *u)
+{
+    (void)op, (void)u;
+    return memcpy(dst, src, size);
+}
+static void *im_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *u)
+{
+    (void)op;
+    void *p = realloc(ptr, size);
+    if (p) ((mem_image *)u)->size = size;
+    return p;
+}
+static herr_t im_free(void *ptr, H5FD_file_image_op_t op, void *u)
+{
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr) ((mem_image *)u)->kept = ptr;
+    else free(ptr);
+    return 0;
+}
+static void *im_udata_copy(void *u) { return u; }
+static herr_t im_udata_free(void *u) { (void)u; return 0; }
+
+/* The checksum table of everything written so far, as /checksums. */
+static yq_status write_checksums(wctx *w, hid_t f)
+{
+    cklist l;
+    if (ck_collect(f, &l) != 0) {
+        free(l.v);
+        return yq_fail(w->err, YQ_ERR_IO, "%s: checksum of %s failed", w->path, l.failed ? l.bad : "(out of memory)");
+    }
+    hid_t ft = compound_type(check_fields_tab, NFIELDS(check_fields_tab), sizeof(pk_check), 1);
+    hid_t mt = compound_type(check_fields_tab, NFIELDS(check_fields_tab), sizeof(pk_check), 0);
+    yq_status st = ft < 0 || mt < 0 ? wfail(w, "checksums")
+                 : w_ds(w, f, "checksums", "/checksums", ft, mt, (hsize_t)l.n, l.v);
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    free(l.v);
+    return st;
+}
+
 static yq_status package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
 {
     if (!path || !*path || !g) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no graph");
     if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the graph is not quantized (no int8 annotation)", path);
     if (g->n_nodes < 1 || g->n_nodes > MAX_NODES || g->nodes[0].op != YQ_OP_INPUT)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the graph has %d nodes or no input node", path, g->n_nodes);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
     wctx w = { path, err };
-    /* HDF5 1.8 structures (readable by HDF5 1.8 and newer): compact groups and
-     * minimal dataset headers take a quarter of the metadata of the defaults
-     * (yolo-fastest: 880 KB instead of 1075 KB, 774 KB of it data). */
+    /* The file is made in memory (HDF5's core driver, no backing store) and its image
+     * written out by yquant: HDF5 never writes to disk, so a full disk is an ordinary
+     * write error here, never a half-closed HDF5 file that its exit handler trips over.
+     * The image is taken when HDF5 frees it at close (so its superblock is final), through
+     * the file-image callbacks.  HDF5 1.8 structures (readable by HDF5 1.8 and newer):
+     * compact groups and minimal dataset headers take a quarter of the metadata. */
+    mem_image im = { NULL, 0 };
+    H5FD_file_image_callbacks_t cb = { im_malloc, im_memcpy, im_realloc, im_free, im_udata_copy, im_udata_free, &im };
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fapl_core(fapl, 64 << 10, 0) < 0 || H5Pset_file_image_callbacks(fapl, &cb) < 0) {
+        if (fapl >= 0) H5Pclose(fapl);
+        return wfail(&w, "the in-memory file");
+    }
 #if H5_VERSION_GE(1, 10, 2)
-    if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
 #endif
-    errno = 0;
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (fapl >= 0) H5Pclose(fapl);
-    if (f < 0) {
-        int e = errno;
-        char h[200];
-        h5_error(h);
-        yq_status st = yq_fail(err, YQ_ERR_IO, "%s: cannot create %s: %s", path, tmp, e ? strerror(e) : h);
-        unlink(tmp);     /* in case HDF5 got as far as creating it (unlink: never a directory) */
-        free(tmp);
-        return st;
-    }
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    /* the name is only a label for the in-memory file */
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (f < 0) return wfail(&w, "the in-memory file");
     yq_status st = write_all(&w, f, g, meta);
-    if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, tmp);
-    /* Publish only what the loader accepts: a graph with, say, a NaN scale
-     * fails here, naming the node, rather than in the hands of a user. */
-    if (st == YQ_OK) {
-        yq_graph *back = NULL;
-        yq_error e2;
-        if (package_load(tmp, &back, NULL, &e2) != YQ_OK)
-            st = yq_fail(err, e2.code == YQ_ERR_NOMEM ? YQ_ERR_NOMEM : YQ_ERR_INVALID_ARG,
-                         "%s: not written, it would not load: %s", path, e2.msg);
-        yq_graph_free(back);
+    if (st == YQ_OK) st = write_checksums(&w, f);
+    if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, "the in-memory file");
+    unsigned char *img = im.kept;
+    size_t n = img ? image_eof(img, im.size) : 0;
+    if (st == YQ_OK && !n)
+        st = yq_fail(err, YQ_ERR_IO, "%s: HDF5 returned no file image (%zu bytes)", path, im.size);
+    yq_outfile o;
+    if (st == YQ_OK && (st = yq_out_begin(&o, path, YQ_OUT_NAMED, err)) == YQ_OK) {
+        FILE *fp = fopen(o.tmp, "wb");
+        int bad = !fp || fwrite(img, 1, n, fp) != n;
+        int e = errno;
+        if (fp && fclose(fp) != 0 && !bad) bad = 1, e = errno;
+        if (bad) st = yq_fail(err, YQ_ERR_IO, "%s: write failed: %s", path, strerror(e));
+        /* Publish only what the loader accepts: a graph with, say, a NaN scale
+         * fails here, naming the node, rather than in the hands of a user. */
+        if (st == YQ_OK) {
+            yq_graph *back = NULL;
+            yq_error e2;
+            if (package_load(o.tmp, &back, NULL, &e2) != YQ_OK)
+                st = yq_fail(err, e2.code == YQ_ERR_NOMEM ? YQ_ERR_NOMEM : YQ_ERR_INVALID_ARG,
+                             "%s: not written, it would not load: %s", path, e2.msg);
+            yq_graph_free(back);
+        }
+        if (st == YQ_OK) st = yq_out_commit(&o, err);
+        else yq_out_abort(&o);
     }
-    if (st == YQ_OK && rename(tmp, path) != 0)
-        st = yq_fail(err, YQ_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
-    if (st != YQ_OK) unlink(tmp);
-    free(tmp);
+    free(img);
     return st;
 }
 
@@ -1223,15 +1466,61 @@ static yq_status check_format(rctx *r, hid_t f, int *version)
     }
     free(fmt);
     if ((st = r_attr_int(r, f, "/", "format_version", version)) != YQ_OK) return st;
-    if (*version != YQ_PACKAGE_VERSION)
-        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d, this yquant reads version %d",
+    if (*version < 1 || *version > YQ_PACKAGE_VERSION)
+        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d, this yquant reads versions 1 to %d",
                      r->path, *version, YQ_PACKAGE_VERSION);
     return YQ_OK;
 }
 
+/* /checksums against the file's objects (see "checksums" above); *have: the file has them.
+ * A version 1 package (before checksums) may lack them; a later one must not. */
+static yq_status verify_checksums(rctx *r, hid_t f, int version, int *have)
+{
+    *have = H5Lexists(f, "checksums", H5P_DEFAULT) > 0;
+    if (!*have)
+        return version >= 2 ? RFAIL(YQ_ERR_FORMAT, "%s: damaged package: /checksums is missing", r->path) : YQ_OK;
+    pk_check *want = NULL;
+    int n = -1;
+    yq_status st = r_table(r, f, "checksums", "/checksums", check_fields_tab, NFIELDS(check_fields_tab), sizeof(pk_check),
+                           &n, (void **)&want);
+    if (st != YQ_OK) return st;
+    /* Each listed object opened by its name and hashed (no walk of the whole file: a walk
+     * through a damaged group can leave HDF5's own state unclosable at exit).  A dataset
+     * the list does not name is not read by this loader either. */
+    for (int i = 0; i < n && st == YQ_OK; i++) {
+        pk_check *c = &want[i];
+        c->object[CK_NAME - 1] = 0;
+        c->sha256[64] = 0;
+        char obj[CK_NAME];
+        snprintf(obj, sizeof obj, "%s", c->object);
+        char *at = strrchr(obj, '@');
+        if (at) *at++ = 0;
+        if (obj[0] != '/' || (at && !*at) || (!at && !strcmp(obj, "/"))) {
+            st = RFAIL(YQ_ERR_FORMAT, "%s: damaged package: /checksums names '%.64s'", r->path, c->object);
+            break;
+        }
+        hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
+        hid_t x = o < 0 ? -1 : at ? H5Aopen(o, at, H5P_DEFAULT) : o;
+        uint8_t sha[32];
+        char hex[65];
+        if (x < 0 || ck_hash(x, at != NULL, sha) != 0)
+            st = RFAIL(YQ_ERR_FORMAT, "%s: damaged package: %s is missing or cannot be read", r->path, c->object);
+        else if (to_hex(sha, 32, hex), strcmp(hex, c->sha256))
+            st = RFAIL(YQ_ERR_FORMAT, "%s: damaged package: %s does not match its checksum", r->path, c->object);
+        if (at && x >= 0) H5Aclose(x);
+        if (o >= 0) H5Oclose(o);
+    }
+    free(want);
+    return st;
+}
+
 static hid_t open_file(rctx *r, yq_status *st)
 {
-    hid_t f = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    /* STRONG: closing the file closes whatever an error path left open in it */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    hid_t f = H5Fopen(r->path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0) H5Pclose(fapl);
     if (f < 0) {
         char h[200];
         h5_error(h);
@@ -1262,6 +1551,7 @@ static yq_status package_load(const char *path, yq_graph **out, yq_package_info 
 #define TRY(x) do { if ((st = (x)) != YQ_OK) goto fail; } while (0)
     if (!info) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
     TRY(check_format(r, f, &info->format_version));
+    TRY(verify_checksums(r, f, info->format_version, &info->checksums));
 
     /* Root attributes. */
     TRY(r_attr_buf(r, f, "yquant_version", info->yquant_version, sizeof info->yquant_version));
@@ -1415,6 +1705,13 @@ void yq_package_info_free(yq_package_info *info)
     free(info->tuning_json);
     free(info->kernels);
     free(info);
+}
+
+int yq_file_is_hdf5(const char *path)
+{
+    yq_error err;
+    rctx r = { path, &err };
+    return path && check_signature(&r) == YQ_OK;
 }
 
 int yq_package_is(const char *path)

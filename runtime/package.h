@@ -30,7 +30,7 @@
  * spelling changed.  Adding an optional dataset, attribute or compound field
  * that old readers can ignore does not bump it.  The loader reads this
  * version only and refuses others with a message naming both. */
-#define YQ_PACKAGE_VERSION 1
+#define YQ_PACKAGE_VERSION 2
 
 /* One per-layer kernel choice (`yquant tune`, runtime/tune.h): conv node `node`
  * runs the kernel configuration named `cfg` (yq_conv_cfg_name: "mma_128x128x64_s3",
@@ -61,6 +61,8 @@ typedef struct yq_package_meta {
 /* The metadata of a loaded package.  Owned; free with yq_package_info_free. */
 typedef struct yq_package_info {
     int format_version;
+    int checksums;                /* 1: every dataset and attribute matched /checksums (0: a
+                                     version 1 package, written before checksums) */
     char yquant_version[32];      /* of the yquant that wrote it */
     char created[32];             /* ISO 8601 UTC, "2026-11-30T12:34:56Z" */
     char model_sha256[65];        /* hex: of cfg bytes || weights bytes */
@@ -77,9 +79,9 @@ typedef struct yq_package_info {
     int input_c, input_h, input_w;
 } yq_package_info;
 
-/* Writes path.tmp, loads it back through the validating loader, and renames it
- * to path: on any failure there is no new file at path (an existing one is left
- * untouched) and no path.tmp.  A graph the loader would refuse (a NaN scale, an
+/* Writes a temporary beside path (ir/fsio.h), loads it back through the validating
+ * loader, and renames it onto path: on any failure there is no new file at path (an
+ * existing one is left untouched) and no temporary.  A graph the loader would refuse (a NaN scale, an
  * int8 conv without int8 weights) is YQ_ERR_INVALID_ARG naming the node.
  * g->q must be set (an int8 graph); meta may be NULL. */
 yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err);
@@ -90,6 +92,10 @@ yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package
 yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **info, yq_error *err);
 
 void yq_package_info_free(yq_package_info *info);   /* NULL is a no-op */
+
+/* 1 when path starts with the HDF5 signature: a package, or a damaged one (to load and be
+ * told what is wrong), rather than a Darknet model. */
+int yq_file_is_hdf5(const char *path);
 
 /* 1 if path is an HDF5 file whose root says format = "yquant-package"
  * (any version); 0 otherwise, errors included. */

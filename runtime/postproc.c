@@ -153,7 +153,7 @@ int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_
         long sz = yq_shape_size(g->nodes[hd->src[0]].out);
         if (decode_head(g, hd, heads[k++] + b * sz, img_w, img_h, letterbox, o->conf, &v)) { free(v.v); return -1; }
     }
-    qsort(v.v, (size_t)v.n, sizeof *v.v, by_cls_score);
+    if (v.n > 1) qsort(v.v, (size_t)v.n, sizeof *v.v, by_cls_score);   /* v.v is NULL when nothing passed */
     int n = 0;
     for (int i = 0; i < v.n; i++) {
         if (v.v[i].score <= 0) continue;

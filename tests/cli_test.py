@@ -18,6 +18,7 @@ Run from anywhere; paths are relative to the repository root.  YQ_BIN overrides
 the binary (default build/yquant); YQ_DATA the data folder (default ../shared).
 """
 import json
+import hashlib
 import os
 import re
 import resource
@@ -292,6 +293,69 @@ def check_tune():
             report("PASS", name)
 
 
+def check_hardening():
+    """Outputs onto inputs refused before any work, with the input intact; --max-dets out of
+    range; a damaged package named as one; two .cfg files named; -o into a missing folder
+    refused before calibration (issue 15)."""
+    model = os.path.join(DATA, "models", "yolo-fastest-1.1")
+    samples = os.path.join(DATA, "datasets", "darknet-samples")
+    if not os.path.isdir(model) or not os.path.isdir(samples):
+        report("SKIP", "harden_cli", "%s or %s not found" % (model, samples))
+        return
+    with tempfile.TemporaryDirectory(prefix="yq_cli_harden.") as tmp:
+        m = os.path.join(tmp, "m")
+        shutil.copytree(model, m)
+        cal = os.path.join(tmp, "cal")
+        os.mkdir(cal)
+        for f in sorted(os.listdir(samples))[:3]:
+            if f.endswith(".jpg"):
+                shutil.copy(os.path.join(samples, f), cal)
+        weights = [f for f in os.listdir(m) if f.endswith(".weights")][0]
+        img = sorted(f for f in os.listdir(cal) if f.endswith(".jpg"))[0]
+
+        def digest(path):
+            with open(path, "rb") as fh:
+                return hashlib.sha256(fh.read()).hexdigest()
+
+        def refused(name, args, victim, must):
+            before = digest(victim)
+            rc, out, err = run(args, timeout=120)
+            why = check_error_run(name, rc, err, os.path.basename(victim), must)
+            if not why and digest(victim) != before:
+                why = "%s was changed" % victim
+            if not why and "calibrat" in err.lower():
+                why = "work started before the refusal: %r" % err[:200]
+            report("FAIL" if why else "PASS", name, why or "")
+
+        refused("harden_out_onto_weights", ["quantize", m, "--calib", cal, "--no-val", "-o", os.path.join(m, weights)],
+                os.path.join(m, weights), "would overwrite an input")
+        refused("harden_out_onto_calib_image", ["quantize", m, "--calib", cal, "--no-val", "-o", os.path.join(cal, img)],
+                os.path.join(cal, img), "would overwrite an input")
+        refused("harden_json_onto_image", ["detect", m, os.path.join(cal, img), "--json", os.path.join(cal, img)],
+                os.path.join(cal, img), "would overwrite an input")
+        # -o into a missing folder: refused before calibration
+        rc, out, err = run(["quantize", m, "--calib", cal, "--no-val", "-o", os.path.join(tmp, "no", "x.yqp")], timeout=120)
+        why = check_error_run("harden_out_missing_folder", rc, err, "x.yqp", "does not exist")
+        report("FAIL" if why else "PASS", "harden_out_missing_folder", why or "")
+        # --max-dets: a usage error with a message, not a silent exit 1
+        rc, out, err = run(["detect", m, os.path.join(cal, img), "--max-dets", "2000000000"])
+        ok = rc == 2 and "--max-dets" in err and "Sanitizer" not in err
+        report("PASS" if ok else "FAIL", "harden_max_dets", "" if ok else "exit %d, %r" % (rc, err[:200]))
+        # a damaged package given to inspect says it is a damaged package
+        bad = os.path.join(tmp, "bad.yqp")
+        with open(bad, "wb") as fh:
+            fh.write(b"\x89HDF\r\n\x1a\n" + b"\0" * 200)
+        rc, out, err = run(["inspect", bad])
+        why = check_error_run("harden_inspect_damaged_package", rc, err, "bad.yqp", "damaged")
+        report("FAIL" if why else "PASS", "harden_inspect_damaged_package", why or "")
+        # two .cfg files in a model folder: both named
+        cfg = [f for f in os.listdir(m) if f.endswith(".cfg")][0]
+        shutil.copy(os.path.join(m, cfg), os.path.join(m, "other.cfg"))
+        rc, out, err = run(["inspect", m])
+        why = check_error_run("harden_two_cfgs", rc, err, "other.cfg", cfg)
+        report("FAIL" if why else "PASS", "harden_two_cfgs", why or "")
+
+
 def main():
     if not os.access(YQ, os.X_OK):
         print("FAIL cli_binary: %s not built (make build/yquant)" % YQ)
@@ -312,6 +376,7 @@ def main():
     check_yolov3()
     check_usage()
     check_tune()
+    check_hardening()
     for status, name, why in results:
         print("%s %s%s" % (status, name, ": " + why if why else ""))
     return 1 if any(s == "FAIL" for s, _, _ in results) else 0

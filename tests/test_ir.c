@@ -530,7 +530,7 @@ static void t_shared_models_load(void)
     char names[16][256];
     int n = 0;
     for (struct dirent *e; (e = readdir(d)) && n < 16;)
-        if (e->d_name[0] != '.' && strcmp(e->d_name, "cfg-only")) snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+        if (e->d_name[0] != '.' && strcmp(e->d_name, "cfg-only") && strcmp(e->d_name, "onnx")) snprintf(names[n++], sizeof names[0], "%s", e->d_name);
     closedir(d);
     CHECKF(n == 5, "%d model folders in %s, expected 5", n, dir);
     for (int i = 0; i < n; i++) {
