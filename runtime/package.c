@@ -803,8 +803,13 @@ static void *im_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *u
 }
 static herr_t im_free(void *ptr, H5FD_file_image_op_t op, void *u)
 {
-    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr) ((mem_image *)u)->kept = ptr;
-    else free(ptr);
+    mem_image *m = u;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr && ptr != m->kept) {
+        free(m->kept);        /* an earlier close's buffer: only the last is the file */
+        m->kept = ptr;
+    } else if (ptr != m->kept) {
+        free(ptr);
+    }
     return 0;
 }
 static void *im_udata_copy(void *u) { return u; }

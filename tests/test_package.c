@@ -635,6 +635,7 @@ static void t_disk_full(void)
         yq_status st = yq_package_write(p, g, &m, &err);
         int ok = st == YQ_ERR_IO && strstr(err.msg, p) && !strchr(err.msg, '\n') && !exists(p) && count_tmp() == 0;
         if (!ok) fprintf(stderr, "disk full: status %d: %s\n", st, err.msg);
+        yq_graph_free(g);
         exit(ok ? 0 : 3);             /* exit(): HDF5's atexit handler runs */
     }
     int ws = 0;
