@@ -26,6 +26,8 @@
 #include <openssl/evp.h>
 
 #include "calib/cache.h"
+#include "ir/fsio.h"
+#include "runtime/h5mem.h"
 
 #define KEY_TAG "yquant calib key v1"
 #define MAX_BINS (1 << 24)                /* as yq_hist_init accepts */
@@ -595,18 +597,22 @@ done:
     return st;
 }
 
-static yq_status store_file(const char *path, const char *tmp, int have_old, const uint8_t key[32],
+/* The new cache is made in memory (runtime/h5mem.h) and its bytes written into tmp
+ * through fd, the locked descriptor: a full disk is then a write error here, never an
+ * HDF5 file left half-closed. */
+static yq_status store_file(const char *path, const char *tmp, int fd, int have_old, const uint8_t key[32],
                             const yq_graph *g, const yq_calib_stats *cs, yq_error *err)
 {
     hid_t old = H5I_INVALID_HID, f = H5I_INVALID_HID, fa = H5I_INVALID_HID;
     char hex[65];
     hex32(key, hex);
     h5why w;
+    yq_h5mem mem = { NULL, 0 };
     yq_status st = have_old ? open_cache(path, &old, err) : YQ_OK;
     if (st != YQ_OK) return st;               /* not ours to overwrite */
-    /* Our flock on tmp excludes other writers; HDF5's own lock would be refused by it. */
-    fa = fapl_new(0);
-    f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fa);
+    fa = yq_h5mem_fapl(&mem);
+    if (fa >= 0) H5Pset_fclose_degree(fa, H5F_CLOSE_STRONG);
+    f = fa < 0 ? H5I_INVALID_HID : H5Fcreate(YQ_H5MEM_NAME, H5F_ACC_TRUNC, H5P_DEFAULT, fa);
     if (f < 0) {
         st = yq_fail(err, YQ_ERR_IO, "%s: cannot create (%s)", tmp, h5_why(&w));
         goto done;
@@ -630,10 +636,22 @@ static yq_status store_file(const char *path, const char *tmp, int have_old, con
     st = write_entry(f, tmp, hex, g, cs, err);
     if (st == YQ_OK && H5Fclose(f) < 0) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write (%s)", tmp, h5_why(&w));
     f = H5I_INVALID_HID;
+    if (st == YQ_OK) {
+        size_t n = yq_h5mem_image(&mem), done_n = 0;
+        if (!n) st = yq_fail(err, YQ_ERR_IO, "%s: HDF5 returned no file image", tmp);
+        else if (ftruncate(fd, 0) != 0) st = yq_fail(err, YQ_ERR_IO, "%s: %s", tmp, strerror(errno));
+        while (st == YQ_OK && done_n < n) {
+            ssize_t k = pwrite(fd, (const char *)mem.kept + done_n, n - done_n, (off_t)done_n);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) st = yq_fail(err, YQ_ERR_IO, "%s: write failed: %s", tmp, k < 0 ? strerror(errno) : "no progress");
+            else done_n += (size_t)k;
+        }
+    }
 done:
     h5_close(&f);
     h5_close(&fa);
     h5_close(&old);
+    yq_h5mem_free(&mem);
     return st;
 }
 
@@ -669,6 +687,14 @@ yq_status yq_calib_cache_store(const char *path, const uint8_t key[32], const yq
         if (!cs->hist[i].counts || cs->hist[i].nbins != cs->hist[0].nbins || !cs->ch_mean[i] || !cs->ch_max[i])
             return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_calib_cache_store: node %d: histogram or channel "
                            "statistics missing, or its bins differ from node 0's", i);
+    /* A symlink's target is the file replaced (the link stays); a device or FIFO is refused. */
+    char target[YQ_PATH_MAX];
+    yq_status rs = yq_resolve_target(path, target, sizeof target, err);
+    if (rs != YQ_OK) return rs;
+    struct stat tb;
+    if (stat(target, &tb) == 0 && !S_ISREG(tb.st_mode))
+        return yq_fail(err, YQ_ERR_IO, "%s: not a regular file (a calibration cache is replaced as a whole)", path);
+    path = target;
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "calibration cache path too long: %.200s...", path);
@@ -682,7 +708,7 @@ yq_status yq_calib_cache_store(const char *path, const uint8_t key[32], const yq
     if (!have_old && errno != ENOENT) st = yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
     if (st == YQ_OK) {
         H5E_BEGIN_TRY {
-            st = store_file(path, tmp, have_old, key, g, cs, err);
+            st = store_file(path, tmp, fd, have_old, key, g, cs, err);
         } H5E_END_TRY;
     }
     if (st == YQ_OK && fsync(fd) != 0) st = yq_fail(err, YQ_ERR_IO, "%s: %s", tmp, strerror(errno));

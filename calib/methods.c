@@ -80,7 +80,11 @@ void yq_calib_method_str(const yq_calib_method *m, char *buf, size_t cap)
     if (!m) { snprintf(buf, cap, "?"); return; }
     switch (m->kind) {
     case YQ_CALIB_MAX: snprintf(buf, cap, "max"); return;
-    case YQ_CALIB_PERCENTILE: snprintf(buf, cap, "percentile:%.10g", m->percentile); return;
+    case YQ_CALIB_PERCENTILE:
+        /* the shortest text that reads back as the same double (a package stores it) */
+        snprintf(buf, cap, "percentile:%.15g", m->percentile);
+        if (strtod(buf + 11, NULL) != m->percentile) snprintf(buf, cap, "percentile:%.17g", m->percentile);
+        return;
     case YQ_CALIB_KL: snprintf(buf, cap, "kl"); return;
     case YQ_CALIB_MSE: snprintf(buf, cap, "mse"); return;
     }

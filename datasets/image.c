@@ -165,7 +165,8 @@ yq_status yq_image_load(const char *path, yq_image *out, yq_error *err)
     if (st != YQ_OK) return st;
     /* JPEG through libjpeg itself (its warnings on damaged data are errors), PNG through OpenCV */
     if (buf[0] == 0xFF) st = yq_jpeg_decode(buf, n, path, w, h, out, err);
-    else st = yq_image_decode_cv(buf, n, path, w, h, out, err);
+    else if ((st = yq_image_decode_cv(buf, n, path, w, h, out, err)) != YQ_OK && err)
+        yq_fail(err, st, "%s", err->msg);      /* OpenCV's text, made one line like any error */
     free(buf);
     return st;
 }

@@ -87,7 +87,9 @@ static yq_status set_layer(yq_qconfig *qc, long idx, const char *key, const char
         char *end;
         errno = 0;
         double t = strtod(value, &end);
-        if (errno || end == value || *end || !(t > 0) || !(t <= 3.4e38)) return bad(err, origin, full, value, "a threshold > 0");
+        /* > 0 as a float too: 1e-50 would be stored as 0, which means "none set" */
+        if (errno || end == value || *end || !(t > 0) || !(t <= 3.4e38) || !((float)t > 0))
+            return bad(err, origin, full, value, "a threshold > 0 (at least 1.4e-45, a float's smallest)");
         l->thresh = (float)t;
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown per-layer key '%s' (bits, weights, weight_scale, calib, skip, thresh)", origin, full);

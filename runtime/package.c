@@ -74,6 +74,7 @@
 #include <hdf5.h>
 #include <openssl/evp.h>
 #include "ir/fsio.h"
+#include "runtime/h5mem.h"
 #include "kernels/cuda.h"
 #include "runtime/package.h"
 
@@ -760,61 +761,6 @@ done:
 
 static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err);
 
-/* The file's length from its superblock (the core driver's buffer grows in steps, so it is
- * longer than the file): the end-of-file address, versions 0-3; 0 when unreadable. */
-static size_t image_eof(const unsigned char *b, size_t size)
-{
-    static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
-    if (size < 48 || memcmp(b, sig, 8)) return 0;
-    int v = b[8];
-    size_t base_at, eof_at, so;
-    if (v == 0 || v == 1) so = b[13], base_at = v == 0 ? 24 : 28, eof_at = base_at + 16;
-    else if (v == 2 || v == 3) so = b[9], base_at = 12, eof_at = 28;
-    else return 0;
-    if (so != 8) return 0;
-    uint64_t base = 0, eof = 0;
-    for (int k = 7; k >= 0; k--) {
-        base = base << 8 | b[base_at + (size_t)k];
-        eof = eof << 8 | b[eof_at + (size_t)k];
-    }
-    return base == 0 && eof >= 48 && eof <= size ? (size_t)eof : 0;
-}
-
-/* The in-memory file's buffer, kept when HDF5 lets go of it at close. */
-typedef struct mem_image { void *kept; size_t size; } mem_image;
-static void *im_malloc(size_t size, H5FD_file_image_op_t op, void *u)
-{
-    (void)op;
-    void *p = malloc(size);
-    if (p) ((mem_image *)u)->size = size;
-    return p;
-}
-static void *im_memcpy(void *dst, const void *src, size_t size, H5FD_file_image_op_t op, void *u)
-{
-    (void)op, (void)u;
-    return memcpy(dst, src, size);
-}
-static void *im_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *u)
-{
-    (void)op;
-    void *p = realloc(ptr, size);
-    if (p) ((mem_image *)u)->size = size;
-    return p;
-}
-static herr_t im_free(void *ptr, H5FD_file_image_op_t op, void *u)
-{
-    mem_image *m = u;
-    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr && ptr != m->kept) {
-        free(m->kept);        /* an earlier close's buffer: only the last is the file */
-        m->kept = ptr;
-    } else if (ptr != m->kept) {
-        free(ptr);
-    }
-    return 0;
-}
-static void *im_udata_copy(void *u) { return u; }
-static herr_t im_udata_free(void *u) { (void)u; return 0; }
-
 /* The checksum table of everything written so far, as /checksums. */
 static yq_status write_checksums(wctx *w, hid_t f)
 {
@@ -846,26 +792,21 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
      * The image is taken when HDF5 frees it at close (so its superblock is final), through
      * the file-image callbacks.  HDF5 1.8 structures (readable by HDF5 1.8 and newer):
      * compact groups and minimal dataset headers take a quarter of the metadata. */
-    mem_image im = { NULL, 0 };
-    H5FD_file_image_callbacks_t cb = { im_malloc, im_memcpy, im_realloc, im_free, im_udata_copy, im_udata_free, &im };
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fapl_core(fapl, 64 << 10, 0) < 0 || H5Pset_file_image_callbacks(fapl, &cb) < 0) {
-        if (fapl >= 0) H5Pclose(fapl);
-        return wfail(&w, "the in-memory file");
-    }
+    yq_h5mem im = { NULL, 0 };
+    hid_t fapl = yq_h5mem_fapl(&im);
+    if (fapl < 0) return wfail(&w, "the in-memory file");
 #if H5_VERSION_GE(1, 10, 2)
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
 #endif
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-    /* the name is only a label for the in-memory file */
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t f = H5Fcreate("/dev/null/yquant-package-in-memory", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (f < 0) return wfail(&w, "the in-memory file");
     yq_status st = write_all(&w, f, g, meta);
     if (st == YQ_OK) st = write_checksums(&w, f);
     if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, "the in-memory file");
     unsigned char *img = im.kept;
-    size_t n = img ? image_eof(img, im.size) : 0;
+    size_t n = yq_h5mem_image(&im);
     if (st == YQ_OK && !n)
         st = yq_fail(err, YQ_ERR_IO, "%s: HDF5 returned no file image (%zu bytes)", path, im.size);
     yq_outfile o;
@@ -888,7 +829,7 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
         if (st == YQ_OK) st = yq_out_commit(&o, err);
         else yq_out_abort(&o);
     }
-    free(img);
+    yq_h5mem_free(&im);
     return st;
 }
 
@@ -1255,6 +1196,22 @@ static yq_status check_qnode(rctx *r, const yq_graph *g, int i, const pk_qnode *
 }
 
 /* The arrays of conv node i from /quant/<layer>. */
+/* Before allocating from the graph's shapes (which a damaged file sets): a 1-d dataset
+ * name of loc must hold n values.  A missing or odd one is left to r_array to report. */
+static yq_status check_count(rctx *r, hid_t loc, const char *name, const char *what, const char *who, long n)
+{
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return YQ_OK;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    hid_t s = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t dim = 0;
+    int ok = s < 0 || H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &dim, NULL) != 1 ||
+             dim == (hsize_t)n;
+    if (s >= 0) H5Sclose(s);
+    if (d >= 0) H5Dclose(d);
+    return ok ? YQ_OK : RFAIL(YQ_ERR_FORMAT, "%s: %s: %s has %llu values, expected %ld", r->path, who, what,
+                              (unsigned long long)dim, n);
+}
+
 static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char *who)
 {
     yq_node *n = &g->nodes[i];
@@ -1273,6 +1230,8 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
         snprintf(what, sizeof what, "/quant/%s/%s", gname, nm); \
         if ((st = r_array(r, cg, nm, what, who, cls, esz, mt, cnt, buf)) != YQ_OK) goto done; } while (0)
 #define BAD(...) do { st = RFAIL(YQ_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
+    snprintf(what, sizeof what, "/quant/%s/%s", gname, q->float_op ? "w" : "wq");
+    if ((st = check_count(r, cg, q->float_op ? "w" : "wq", what, who, nw)) != YQ_OK) goto done;
     if (q->float_op) {
         n->w = yq_arena_alloc(g, sizeof(float) * (size_t)nw);
         n->b = yq_arena_alloc(g, sizeof(float) * (size_t)F);

@@ -15,7 +15,10 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -457,10 +460,71 @@ static void t_unwritable(void)
     yq_graph_free(g);
 }
 
+/* A cache path that is a symlink: the target is replaced, the link stays; a device is
+ * refused, never replaced by a regular file. */
+static void t_symlink_device(void)
+{
+    char target[300], link_p[300];
+    path_in(target, sizeof target, "real.h5");
+    path_in(link_p, sizeof link_p, "link.h5");
+    unlink(link_p);
+    CHECK(symlink("real.h5", link_p) == 0);
+    yq_graph *g = tiny_graph(0);
+    uint8_t key[32];
+    key_of(g, 0, key);
+    yq_calib_stats *a = fake_stats(g, 3);
+    store_ok(link_p, key, g, a);
+    struct stat sb;
+    CHECK(lstat(link_p, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(target, &sb) == 0 && S_ISREG(sb.st_mode));
+    yq_calib_stats *b = load_ok(target, key, g);
+    CHECK(b);
+    check_same(g, a, b);
+    yq_calib_stats_free(b);
+    yq_error err;
+    CHECK(yq_calib_cache_store("/dev/null", key, g, a, &err) == YQ_ERR_IO && strstr(err.msg, "not a regular file"));
+    CHECK(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode));
+    yq_calib_stats_free(a);
+    yq_graph_free(g);
+}
+
+/* A full disk while storing (RLIMIT_FSIZE): one error line, the old cache intact, no
+ * temporary, and the process exits cleanly (HDF5's exit handler runs). */
+static void t_disk_full(void)
+{
+    char p[300], tmp[320];
+    path_in(p, sizeof p, "full.h5");
+    snprintf(tmp, sizeof tmp, "%s.tmp", p);
+    yq_graph *g = tiny_graph(0);
+    uint8_t key[32];
+    key_of(g, 0, key);
+    yq_calib_stats *a = fake_stats(g, 4);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = { 2048, 2048 };
+        setrlimit(RLIMIT_FSIZE, &rl);
+        yq_error err;
+        yq_status st = yq_calib_cache_store(p, key, g, a, &err);
+        int ok = st == YQ_ERR_IO && !strchr(err.msg, '\n') && !exists(p) && !exists(tmp);
+        if (!ok) fprintf(stderr, "disk full: status %d: %s\n", st, err.msg);
+        yq_calib_stats_free(a);
+        yq_graph_free(g);
+        exit(ok ? 0 : 3);
+    }
+    int ws = 0;
+    CHECK(waitpid(pid, &ws, 0) == pid);
+    CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "child: %s %d", WIFSIGNALED(ws) ? "killed by signal" : "exit status",
+           WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+    yq_calib_stats_free(a);
+    yq_graph_free(g);
+}
+
 static void rm_dir(void)
 {
     static const char *names[] = { "rt.h5", "miss.h5", "two.h5", "replace.h5", "trunc.h5", "foreign.h5",
-                                   "text.h5", "edited.h5", "bins.h5", "plainfile", "tiny.cfg" };
+                                   "text.h5", "edited.h5", "bins.h5", "plainfile", "tiny.cfg", "real.h5", "link.h5", "full.h5" };
     char p[300];
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         path_in(p, sizeof p, names[i]);
@@ -484,6 +548,8 @@ int main(void)
     TEST(t_key);
     TEST(t_other_bins);
     TEST(t_unwritable);
+    TEST(t_symlink_device);
+    TEST(t_disk_full);
     rm_dir();
     return test_done();
 }

@@ -3,6 +3,7 @@
  *    never past its buffer (guard bytes), and read back to the same text;
  *  - a qconfig line longer than the reader's limit is an error naming its line, never a
  *    setting parsed from its tail; a NUL byte in a line is an error;
+ *  - an error message is one line even when a file name in it holds a newline;
  *  - output files (ir/fsio.h): a symlink is followed and stays a link, a device is written
  *    in place and never replaced, a folder or a missing folder is refused before any byte,
  *    a failed write (RLIMIT_FSIZE: as a full disk) leaves the old file and no temporary,
@@ -10,7 +11,7 @@
  *  - images: a JPEG with data cut out of its middle (libjpeg warns, OpenCV decoded it) is
  *    an error naming the file, nothing printed; a tiny JPEG or PNG declaring 180 Mpx is
  *    refused from its header; the libjpeg decoder gives OpenCV's pixels on every shared
- *    JPEG (memcmp of the floats). */
+ *    JPEG and on the fuzzer's seeds (grey, progressive, CMYK; memcmp of the floats). */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -105,6 +106,24 @@ static void t_qconfig_text_large(void)
     free(t2);
 }
 
+/* values that once changed on the way through the text: a threshold a float cannot hold,
+ * a percentile printed with too few digits */
+static void t_qconfig_exact(void)
+{
+    yq_error err;
+    yq_qconfig_defaults(&qc);
+    CHECK(yq_qconfig_set(&qc, "layer.3.thresh", "1e-50", "t", &err) == YQ_ERR_INVALID_ARG);
+    CHECK(yq_qconfig_set(&qc, "layer.3.thresh", "1e-40", "t", &err) == YQ_OK && yq_qc_thresh(&qc, 3) > 0);
+    CHECK(yq_qconfig_set(&qc, "calib", "percentile:99.9999999999", "t", &err) == YQ_OK);
+    char *t = yq_qconfig_text(&qc);
+    CHECK(t && strstr(t, "calib = percentile:99.9999999999\n"));
+    write_file(tpath("exact.qc"), t, strlen(t));
+    yq_qconfig_defaults(&back);
+    CHECKF(yq_qconfig_load(&back, tpath("exact.qc"), &err) == YQ_OK, "%s", err.msg);
+    CHECK(back.calib.percentile == qc.calib.percentile && yq_qc_thresh(&back, 3) == yq_qc_thresh(&qc, 3));
+    free(t);
+}
+
 static void t_qconfig_long_line(void)
 {
     yq_error err;
@@ -144,6 +163,23 @@ static void t_qconfig_long_line(void)
     write_file(tpath("num.qc"), text, n);
     CHECK(yq_qconfig_load(&qc, tpath("num.qc"), &err) == YQ_ERR_INVALID_ARG);
     CHECKF(strstr(err.msg, "num.qc:4:"), "%s", err.msg);
+}
+
+/* an error is one line whatever its arguments hold; its own message may be an argument */
+static void t_error_one_line(void)
+{
+    yq_error err;
+    CHECK(yq_fail(&err, YQ_ERR_FORMAT, "%s: image '%s' missing", "ann.json", "a\nb\rc\x1b.jpg") == YQ_ERR_FORMAT);
+    CHECKF(!strcmp(err.msg, "ann.json: image 'a\\nb\\rc\\x1b.jpg' missing"), "%s", err.msg);
+    CHECK(err.code == YQ_ERR_FORMAT);
+    yq_fail(&err, YQ_ERR_IO, "outer: %s", err.msg);
+    CHECKF(!strcmp(err.msg, "outer: ann.json: image 'a\\nb\\rc\\x1b.jpg' missing"), "%s", err.msg);
+    /* a message at the buffer's end: cut, terminated, never a half escape */
+    char big[600];
+    memset(big, '\n', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    yq_fail(&err, YQ_ERR_IO, "%s", big);
+    CHECK(strlen(err.msg) < sizeof err.msg && !strchr(err.msg, '\n') && strlen(err.msg) % 2 == 0);
 }
 
 /* ---- output files ------------------------------------------------------- */
@@ -328,9 +364,11 @@ static void t_jpeg_equals_opencv(void)
     static const char *sets[] = { "darknet-samples", "coco-mini/val2017/images", "coco-mini/val2017_unlabelled/images",
                                   "coco128/images/train2017", "coco-mini/train2017/images" };
     int n_img = 0;
-    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+    /* the shared sets, then the image fuzzer's seeds (grey, progressive, restart markers, CMYK) */
+    for (size_t k = 0; k <= sizeof sets / sizeof *sets; k++) {
         char dir[512];
-        snprintf(dir, sizeof dir, "%s/datasets/%s", data_dir(), sets[k]);
+        if (k == sizeof sets / sizeof *sets) snprintf(dir, sizeof dir, "fuzz/corpus/image");
+        else snprintf(dir, sizeof dir, "%s/datasets/%s", data_dir(), sets[k]);
         DIR *d = opendir(dir);
         for (struct dirent *e; d && (e = readdir(d));) {
             size_t l = strlen(e->d_name);
@@ -365,7 +403,9 @@ int main(void)
         return 1;
     }
     TEST(t_qconfig_text_large);
+    TEST(t_qconfig_exact);
     TEST(t_qconfig_long_line);
+    TEST(t_error_one_line);
     TEST(t_out_symlink);
     TEST(t_out_device);
     TEST(t_out_refused_early);
