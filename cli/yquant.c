@@ -1,8 +1,10 @@
 /* yquant: the command-line front end. */
 #include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "ir/fsio.h"
 
 static const char *usage =
     "yquant " YQ_VERSION ": INT8 quantization and calibration for YOLO detectors\n"
@@ -25,8 +27,20 @@ static const char *usage =
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
     "(YQ_DATA defaults to ../shared).\n";
 
+/* Ctrl-C or a kill: the temporaries of writes in progress removed, then the default action
+ * (so the exit status says which signal). */
+static void on_signal(int sig)
+{
+    yq_out_remove_pending();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
     /* No HDF5 exit handler in this program: every file yquant opens is closed before it
      * returns, and a damaged package can leave HDF5's own decoder state unclosable, which
      * its handler reports at exit ("infinite loop closing library") or worse. */

@@ -49,8 +49,9 @@ yq_status yq_jpeg_decode(const unsigned char *buf, size_t n, const char *name, i
     je.pub.error_exit = on_error;
     je.pub.emit_message = on_message;
     je.pub.output_message = on_output;
-    unsigned char *row = NULL;
-    float *data = NULL;
+    /* volatile: set after setjmp and needed after the longjmp (else their values are lost) */
+    unsigned char *volatile row = NULL;
+    float *volatile data = NULL;
     volatile int created = 0;
     if (setjmp(je.jmp)) {
         if (created) jpeg_destroy_decompress(&ci);
@@ -82,7 +83,7 @@ yq_status yq_jpeg_decode(const unsigned char *buf, size_t n, const char *name, i
     }
     while (ci.output_scanline < ci.output_height) {
         const size_t y = ci.output_scanline;
-        JSAMPROW rp = row;
+        JSAMPROW rp = (JSAMPROW)row;
         jpeg_read_scanlines(&ci, &rp, 1);
         for (size_t x = 0; x < (size_t)w; x++) {
             unsigned r, g, b;

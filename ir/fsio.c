@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE           /* mkstemps */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,35 @@
 #include <unistd.h>
 
 #include "ir/fsio.h"
+
+/* The temporaries being written now, for yq_out_remove_pending (a signal handler's call):
+ * a fixed table of names, set before a temporary exists and cleared after it is renamed
+ * or removed, read with nothing but unlink(2). */
+#define PENDING 16
+static char pending[PENDING][YQ_PATH_MAX];
+static volatile sig_atomic_t pending_used[PENDING];
+
+static void pending_add(const char *tmp)
+{
+    for (int i = 0; i < PENDING; i++)
+        if (!pending_used[i]) {
+            memcpy(pending[i], tmp, strlen(tmp) + 1);
+            pending_used[i] = 1;
+            return;
+        }
+}
+
+static void pending_drop(const char *tmp)
+{
+    for (int i = 0; i < PENDING; i++)
+        if (pending_used[i] && !strcmp(pending[i], tmp)) pending_used[i] = 0;
+}
+
+void yq_out_remove_pending(void)
+{
+    for (int i = 0; i < PENDING; i++)
+        if (pending_used[i]) unlink(pending[i]);
+}
 
 /* The process's umask without changing it (umask(2) sets it, which would race with other
  * threads creating files): Linux shows it in /proc/self/status. */
@@ -92,6 +122,7 @@ yq_status yq_out_begin(yq_outfile *o, const char *path, yq_out_kind kind, yq_err
         if (e == ENOENT) return yq_fail(err, YQ_ERR_IO, "%s: its folder does not exist", path);
         return yq_fail(err, YQ_ERR_IO, "%s: cannot create a file beside it: %s", path, strerror(e));
     }
+    pending_add(o->tmp);
     if (fchmod(fd, (mode_t)o->mode) != 0) { /* keep 0600: still correct, only stricter */ }
     if (kind == YQ_OUT_NAMED) {
         close(fd);
@@ -102,6 +133,7 @@ yq_status yq_out_begin(yq_outfile *o, const char *path, yq_out_kind kind, yq_err
         int e = errno;
         close(fd);
         unlink(o->tmp);
+        pending_drop(o->tmp);
         o->tmp[0] = 0;
         return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(e));
     }
@@ -127,6 +159,7 @@ yq_status yq_out_commit(yq_outfile *o, yq_error *err)
     if (st == YQ_OK && o->tmp[0] && rename(o->tmp, o->path) != 0)
         st = yq_fail(err, YQ_ERR_IO, "%s: cannot replace it: %s", o->path, strerror(errno));
     if (st != YQ_OK && o->tmp[0]) unlink(o->tmp);
+    if (o->tmp[0]) pending_drop(o->tmp);
     o->tmp[0] = 0;
     return st;
 }
@@ -135,7 +168,10 @@ void yq_out_abort(yq_outfile *o)
 {
     if (o->f && o->f != stdout) fclose(o->f);
     o->f = NULL;
-    if (o->tmp[0]) unlink(o->tmp);
+    if (o->tmp[0]) {
+        unlink(o->tmp);
+        pending_drop(o->tmp);
+    }
     o->tmp[0] = 0;
 }
 

@@ -17,7 +17,8 @@
  * files by name (HDF5); such targets must be regular files.
  *
  * A temporary left behind by a killed process (SIGKILL, power loss) is never read by yquant
- * and can be deleted: its name ends in .tmp and starts with the target's name. */
+ * and can be deleted: its name ends in .tmp and starts with the target's name.  SIGINT and
+ * SIGTERM leave none (yq_out_remove_pending). */
 #ifndef YQ_IR_FSIO_H
 #define YQ_IR_FSIO_H
 
@@ -42,6 +43,10 @@ yq_status yq_out_commit(yq_outfile *o, yq_error *err);
 /* Drops what was written (removes the temporary); safe on a yq_outfile never begun
  * (zeroed) or already committed. */
 void yq_out_abort(yq_outfile *o);
+
+/* Removes the temporaries of writes in progress; async-signal-safe (unlink only), for a
+ * program's SIGINT/SIGTERM handler (cli/yquant.c): an interrupted run leaves none. */
+void yq_out_remove_pending(void);
 
 /* Whole text to a file, through the above. */
 yq_status yq_out_write_text(const char *path, const char *text, yq_error *err);

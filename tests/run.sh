@@ -81,7 +81,7 @@ elif command -v clang >/dev/null && [ -z "${YQ_TEST_ONLY:-}" ]; then
     ft=${YQ_FUZZ_TIME:-$([ "${CI:-}" = true ] && echo 60 || echo 10)}
     echo "== fuzzers, ${ft} s each"
     if [ "$ft" -gt 0 ] && make -s fuzz FUZZ_TIME="$ft" > build/fuzz.log 2>&1; then
-        echo "PASS fuzz (cfg parser and weights reader, ${ft} s each)" | tee -a "$log"
+        echo "PASS fuzz (cfg, weights, qconfig, package, coco, labels, image: ${ft} s each)" | tee -a "$log"
     elif [ "$ft" -gt 0 ]; then
         tail -30 build/fuzz.log
         echo "FAIL fuzz: see build/fuzz.log and build/fuzz/artifacts/" | tee -a "$log"
