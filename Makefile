@@ -26,7 +26,7 @@ NVCC_ARCHS ?= $(shell for a in 61 70 75 80 86 89 90; do \
                 $(NVCC) --list-gpu-arch 2>/dev/null | grep -qx compute_$$a && printf -- '-gencode arch=compute_%s,code=sm_%s ' $$a $$a; done)
 NVCCFLAGS ?= -std=c++17 -O2 -g -Xcompiler -fPIC,-Wall $(NVCC_ARCHS) -Iinclude -I.
 
-LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial opencv4 2>/dev/null) \
+LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) \
             -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
             -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 
@@ -77,6 +77,12 @@ $(B)/yquant: $(CLI_SRCS:%.c=$(B)/%.o) $(LIB)
 
 $(B)/tests/%: $(B)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+
+# The test peer of the image decoders: OpenCV (tests/peer/opencv_decode.cpp), linked into
+# tests/test_harden.c alone; yquant itself decodes with libjpeg and libpng.
+PEER_CV_LIBS := $(shell pkg-config --libs opencv4 2>/dev/null) -lstdc++ -lz
+$(B)/tests/test_harden: $(B)/tests/test_harden.o $(B)/tests/peer/opencv_decode.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LIBS) $(PEER_CV_LIBS)
 
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
@@ -130,7 +136,7 @@ GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c
                    calib/hist.c calib/methods.c calib/compare.c $(wildcard calib/simulate.c) runtime/plan.c runtime/exec_int8.c \
                    runtime/exec_cuda.c) \
                  $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
-GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -ljpeg -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
+GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -ljpeg -lpng16 -lz -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
                  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
 
 .PHONY: gpu-test
@@ -163,9 +169,9 @@ endif
 #   yqgpu test_tune         tests/test_tune.c (the tuner, and runtime/latency.c's GPU latency;
 #                           their GPU parts run there)
 #   yqgpu yquant ARGS       the whole `yquant` CLI (cli/yquant.c: sweep, quantize, eval, detect,
-#                           ...), images decoded from raw sidecars (tests/image_raw.c: IMAGE.rgb
-#                           beside IMAGE; bench/gpu/sidecars.py writes them there), so that
-#                           `yquant sweep` measures GPU latency there (bench/gpu/sweep_gpu.sh)
+#                           ...), images decoded by yquant's own decoders (libjpeg and libpng,
+#                           linked statically), so that `yquant sweep` measures GPU latency
+#                           there (bench/gpu/sweep_gpu.sh)
 # Linked like gpu-test (static OpenBLAS, libcrypto, C++ runtime; cuDNN dynamic: the device
 # has it), with HDF5, libpng and zlib static (.yqp packages; the sweep's PNG chart) and
 # cJSON's shared library copied beside it (rpath $ORIGIN).  Everything but the mains comes
@@ -178,9 +184,8 @@ GPU_BENCH_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -l
                   $(GPU_TEST_LIBS)
 YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o \
                   $(B)/gpu/mc/yquant.o
-# libyq and the CLI's commands, with tests/image_raw.c for datasets/image_cv.cpp (no OpenCV)
-GPU_CLI_OBJS   := $(filter-out $(B)/datasets/image_cv.o,$(OBJS)) $(B)/tests/image_raw.o \
-                  $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
+# libyq and the CLI's commands
+GPU_CLI_OBJS   := $(OBJS) $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
 GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
 
@@ -197,7 +202,7 @@ $(B)/gpu/mc/%.o: cli/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -MMD -MP -c $< -o $@
 
--include $(wildcard $(B)/gpu/mc/*.d $(B)/bench/gpu/*.d $(B)/tests/image_raw.d)
+-include $(wildcard $(B)/gpu/mc/*.d $(B)/bench/gpu/*.d $(B)/tests/peer/*.d)
 
 $(B)/gpu/libyq_cli.a: $(GPU_CLI_OBJS)
 	@mkdir -p $(dir $@)
@@ -212,19 +217,18 @@ $(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/
 	    $(GPU_CLI_LIBS)
 
 # ---- gpu-test, the session: build/gpu/test_session (tests/test_session.c) for the device
-# machine: the session API with the package loader (HDF5 linked statically) and images
-# decoded from raw sidecar files (tests/image_raw.c: no OpenCV there;
-# `build/tests/test_session --write-raw IMAGE...` writes them here).  Objects go through
-# an archive so that only what the test reaches is linked.
+# machine: the session API with the package loader (HDF5 linked statically) and yquant's
+# image decoders (libjpeg and libpng, static).  Objects go through an archive so that only
+# what the test reaches is linked.
 #   make gpu-test, then `YQ_DATA=... build/gpu/test_session`
 GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
                       calib/compare.c $(wildcard calib/simulate.c) \
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
-                      datasets/fileio.c tests/image_raw.c) \
+                      datasets/image_png.c datasets/fileio.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_mma.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
                       kernels/cuda_post.cu kernels/cuda_post_rt.cu)
-GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -ljpeg -Wl,-Bdynamic \
+GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 
 gpu-test: $(B)/gpu/test_session
@@ -242,14 +246,14 @@ $(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
 # ---- gpu-calib: calibration on the GPU, test and benchmark, for the device machine ----
 # build/gpu/yqcal, one static multi-call program linked as gpu-test is (static OpenBLAS,
 # libcrypto, C++ runtime; cuDNN dynamic), without HDF5, cJSON's shared library copied
-# beside it as gpu-bench does (datasets/fileio.c reads JSON), images decoded from raw
-# sidecar files (tests/image_raw.c: IMAGE.rgb beside IMAGE):
+# beside it as gpu-bench does (datasets/fileio.c reads JSON), images decoded by yquant's
+# own decoders (libjpeg and libpng, static):
 #   yqcal test          tests/test_calib_cuda.c (GPU statistics against the CPU's)
 #   yqcal bench ARGS    bench/calib_gpu.c (calibration time, CPU engine against the GPU)
 #   make gpu-calib NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
 GPU_CALIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c kernels/*.c) calib/hist.c calib/methods.c \
                     calib/observe.c calib/observe_cuda.c runtime/plan.c runtime/exec_int8.c runtime/detector.c \
-                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/fileio.c tests/image_raw.c) \
+                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/image_png.c datasets/fileio.c) \
                   $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cudnn_fp.cu kernels/cuda_hist.cu)
 
 .PHONY: gpu-calib

@@ -16,8 +16,8 @@
 
 #include "datasets/fileio.h"
 #include "datasets/image.h"
-#include "datasets/image_cv.h"
 #include "datasets/image_jpeg.h"
+#include "datasets/image_png.h"
 #include "ir/ir.h"
 
 #define MAX_PIXELS (1L << 28)  /* 268 Mpx: far beyond any photo; bounds w*h*c*4 bytes */
@@ -163,10 +163,9 @@ yq_status yq_image_load(const char *path, yq_image *out, yq_error *err)
     int w = 0, h = 0;
     yq_status st = read_checked(path, &buf, &n, &w, &h, err);
     if (st != YQ_OK) return st;
-    /* JPEG through libjpeg itself (its warnings on damaged data are errors), PNG through OpenCV */
+    /* libjpeg and libpng themselves: damaged data is an error, and nothing is printed */
     if (buf[0] == 0xFF) st = yq_jpeg_decode(buf, n, path, w, h, out, err);
-    else if ((st = yq_image_decode_cv(buf, n, path, w, h, out, err)) != YQ_OK && err)
-        yq_fail(err, st, "%s", err->msg);      /* OpenCV's text, made one line like any error */
+    else st = yq_png_decode(buf, n, path, w, h, out, err);
     free(buf);
     return st;
 }
@@ -341,7 +340,7 @@ static int is_image_name(const char *name)
     return dot && (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") || !strcasecmp(dot, ".png"));
 }
 
-/* IMAGE.rgb beside IMAGE: its raw pixels, for the builds without a decoder (tests/image_raw.c) */
+/* IMAGE.rgb beside IMAGE: its raw pixels (yq_image_write_raw), never an image of its own */
 static int is_raw_sidecar(const char *name)
 {
     size_t n = strlen(name);

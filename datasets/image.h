@@ -35,9 +35,10 @@ typedef struct yq_image { int w, h, c; float *data; } yq_image;
 void yq_image_set_max_pixels(long px);     /* <= 0 or over 268 Mpx: the default */
 long yq_image_max_pixels(void);
 
-/* Decodes a JPEG or PNG file to RGB in [0,1] (v/255.f).  A truncated file (JPEG
- * without its EOI marker, PNG without IEND), a file that is neither, or one OpenCV
- * cannot decode is an error naming the path.  *out is set only on YQ_OK. */
+/* Decodes a JPEG or PNG file to RGB in [0,1] (v/255.f), with libjpeg and libpng.  A
+ * truncated file (JPEG without its EOI marker, PNG without IEND), a file that is neither,
+ * one over the pixel limit, or one whose data the decoder reports as damaged is an error
+ * naming the path; nothing is printed.  *out is set only on YQ_OK. */
 yq_status yq_image_load(const char *path, yq_image *out, yq_error *err);
 
 /* Width and height from the file's header (SOF / IHDR); the whole file is checked for
@@ -50,7 +51,7 @@ yq_status yq_image_make(int w, int h, int c, yq_image *out, yq_error *err);
 /* Frees data and zeroes *im; NULL or an empty image is a no-op. */
 void yq_image_free(yq_image *im);
 /* Decodes path and writes PATH.rgb beside it: its pixels as 8-bit RGB, interleaved, rows top
- * first (what tests/image_raw.c reads back on machines without an image decoder). */
+ * first (bench/gpu/sidecars.py compares them with another machine's OpenCV). */
 yq_status yq_image_write_raw(const char *path, yq_error *err);
 
 /* darknet's resize_image: two-pass bilinear to w x h, aspect ratio not kept. */

@@ -3,7 +3,7 @@
  * of JPEG file") makes the image an error here, where OpenCV would print it to stderr and
  * return the damaged pixels.  The decoding options are OpenCV's (libjpeg's defaults: islow
  * DCT, fancy upsampling; CMYK converted as OpenCV converts it), so the pixels are the ones
- * OpenCV gave before: tests/test_image.c compares every shared image with OpenCV's. */
+ * OpenCV gave before: tests/test_harden.c compares every shared image with OpenCV's. */
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>

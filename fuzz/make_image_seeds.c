@@ -55,9 +55,13 @@ static int png(const char *dir, const char *name, int w, int h, int color, int d
     if (setjmp(png_jmpbuf(p))) { fclose(f); return 1; }
     png_init_io(p, f);
     png_set_IHDR(p, info, (png_uint_32)w, (png_uint_32)h, depth, color,
-                 interlace ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+                 interlace == 1 ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_color pal[4] = { { 0, 0, 0 }, { 255, 0, 0 }, { 0, 255, 0 }, { 0, 0, 255 } };
-    if (color == PNG_COLOR_TYPE_PALETTE) png_set_PLTE(p, info, pal, 4);
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_set_PLTE(p, info, pal, 4);
+        png_byte alpha[2] = { 0, 128 };
+        if (interlace == 2) png_set_tRNS(p, info, alpha, 2, NULL);   /* 2: a transparent palette entry */
+    }
     png_write_info(p, info);
     int nc = color == PNG_COLOR_TYPE_RGB ? 3 : color == PNG_COLOR_TYPE_RGBA ? 4 : color == PNG_COLOR_TYPE_GRAY_ALPHA ? 2 : 1;
     size_t rb = png_get_rowbytes(p, info);
@@ -89,6 +93,10 @@ int main(int argc, char **argv)
     bad |= png(d, "palette.png", 6, 6, PNG_COLOR_TYPE_PALETTE, 2, 0);
     bad |= png(d, "rgba16.png", 4, 4, PNG_COLOR_TYPE_RGBA, 16, 0);
     bad |= png(d, "interlaced.png", 11, 7, PNG_COLOR_TYPE_RGB, 8, 1);
+    bad |= png(d, "gray16.png", 5, 5, PNG_COLOR_TYPE_GRAY, 16, 0);
+    bad |= png(d, "gray1.png", 13, 3, PNG_COLOR_TYPE_GRAY, 1, 0);
+    bad |= png(d, "grayalpha.png", 6, 4, PNG_COLOR_TYPE_GRAY_ALPHA, 8, 0);
+    bad |= png(d, "palette_trns.png", 8, 3, PNG_COLOR_TYPE_PALETTE, 8, 2);
     if (bad) fprintf(stderr, "make_image_seeds: a seed could not be written\n");
     return bad;
 }

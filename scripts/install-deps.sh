@@ -3,7 +3,8 @@
 #
 #   scripts/install-deps.sh        (as root, or as a user with sudo)
 #
-# Debian packages: compiler and fuzzer runtimes, OpenBLAS, OpenCV, HDF5, cJSON, libpng, OpenSSL,
+# Debian packages: compiler and fuzzer runtimes, OpenBLAS, HDF5, cJSON, libjpeg, libpng, OpenSSL,
+# OpenCV (only as the test peer of the image decoders),
 # darknet (the peer the FP32 graph is compared with), chromium (headless, for the report
 # screenshot test), python3 and pip.  apt is run only when
 # dpkg-query reports a package missing, so a second run takes about a second.
@@ -16,7 +17,8 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(
     build-essential pkg-config
     clang libclang-rt-14-dev          # the fuzzers (-fsanitize=fuzzer)
-    libopenblas-dev libopencv-dev libhdf5-dev hdf5-tools libcjson-dev libpng-dev libssl-dev
+    libopenblas-dev libhdf5-dev hdf5-tools libcjson-dev libjpeg-dev libpng-dev libssl-dev zlib1g-dev
+    libopencv-dev                     # the test peer of the image decoders (tests/test_harden.c)
     darknet                           # the peer: /usr/lib/darknet/libdarknet.so
     chromium                          # tests/sweep_test.py renders report.html headless (skipped without)
     python3 python3-pip

@@ -36,7 +36,7 @@ def build_tool():
         return ("SKIP", "%s not built (run make)" % os.path.relpath(LIB, ROOT))
     os.makedirs(os.path.dirname(TOOL), exist_ok=True)
     cmd = ("cc -std=c11 -O2 -Iinclude -I. tests/tools/coco_eval_tool.c %s "
-           "$(pkg-config --libs libcjson opencv4 hdf5-serial) -lopenblas -ljpeg -lpng -lcrypto -lm "
+           "$(pkg-config --libs libcjson hdf5-serial) -lopenblas -ljpeg -lpng -lcrypto -lm "
            "-lpthread -lstdc++ -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -o %s"
            % (shlex.quote(LIB), shlex.quote(TOOL)))
     r = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True)

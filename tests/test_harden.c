@@ -12,6 +12,7 @@
  *    an error naming the file, nothing printed; a tiny JPEG or PNG declaring 180 Mpx is
  *    refused from its header; the libjpeg decoder gives OpenCV's pixels on every shared
  *    JPEG and on the fuzzer's seeds (grey, progressive, CMYK; memcmp of the floats). */
+#define _GNU_SOURCE      /* memmem */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -19,13 +20,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "tests/test.h"
 #include "datasets/fileio.h"
 #include "datasets/image.h"
-#include "datasets/image_cv.h"
 #include "datasets/image_jpeg.h"
 #include "ir/fsio.h"
 #include "quant/qconfig.h"
+#include "tests/peer/opencv_decode.h"
 
 static char tmpdir[64];
 
@@ -378,13 +380,14 @@ static void t_image_bomb(void)
     CHECK(yq_image_max_pixels() == YQ_IMAGE_MAX_PIXELS_DEFAULT);
 }
 
-/* every JPEG under YQ_DATA/datasets: libjpeg's pixels equal OpenCV's */
-static void t_jpeg_equals_opencv(void)
+/* every JPEG and PNG under YQ_DATA/datasets and among the image fuzzer's seeds (grey,
+ * progressive, restart markers, CMYK; palette, 16-bit, alpha, interlaced): yquant's
+ * decoders (libjpeg, libpng) give OpenCV's pixels, memcmp of the floats */
+static void t_decode_equals_opencv(void)
 {
     static const char *sets[] = { "darknet-samples", "coco-mini/val2017/images", "coco-mini/val2017_unlabelled/images",
-                                  "coco128/images/train2017", "coco-mini/train2017/images" };
-    int n_img = 0;
-    /* the shared sets, then the image fuzzer's seeds (grey, progressive, restart markers, CMYK) */
+                                  "coco-mini/train2017/images" };
+    int n_img[2] = { 0, 0 };
     for (size_t k = 0; k <= sizeof sets / sizeof *sets; k++) {
         char dir[512];
         if (k == sizeof sets / sizeof *sets) snprintf(dir, sizeof dir, "fuzz/corpus/image");
@@ -392,7 +395,8 @@ static void t_jpeg_equals_opencv(void)
         DIR *d = opendir(dir);
         for (struct dirent *e; d && (e = readdir(d));) {
             size_t l = strlen(e->d_name);
-            if (l < 5 || strcmp(e->d_name + l - 4, ".jpg")) continue;
+            int png = l > 4 && !strcmp(e->d_name + l - 4, ".png");
+            if (!png && (l < 5 || strcmp(e->d_name + l - 4, ".jpg"))) continue;
             char path[1024];
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             unsigned char *b;
@@ -401,18 +405,54 @@ static void t_jpeg_equals_opencv(void)
             int w, h;
             CHECKF(yq_ds_read_file(path, &b, &n, &err) == YQ_OK && yq_image_size(path, &w, &h, &err) == YQ_OK, "%s", err.msg);
             yq_image a, c;
-            CHECKF(yq_jpeg_decode(b, n, path, w, h, &a, &err) == YQ_OK, "%s", err.msg);
-            CHECKF(yq_image_decode_cv(b, n, path, w, h, &c, &err) == YQ_OK, "%s", err.msg);
+            CHECKF(yq_image_load(path, &a, &err) == YQ_OK, "%s", err.msg);
+            CHECKF(peer_opencv_decode(b, n, path, w, h, &c, &err) == YQ_OK, "%s", err.msg);
             CHECKF(!memcmp(a.data, c.data, sizeof(float) * 3 * (size_t)w * h), "%s: pixels differ from OpenCV's", path);
             yq_image_free(&a);
             yq_image_free(&c);
             free(b);
-            n_img++;
+            n_img[png]++;
         }
         if (d) closedir(d);
     }
-    if (!n_img) TEST_SKIP("no JPEG under %s/datasets", data_dir());
-    printf("     %d JPEGs: libjpeg's pixels equal OpenCV's\n", n_img);
+    if (!n_img[0] && !n_img[1]) TEST_SKIP("no JPEG or PNG under %s/datasets", data_dir());
+    CHECKF(n_img[1] >= 5, "only %d PNGs (the fuzzer's seeds have more)", n_img[1]);
+    printf("     %d JPEGs and %d PNGs: yquant's pixels equal OpenCV's\n", n_img[0], n_img[1]);
+}
+
+/* a damaged PNG (bad compressed data, too little of it) is one error line, nothing printed */
+static void t_png_corrupt(void)
+{
+    const char *p = "fuzz/corpus/image/rgb.png";
+    unsigned char *b;
+    size_t n;
+    yq_error err;
+    if (yq_ds_read_file(p, &b, &n, &err) != YQ_OK) TEST_SKIP("%s", err.msg);
+    /* the IDAT's data: flip a byte of it and fix the chunk's CRC, so zlib is what fails */
+    unsigned char *idat = memmem(b, n, "IDAT", 4);
+    CHECK(idat && idat - b >= 4);
+    unsigned len = (unsigned)idat[-4] << 24 | (unsigned)idat[-3] << 16 | (unsigned)idat[-2] << 8 | idat[-1];
+    CHECK(len > 8 && (size_t)(idat - b) + 8 + len <= n);
+    idat[4 + 3] ^= 0xA5;
+    unsigned long crc = crc32(0, idat, len + 4);
+    unsigned char *c = idat + 4 + len;
+    c[0] = (unsigned char)(crc >> 24), c[1] = (unsigned char)(crc >> 16), c[2] = (unsigned char)(crc >> 8), c[3] = (unsigned char)crc;
+    write_file(tpath("bad.png"), (const char *)b, n);
+    free(b);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = fopen(tpath("stderr2.txt"), "w");
+    CHECK(saved >= 0 && cap && dup2(fileno(cap), 2) >= 0);
+    yq_image im;
+    yq_status st = yq_image_load(tpath("bad.png"), &im, &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(cap);
+    if (st == YQ_OK) yq_image_free(&im);
+    CHECKF(st == YQ_ERR_FORMAT && strstr(err.msg, "bad.png") && strstr(err.msg, "corrupt PNG") && !strchr(err.msg, '\n'),
+           "status %d: %s", st, err.msg);
+    CHECKF(!strcmp(read_all(tpath("stderr2.txt")), ""), "printed: %s", read_all(tpath("stderr2.txt")));
 }
 
 int main(void)
@@ -433,7 +473,8 @@ int main(void)
     TEST(t_image_corrupt);
     TEST(t_image_error_midway);
     TEST(t_image_bomb);
-    TEST(t_jpeg_equals_opencv);
+    TEST(t_png_corrupt);
+    TEST(t_decode_equals_opencv);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);

@@ -15,8 +15,8 @@
  * same order, boxes and scores within REL (relative, of max(|v|, 1)); detections whose
  * (score, class) tie exactly may come in another order (counted, reported).
  *
- * `test_session --write-raw IMAGE...` writes IMAGE.rgb (the decoded pixels) for the
- * GPU build, which has no image decoder (tests/image_raw.c). */
+ * `test_session --write-raw IMAGE...` writes IMAGE.rgb (the decoded pixels), which
+ * bench/gpu/sidecars.py compares with the GPU machine's OpenCV. */
 #include <math.h>
 #include <time.h>
 #include <unistd.h>

@@ -7,7 +7,8 @@
 #                                  stripped, gzipped program, cJSON's library, yolo-fastest-1.1-xl,
 #                                  yolov3.cfg and the first $YQ_CALIB_IMAGES (64) calibration JPEGs
 #   bench/gpu/calib_gpu.sh run     there (carry .gpucal): the JPEGs' pixels as IMAGE.rgb
-#                                  sidecars (PIL; tests/image_raw.c reads them), the test,
+#                                  sidecars (PIL; a cross-check only: the program decodes
+#                                  the JPEGs itself), the test,
 #                                  the benchmark; logs to $OUT when set
 # Environment: YQ_DATA (default ../shared), YQ_COMMIT (the commit, for the log),
 # YQ_CALIB_IMAGES (default 64), YQ_CALIB_ARGS (more bench flags, e.g. --tune).

@@ -1,6 +1,6 @@
 /* yqgpu: the programs the device machine runs, in one binary (make gpu-bench).  Each
  * static OpenBLAS link weighs ~30 MB and what travels to the device is capped, so the
- * whole yquant CLI (images from raw sidecars: tests/image_raw.c), the GPU test programs
+ * whole yquant CLI (images decoded by yquant's own libjpeg/libpng decoders), the GPU test programs
  * and the cuDNN int8 anchor share one. */
 #include <stdio.h>
 #include <string.h>

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Raw pixel sidecars for the builds without OpenCV (build/gpu/yqgpu, test_session, yqcal).
+"""Raw pixel sidecars: the device's cv2 decoding, to check yquant's own decoders against
+(the GPU builds decode with libjpeg and libpng themselves; they no longer read these).
 
     bench/gpu/sidecars.py [--manifest FILE] [--check FILE] DIR...
 
-For every .jpg/.jpeg/.png (any case) in each DIR writes DIR/NAME.rgb as tests/image_raw.c
-reads it: width x height x 3 bytes, RGB, row major.  Decoded as datasets/image_cv.cpp
-decodes: cv2.imdecode(bytes, IMREAD_COLOR | IMREAD_IGNORE_ORIENTATION), then BGR -> RGB.
+For every .jpg/.jpeg/.png (any case) in each DIR writes DIR/NAME.rgb as yq_image_write_raw
+writes it: width x height x 3 bytes, RGB, row major.  Decoded with
+cv2.imdecode(bytes, IMREAD_COLOR | IMREAD_IGNORE_ORIENTATION), then BGR -> RGB.
 
   --manifest FILE  writes "sha256  NAME.rgb" for every sidecar written (sorted by name)
   --check FILE     compares the sidecars with such a manifest (one written here by our own

@@ -3,14 +3,15 @@
 # no OpenCV/HDF5 development packages: the 16-point grid of bench/results/sweep_2026-11-29.md
 # (mAP on the CPU int8 reference engine, latency of the int8 forward with tuned kernels on
 # the GPU), then `yquant quantize --max-drop 0.5` on the same sets, both run by build/gpu/yqgpu
-# (`yqgpu yquant ...`: the whole CLI, images from raw sidecars, tests/image_raw.c).
+# (`yqgpu yquant ...`: the whole CLI, images decoded by yquant's own libjpeg/libpng decoders;
+# the raw sidecars below are a cross-check of those decoders against the device's cv2 only).
 #
 #   bench/gpu/sweep_gpu.sh pack   here: builds yqgpu for the H200 (sm_90 only, in $YQ_BUILD,
 #                                 default build/dev), then .gpusweep/ gets it stripped and
 #                                 gzipped, cJSON's library, yolo-fastest-1.1-xl, coco-mini's val2017
 #                                 and val2017_unlabelled images, the val annotations, and
 #                                 decode.sha256: the sha256 of every image's pixels as our own
-#                                 decoder (OpenCV, build/tests/test_session --write-raw) gives
+#                                 decoder (libjpeg/libpng, build/tests/test_session --write-raw) gives
 #                                 them.  Prints the size and the carry list (~40 MB).
 #   bench/gpu/sweep_gpu.sh run [all|sweep|maxdrop]
 #                                 there (carry .gpusweep), from the repository root: the

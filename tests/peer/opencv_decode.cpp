@@ -1,4 +1,6 @@
-// The only C++ in yquant: OpenCV's decoders behind a C function (see image_cv.h).
+// The test peer for yquant's image decoders (datasets/image_jpeg.c, image_png.c): OpenCV's
+// imdecode behind a C function (opencv_decode.h), as yquant decoded images until libjpeg and
+// libpng were called directly.  Only tests/test_harden.c links it.
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +9,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "datasets/image_cv.h"
+#include "tests/peer/opencv_decode.h"
 
 static yq_status cv_fail(yq_error *err, yq_status code, const char *name, const char *what)
 {
@@ -18,7 +20,7 @@ static yq_status cv_fail(yq_error *err, yq_status code, const char *name, const 
     return code;
 }
 
-extern "C" yq_status yq_image_decode_cv(const unsigned char *buf, size_t n, const char *name,
+extern "C" yq_status peer_opencv_decode(const unsigned char *buf, size_t n, const char *name,
                                         int want_w, int want_h, yq_image *out, yq_error *err)
 {
     if (n == 0 || n > (size_t)INT_MAX)
