@@ -33,6 +33,8 @@ int  cli_usage_error(const char *fmt, ...);
  * cannot be written (missing or read-only folder, a folder itself).  Prints one line and
  * returns 1; 0 when fine ("-" and NULL are fine). */
 int  cli_check_output(const char *what, const char *out, const char *const *inputs, int n);
+/* The same for an output folder (sweep, sensitivity): refused when it is an input folder. */
+int  cli_check_outdir(const char *what, const char *dir, const char *const *inputs, int n);
 /* Writes a cJSON tree to path ("-": stdout) through path.tmp; 0 on success. */
 struct cJSON;
 int  cli_write_json(const char *path, struct cJSON *root);

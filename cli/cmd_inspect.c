@@ -139,6 +139,10 @@ int cmd_inspect(int argc, char **argv)
         else return cli_usage_error("inspect: one MODEL only");
     }
     if (!mo.model) return cli_usage_error("inspect: which MODEL?");
+    {
+        const char *ins[] = { mo.model, mo.weights };
+        if (cli_check_output("--json", json, ins, 2)) return 1;
+    }
     yq_error err;
     yq_graph *g;
     yq_package_info *pi = NULL;

@@ -287,6 +287,11 @@ int cmd_sensitivity(int argc, char **argv)
         snprintf(outbuf, sizeof outbuf, "%.*s-sensitivity", dot ? (int)(dot - b) : (int)strlen(b), b);
         out = outbuf;
     }
+    {
+        const char *ins[] = { mo.model, mo.weights, g->cfg_path, g->weights_path, qo->calib_dir, val, ann, labels };
+        int ni = (int)(sizeof ins / sizeof *ins);
+        if (cli_check_outdir("-o", out, ins, ni) || cli_check_output("--json", json, ins, ni)) goto done;
+    }
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
     cli_bar bar;
     cli_progress_start(&bar, "fp32");

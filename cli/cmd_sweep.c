@@ -862,6 +862,11 @@ int cmd_sweep(int argc, char **argv)
         X.calib_images = n_cal;
         yq_list_images_free(paths, n_cal);
     }
+    {
+        const char *ins[] = { mo.model, mo.weights, g0->cfg_path, g0->weights_path, qo->calib_dir, val, ann, labels };
+        int ni = (int)(sizeof ins / sizeof *ins);
+        if (cli_check_outdir("-o", out, ins, ni) || cli_check_output("--json", json, ins, ni)) goto done;
+    }
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
     cli_lat_start(&lat, out);
     X.lat = &lat;

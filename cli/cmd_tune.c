@@ -188,6 +188,10 @@ int cmd_tune(int argc, char **argv)
         else return cli_usage_error("tune: one PKG or MODEL only");
     }
     if (!mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");
+    {
+        const char *ins[] = { mo.model, mo.weights };
+        if (cli_check_output("--json", json, ins, 2) || cli_check_output("--log", log, ins, 2)) return 1;
+    }
     yq_error err;
     int dev = 0;
     if (!strncmp(device, "cuda:", 5)) {

@@ -176,6 +176,20 @@ static const char *clobbers(const char *out, const char *in, char *hit, size_t c
     return r;
 }
 
+int cli_check_outdir(const char *what, const char *dir, const char *const *inputs, int n)
+{
+    if (!dir) return 0;
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (inputs[i] && stat(inputs[i], &sb) == 0 && S_ISDIR(sb.st_mode) && yq_same_file(dir, inputs[i])) {
+            fprintf(stderr, "yquant: %s %s is an input folder (%s): its reports would mix with the inputs; "
+                    "nothing was done\n", what, dir, inputs[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int cli_check_output(const char *what, const char *out, const char *const *inputs, int n)
 {
     if (!out || !strcmp(out, "-")) return 0;

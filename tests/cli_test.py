@@ -333,6 +333,19 @@ def check_hardening():
                 os.path.join(cal, img), "would overwrite an input")
         refused("harden_json_onto_image", ["detect", m, os.path.join(cal, img), "--json", os.path.join(cal, img)],
                 os.path.join(cal, img), "would overwrite an input")
+        cfg0 = [f for f in os.listdir(m) if f.endswith(".cfg")][0]
+        refused("harden_inspect_json_onto_cfg", ["inspect", m, "--json", os.path.join(m, cfg0)],
+                os.path.join(m, cfg0), "would overwrite an input")
+        # a sweep's report folder that is the calibration folder: its PNGs would become calibration images
+        ann = os.path.join(DATA, "datasets", "coco-mini", "annotations", "instances_val2017_mini.json")
+        val = os.path.join(DATA, "datasets", "coco-mini", "val2017", "images")
+        if os.path.exists(ann):
+            before = sorted(os.listdir(cal))
+            rc, out, err = run(["sweep", m, "--calib", cal, "--val", val, "--ann", ann, "--grid", "bits=8", "-o", cal], timeout=120)
+            why = check_error_run("harden_sweep_out_is_calib", rc, err, "cal", "is an input folder")
+            if not why and sorted(os.listdir(cal)) != before:
+                why = "the calibration folder changed"
+            report("FAIL" if why else "PASS", "harden_sweep_out_is_calib", why or "")
         # -o into a missing folder: refused before calibration
         rc, out, err = run(["quantize", m, "--calib", cal, "--no-val", "-o", os.path.join(tmp, "no", "x.yqp")], timeout=120)
         why = check_error_run("harden_out_missing_folder", rc, err, "x.yqp", "does not exist")
