@@ -318,7 +318,8 @@ int cmd_quantize(int argc, char **argv)
             printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the GPU int8 engine, float layers %s):\n",
                    ds->n_images, letterbox ? "letterbox" : "plain resize", yq_cuda_float_precision());
         else
-            printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference):\n", ds->n_images,
+            printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference with the package's "
+                   "float layers as every engine runs them, fp16w: FP16 weights):\n", ds->n_images,
                    letterbox ? "letterbox" : "plain resize");
         printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
                boots ? "95% CI of the drops (paired)" : "", "ms/img");

@@ -69,6 +69,13 @@ typedef enum yq_dtype { YQ_F32 = 0, YQ_S8, YQ_U8 } yq_dtype;
 typedef struct yq_qnode {
     yq_dtype dtype;          /* output type; F32 for layers kept in float and the head convs */
     int float_op;            /* computed in FP32 (a skipped layer): inputs dequantized, float weights */
+    /* float_op convs: fp16w 1 = the weights are FP16 values (ir/half.h), FP32 arithmetic,
+     * what every engine computes (the GPU on FP16 tensor cores); 0 = FP32 weights.  wf: the
+     * weights such a conv runs with, when they are not n->w (a rewrite of an FP32 model
+     * rounds a copy; a loaded package stores them rounded in n->w): engines take
+     * yq_conv_weights(). */
+    int fp16w;
+    float *wf;
     float scale;             /* output scale; for F32 outputs, the scale int8 consumers quantize at */
     float thresh;            /* calibrated threshold (scale = thresh / qmax) */
     int32_t qmin, qmax;      /* output range: [-127, 127] at 8 bits */
@@ -83,6 +90,10 @@ typedef struct yq_qnode {
     /* shortcut: y = (a*ma + b*mb) >> shift, negative sums times neg_q31 (Q31) */
     int32_t ma, mb, shift, neg_q31;
 } yq_qnode;
+
+struct yq_node;
+/* The float weights a conv computes with: q->wf when set (FP16-rounded), else n->w. */
+#define yq_conv_weights(n, q) ((q) && (q)->wf ? (const float *)(q)->wf : (const float *)(n)->w)
 
 typedef struct yq_node {
     yq_op op;

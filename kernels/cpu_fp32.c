@@ -371,18 +371,19 @@ static void activate_rows(float *y, long n, yq_act act)
 /* Depthwise conv + bias + activation of one image; work: yq_f32_conv_work floats.
  * (Splitting the channels over threads was tried: on the bench's 2-core machine,
  * starting threads per layer cost more than it saved.) */
-static void depthwise(const yq_node *n, yq_shape is, const float *in, float *out, float *work)
+static void depthwise(const yq_node *n, const float *w, yq_shape is, const float *in, float *out, float *work)
 {
     const yq_conv_p *c = &n->p.conv;
     int k = c->size, oh = n->out.h, ow = n->out.w;
     dw_geom d = dw_geometry(is, c);
     for (int ch = 0; ch < is.c; ch++)
-        dw_channel(in + (long)ch * is.h * is.w, is.h, is.w, c->pad, d, c->stride, k, n->w + (long)ch * k * k,
+        dw_channel(in + (long)ch * is.h * is.w, is.h, is.w, c->pad, d, c->stride, k, w + (long)ch * k * k,
                    n->b[ch], n->act, work, out + (long)ch * oh * ow, oh, ow);
 }
 
-void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *out, float *work, int batch)
+void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work, int batch)
 {
+    if (!w) w = n->w;
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
     int G = c->groups, M = c->filters / G, K = is.c / G * c->size * c->size;
@@ -394,7 +395,7 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *ou
         const float *x = in + b * in_sz;
         float *y = out + b * out_sz;
         if (dw) {
-            depthwise(n, is, x, y, work);   /* bias and activation included */
+            depthwise(n, w, is, x, y, work);   /* bias and activation included */
             continue;
         }
         for (int gi = 0; gi < G; gi++) {
@@ -407,7 +408,7 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *ou
             float *yg = y + (long)gi * M * N;
             if (bias_in_gemm) for (int o = 0; o < M; o++) fill(yg + (long)o * N, N, n->b[gi * M + o]);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f,
-                        n->w + (long)gi * M * K, K, col, N, bias_in_gemm ? 1.f : 0.f, yg, N);
+                        w + (long)gi * M * K, K, col, N, bias_in_gemm ? 1.f : 0.f, yg, N);
         }
         if (bias_in_gemm) {
             if (n->act != YQ_ACT_LINEAR) activate_rows(y, out_sz, n->act);

@@ -10,7 +10,8 @@
 long yq_f32_conv_work(const yq_graph *g, const yq_node *n);
 
 /* out[b] = act(conv(in[b], n->w) + n->b), b < batch.  work: yq_f32_conv_work floats. */
-void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *in, float *out, float *work, int batch);
+/* w: the weights, [filters][in_c/groups][k][k] (NULL: n->w; yq_conv_weights for int8 graphs) */
+void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work, int batch);
 void yq_f32_maxpool(yq_shape is, const yq_pool_p *p, yq_shape os, const float *in, float *out, int batch);
 void yq_f32_upsample(yq_shape is, int stride, const float *in, float *out, int batch);
 /* out = act(a + b); out may alias a. */

@@ -773,13 +773,14 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
     if (c->float_op) {
         if (!n->w || !n->b) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: float conv without weights", n->name); goto fail; }
         c->var = YQ_CONV_F32;
-        if ((st = upload((void **)&c->wf, n->w, sizeof(float) * (size_t)n->n_w, err)) ||
+        const float *w = yq_conv_weights(n, q);    /* fp16w: the rounded copy, as on the CPU */
+        if ((st = upload((void **)&c->wf, w, sizeof(float) * (size_t)n->n_w, err)) ||
             (st = upload((void **)&c->bf, n->b, sizeof(float) * (size_t)F, err)))
             goto fail;
         if (cp->groups == 1 && c->arch >= 80) {    /* the FP16 weights, rounded once */
             __half *h = (__half *)malloc(sizeof *h * (size_t)(n->n_w ? n->n_w : 1));
             if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
-            for (long i = 0; i < n->n_w; i++) h[i] = __float2half_rn(n->w[i]);
+            for (long i = 0; i < n->n_w; i++) h[i] = __float2half_rn(w[i]);
             st = upload((void **)&c->wh, h, sizeof *h * (size_t)n->n_w, err);
             free(h);
             if (st) goto fail;

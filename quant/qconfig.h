@@ -25,6 +25,9 @@
  *                                   error at the heads, against that error (quant/select.h); recorded
  *                                   as layer.N.thresh
  *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
+ *   float_precision fp16w | fp32    the convs kept in float: weights rounded to FP16 (fp16w, the
+ *                                   default: what the GPU's FP16 tensor cores compute, so CPU and GPU
+ *                                   agree to FP32 summation order) or FP32 weights
  *   bias_correction off | weights | data
  *                                   weights: fold the mean shift the weight rounding causes
  *                                   into the bias; data: that, then measured shifts (quant/biascorr.h)
@@ -60,6 +63,7 @@ typedef struct yq_qconfig {
     int keep_float;
     int thresh_search;         /* scale classes whose thresholds are searched (0: none) */
     int equalize, bias_correction;   /* bias_correction: 0 off, 1 weights, 2 data */
+    int float_fp16w;           /* float convs: 1 fp16w (FP16-rounded weights), 0 fp32 */
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
 } yq_qconfig;

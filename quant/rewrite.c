@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ir/half.h"
 #include "quant/rewrite.h"
 
 static float qround(float v, int even) { return even ? rintf(v) : roundf(v); }
@@ -156,6 +157,26 @@ static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const
     return YQ_OK;
 }
 
+/* fp16w: a copy of the weights rounded to FP16 (the FP32 model's own stay as they are).
+ * A conv whose weights do not fit FP16 (|w| > 65504) stays FP32, as do grouped convs, which
+ * the GPU runs on its FP32 kernels; the package records which. */
+static yq_status float_conv_weights(yq_graph *g, int i, const yq_qconfig *qc, yq_error *err)
+{
+    yq_node *n = &g->nodes[i];
+    yq_qnode *q = &g->q[i];
+    q->fp16w = 0;
+    q->wf = NULL;
+    if (!qc->float_fp16w || n->p.conv.groups != 1) return YQ_OK;
+    for (long k = 0; k < n->n_w; k++)
+        if (!(fabsf(n->w[k]) <= 65504.f)) return YQ_OK;
+    float *w = yq_arena_alloc(g, sizeof *w * (size_t)(n->n_w ? n->n_w : 1));
+    if (!w) return yq_fail(err, YQ_ERR_NOMEM, "layer %d: out of memory", n->layer);
+    for (long k = 0; k < n->n_w; k++) w[k] = yq_round_fp16(n->w[k]);
+    q->wf = w;
+    q->fp16w = 1;
+    return YQ_OK;
+}
+
 yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
 {
     int N = g->n_nodes;
@@ -264,9 +285,13 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
         if (g->nodes[i].op == YQ_OP_DROPOUT) q[i] = q[g->nodes[i].src[0]];
 
     g->q = q;
-    /* 4. Per-op integer parameters. */
+    /* 4. Per-op integer parameters; the float convs' weights at their precision. */
     for (int i = 1; i < N && st == YQ_OK; i++) {
         yq_node *n = &g->nodes[i];
+        if (q[i].float_op && n->op == YQ_OP_CONV) {
+            st = float_conv_weights(g, i, qc, err);
+            continue;
+        }
         if (q[i].float_op) continue;
         if (n->op == YQ_OP_CONV) {
             st = quant_conv(g, i, cs, qc, err);

@@ -333,7 +333,10 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     for (int i = 1; i < n; i++)
         if (g->nodes[i].op == YQ_OP_CONV &&
             ((st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)) ||
-             (fp32 && g->q[i].float_op && (st = yq_cuda_conv_set_variant(p->conv[i], YQ_CONV_F32, err))) ||
+             /* a float conv the package defines as fp32 (or from before fp16w) on FP32 kernels:
+              * the numerics its accuracy was measured with */
+             ((fp32 || !g->q[i].fp16w) && g->q[i].float_op &&
+              (st = yq_cuda_conv_set_variant(p->conv[i], YQ_CONV_F32, err))) ||
              (st = yq_cuda_conv_set_cfg(p->conv[i], yq_cuda_conv_default_cfg(p->conv[i], batch), batch, err))))
             goto fail;
     free(items);

@@ -79,7 +79,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
         case YQ_OP_CONV:
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
             if (!x) goto nomem;
-            if (fl) yq_f32_conv(g, n, x, y, yq_plan_work(p), B);
+            if (fl) yq_f32_conv(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);
             else if (yq_plan_flags(p) & YQ_PLAN_REFERENCE) yq_ref_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             else yq_blas_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             break;

@@ -30,7 +30,9 @@
  *     int8 conv (float_op 0):  wq int8[n_w], bq int32[F], w_scale float[F],
  *                              rq_pos_mult, rq_pos_shift, rq_neg_mult, rq_neg_shift int32[F],
  *                              deq float[F]
- *     float conv (float_op 1): w float[n_w], b float[F]
+ *     float conv (float_op 1): w float[n_w], b float[F], precision string: "fp16w" (w are
+ *                              FP16 values, FP32 arithmetic: every engine runs exactly that)
+ *                              or "fp32"; absent in packages written before it: fp32
  *     where F = filters and n_w = F * (in_c / groups) * size * size; in_c comes
  *     from shape inference on the graph, and w is [F][in_c/groups][size][size].
  *   /class_names           string[n], optional
@@ -75,6 +77,7 @@
 #include <openssl/evp.h>
 #include "ir/fsio.h"
 #include "runtime/h5mem.h"
+#include "ir/half.h"
 #include "kernels/cuda.h"
 #include "runtime/package.h"
 
@@ -579,9 +582,9 @@ static yq_status write_conv(wctx *w, const yq_graph *g, int id, hid_t grp)
         if (!n->w || !n->b)
             return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: layer %d (%s) runs in float but has no float weights",
                            w->path, n->layer, n->name);
-        DS("w", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, nw, n->w);
+        DS("w", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, nw, yq_conv_weights(n, q));
         DS("b", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, n->b);
-        return YQ_OK;
+        return w_ds_str(w, grp, "precision", q->fp16w ? "fp16w" : "fp32");
     }
     if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
         return yq_fail(w->err, YQ_ERR_INVALID_ARG, "%s: layer %d (%s) is int8 but has no quantized weights",
@@ -1240,6 +1243,20 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
         ARR("b", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, n->b);
         for (long k = 0; k < nw; k++) if (!isfinite(n->w[k])) BAD("%s: %s: /quant/%s/w[%ld] is not finite", r->path, who, gname, k);
         for (int o = 0; o < F; o++) if (!isfinite(n->b[o])) BAD("%s: %s: /quant/%s/b[%d] is not finite", r->path, who, gname, o);
+        /* the numerics every engine computes this conv with; none stored: FP32 (packages
+         * from before precisions were recorded, validated in FP32) */
+        char *prec = NULL;
+        snprintf(what, sizeof what, "/quant/%s/precision", gname);
+        if ((st = r_ds_str(r, cg, "precision", 1, &prec)) != YQ_OK) goto done;
+        q->fp16w = prec && !strcmp(prec, "fp16w");
+        int known = !prec || q->fp16w || !strcmp(prec, "fp32");
+        free(prec);
+        if (!known) BAD("%s: %s: %s is not fp16w or fp32", r->path, who, what);
+        if (q->fp16w && (n->p.conv.groups != 1))
+            BAD("%s: %s: %s: fp16w on a grouped conv (those run FP32 weights)", r->path, who, what);
+        for (long k = 0; q->fp16w && k < nw; k++)
+            if (!yq_is_fp16(n->w[k]))
+                BAD("%s: %s: fp16w, but /quant/%s/w[%ld] = %.9g is not an FP16 value", r->path, who, gname, k, (double)n->w[k]);
         goto done;
     }
     q->wq = yq_arena_alloc(g, (size_t)nw);

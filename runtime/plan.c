@@ -162,7 +162,7 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
         switch (n->op) {
         case YQ_OP_CONV:
             if (!n->w) return yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv has no weights", n->layer);
-            yq_f32_conv(g, n, x, y, p->work, B);
+            yq_f32_conv(g, n, NULL, x, y, p->work, B);
             break;
         case YQ_OP_SHORTCUT:
             yq_f32_shortcut(yq_shape_size(n->out), x, buf(p, n->src[1]), n->act, y, B);

@@ -350,6 +350,16 @@ def check_hardening():
         rc, out, err = run(["quantize", m, "--calib", cal, "--no-val", "-o", os.path.join(tmp, "no", "x.yqp")], timeout=120)
         why = check_error_run("harden_out_missing_folder", rc, err, "x.yqp", "does not exist")
         report("FAIL" if why else "PASS", "harden_out_missing_folder", why or "")
+        # a damaged JPEG given to detect: one line, a non-zero exit, libjpeg silent
+        with open(os.path.join(cal, img), "rb") as fh:
+            b = fh.read()
+        cut = os.path.join(tmp, "cut.jpg")
+        with open(cut, "wb") as fh:
+            fh.write(b[:len(b) // 3] + b[len(b) // 3 + 20000:])
+        rc, out, err = run(["detect", m, cut])
+        lines = [l for l in err.splitlines() if "cut.jpg" in l or "Corrupt" in l or "libjpeg" in l]
+        ok = rc == 1 and any("corrupt JPEG" in l for l in lines) and not any(l.startswith("Corrupt") for l in err.splitlines())
+        report("PASS" if ok else "FAIL", "harden_detect_damaged_jpeg", "" if ok else "exit %d, %r" % (rc, err[:300]))
         # --max-dets: a usage error with a message, not a silent exit 1
         rc, out, err = run(["detect", m, os.path.join(cal, img), "--max-dets", "2000000000"])
         ok = rc == 2 and "--max-dets" in err and "Sanitizer" not in err

@@ -55,6 +55,9 @@ if [ "$ASAN" = 1 ]; then
     if [ -d "$M" ] && [ -d "$S" ]; then
         cli_case inspect_model 0 "$Y" inspect "$M"
         cli_case detect_fp32 0 "$Y" detect "$M" "$S" --json "$tmp/d.json"
+        # an image with nothing in it: no candidate survives (post-processing sorts none)
+        cli_case detect_empty 0 "$Y" detect "$M" fuzz/corpus/image/gray.png
+        cli_case detect_damaged nz "$Y" detect "$M" fuzz/corpus/image/adobe-error-midway.bin
         cli_case quantize 0 "$Y" quantize "$M" --calib "$S" --no-val --layers 0 --set keep_float=0 -o "$tmp/m.yqp"
         cli_case detect_int8 0 "$Y" detect "$tmp/m.yqp" "$S" --json "$tmp/q.json"
         cli_case inspect_package 0 "$Y" inspect "$tmp/m.yqp"

@@ -277,7 +277,7 @@ static void conv_one(const conv_case *cc)
     if (cc->float_op) {
         float *wk = malloc(4 * (size_t)(yq_f32_conv_work(g, n) + 1));
         CHECK(wk);
-        yq_f32_conv(g, n, xf, ref, wk, B);
+        yq_f32_conv(g, n, yq_conv_weights(n, &q[1]), xf, ref, wk, B);
         free(wk);
     } else {
         void *wk = malloc(yq_ref_conv_work(g, n) + 1);

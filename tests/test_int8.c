@@ -9,6 +9,7 @@
 #include <math.h>
 #include <unistd.h>
 #include "tests/test.h"
+#include "ir/half.h"
 #include "calib/observe.h"
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
@@ -355,11 +356,91 @@ static void t_blas_yolo_lite(void) { blas_vs_ref_model("yolo-lite-coco-trial6", 
 static void t_blas_yolov3_tiny(void) { blas_vs_ref_model("cfg-only/yolov3-tiny.cfg", 1, 128, 0); }
 static void t_blas_yolov4_tiny(void) { blas_vs_ref_model("cfg-only/yolov4-tiny.cfg", 1, 128, 0); }
 
+/* ir/half.h against the compiler's _Float16 (IEEE round to nearest even, as CUDA's
+ * __float2half_rn): every float whose bits are a multiple of 4093, and the edges (the
+ * largest half, the rounding threshold to infinity, subnormal ties, signed zeros, NaN). */
+static void t_fp16_rounding(void)
+{
+    static const uint32_t edges[] = { 0, 0x80000000u, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x47800000u, 0x7f800000u,
+                                      0x7fc00000u, 0x33000000u, 0x33000001u, 0x33800000u, 0x38800000u, 0x387fe000u,
+                                      0x387ff000u, 0x00000001u, 0x3f800fffu, 0x3f801000u, 0x3f803000u, 0xc77fefffu };
+    long bad = 0, n = 0;
+    size_t n_edges = sizeof edges / sizeof *edges;
+    for (uint64_t i = 0; i < (1ull << 32) / 4093 + 1 + n_edges; i++) {
+        uint32_t u = i < (1ull << 32) / 4093 + 1 ? (uint32_t)(i * 4093) : edges[i - ((1ull << 32) / 4093 + 1)];
+        float x, a, b;
+        memcpy(&x, &u, 4);
+        a = yq_round_fp16(x);
+        b = (float)(_Float16)x;
+        n++;
+        if (memcmp(&a, &b, 4) && !(a != a && b != b) && bad++ < 3)
+            printf("     %08x: ours %a, _Float16 %a\n", (unsigned)u, (double)a, (double)b);
+    }
+    CHECK(n > 1000000);
+    CHECKF(bad == 0, "%ld of %ld floats round differently", bad, n);
+    CHECK(yq_is_fp16(1.5f) && !yq_is_fp16(1.0001f) && yq_is_fp16(65504.f) && !yq_is_fp16(65504.5f));
+}
+
+/* float_precision: a float conv of an int8 graph runs with the FP16-rounded copy of its
+ * weights (fp16w, the default) or the FP32 ones; the FP32 model's weights are never touched */
+static void t_float_precision(void)
+{
+    for (int fp16w = 1; fp16w >= 0; fp16w--) {
+        yq_graph *g = small_graph(11);
+        int conv0 = 1;
+        CHECK(g->nodes[conv0].op == YQ_OP_CONV && g->nodes[conv0].p.conv.groups == 1);
+        long nw = g->nodes[conv0].n_w;
+        float *orig = malloc(sizeof *orig * (size_t)nw);
+        CHECK(orig);
+        memcpy(orig, g->nodes[conv0].w, sizeof *orig * (size_t)nw);
+        long in_n = yq_shape_size(g->nodes[0].out);
+        float *in = malloc(sizeof *in * (size_t)in_n);
+        CHECK(in);
+        fill_input(in, in_n, 5);
+        yq_qconfig qc;
+        yq_qconfig_defaults(&qc);
+        yq_error err;
+        CHECK(yq_qconfig_set(&qc, "skip_layers", "0,1", "t", &err) == YQ_OK);   /* conv 0 and the dw conv in float */
+        CHECK(yq_qconfig_set(&qc, "float_precision", fp16w ? "fp16w" : "fp32", "t", &err) == YQ_OK);
+        calibrate_quantize(g, in, 1, &qc);
+        const yq_node *n = &g->nodes[conv0];
+        const yq_qnode *q = &g->q[conv0];
+        CHECK(q->float_op && q->fp16w == fp16w && g->q[2].float_op && g->q[2].fp16w == 0);   /* grouped: fp32 */
+        CHECK(!memcmp(n->w, orig, sizeof *orig * (size_t)nw));
+        const float *w = yq_conv_weights(n, q);
+        long changed = 0;
+        for (long k = 0; k < nw; k++) {
+            CHECK(w[k] == (fp16w ? yq_round_fp16(orig[k]) : orig[k]));
+            changed += w[k] != orig[k];
+        }
+        CHECK(!fp16w || changed > nw / 2);
+        /* the engine's output of that conv: yq_f32_conv on exactly those weights */
+        yq_plan *p;
+        CHECK(yq_plan_new(g, 1, YQ_PLAN_KEEP_ALL, &p, &err) == YQ_OK);
+        CHECKF(yq_exec_int8(p, in, NULL, NULL, &err) == YQ_OK, "%s", err.msg);
+        long out_n = yq_shape_size(n->out);
+        float *ref = malloc(sizeof *ref * (size_t)out_n), *wk = malloc(sizeof(float) * (size_t)(yq_f32_conv_work(g, n) + 1));
+        CHECK(ref && wk);
+        yq_f32_conv(g, n, w, in, ref, wk, 1);          /* conv 0 reads the image itself */
+        CHECK(g->q[0].dtype == YQ_F32 || g->q[0].dtype == YQ_U8);
+        if (g->q[0].dtype == YQ_F32)
+            CHECK(!memcmp(ref, yq_plan_data(p, conv0), sizeof *ref * (size_t)out_n));
+        yq_plan_free(p);
+        free(ref);
+        free(wk);
+        free(in);
+        free(orig);
+        yq_graph_free(g);
+    }
+}
+
 int main(void)
 {
     TEST(t_round_ties);
     TEST(t_requant_edges);
     TEST(t_rq_encode);
+    TEST(t_fp16_rounding);
+    TEST(t_float_precision);
     TEST(t_ops_vs_float_sim);
     TEST(t_deterministic_and_blas);
     TEST(t_blas_fastest_xl);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tests/test.h"
+#include "ir/half.h"
 #include "ir/ir.h"
 #include "quant/rewrite.h"
 #include "runtime/package.h"
@@ -403,7 +404,11 @@ static void t_roundtrip(void)
             if (a->op == YQ_OP_CONV && qa->float_op) {
                 n_float_conv++;
                 CHECK(b->w && b->b && !qb->wq);
-                CHECK(!memcmp(a->w, b->w, sizeof(float) * (size_t)a->n_w));
+                /* the weights the conv runs with (fp16w: the rounded copy), and its precision */
+                CHECK(!memcmp(yq_conv_weights(a, qa), b->w, sizeof(float) * (size_t)a->n_w));
+                CHECKF(qa->fp16w == qb->fp16w && (a->p.conv.groups != 1 || qa->fp16w == 1),
+                       "node %d: precision fp16w %d, loaded %d", i, qa->fp16w, qb->fp16w);
+                for (long k = 0; qa->fp16w && k < a->n_w; k++) CHECK(yq_is_fp16(b->w[k]));
                 CHECK(!memcmp(a->b, b->b, sizeof(float) * (size_t)a->p.conv.filters));
             } else if (a->op == YQ_OP_CONV) {
                 n_int8_conv++;
