@@ -123,7 +123,7 @@ yq_status yq_out_begin(yq_outfile *o, const char *path, yq_out_kind kind, yq_err
         return yq_fail(err, YQ_ERR_IO, "%s: cannot create a file beside it: %s", path, strerror(e));
     }
     pending_add(o->tmp);
-    if (fchmod(fd, (mode_t)o->mode) != 0) { /* keep 0600: still correct, only stricter */ }
+    (void)fchmod(fd, (mode_t)o->mode);     /* on failure 0600 stays: stricter, still correct */
     if (kind == YQ_OUT_NAMED) {
         close(fd);
         return YQ_OK;
