@@ -28,16 +28,26 @@ int  cli_parse_size(const char *s, int *w, int *h);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
-/* Before any work: refuses an output path (what: "-o", "--json") that is one of the inputs
- * (files, or any file inside an input folder; symlinks and hard links count) or that
- * cannot be written (missing or read-only folder, a folder itself).  Prints one line and
- * returns 1; 0 when fine ("-" and NULL are fine). */
-int  cli_check_output(const char *what, const char *out, const char *const *inputs, int n);
-/* The same for an output folder (sweep, sensitivity): refused when it is an input folder. */
-int  cli_check_outdir(const char *what, const char *dir, const char *const *inputs, int n);
-/* Writes a cJSON tree to path ("-": stdout) through path.tmp; 0 on success. */
+/* Outputs against inputs, before any work.  A cli_inputs holds every input file (folders
+ * expanded to their files; NULL and missing paths skipped) by device and inode, so that
+ * symlinks and hard links count.  cli_check_output refuses an output path (what: "-o",
+ * "--json") that is one of them or that cannot be written (missing or read-only folder, a
+ * folder itself); cli_check_outdir an output folder (sweep, sensitivity) that is an input
+ * folder.  Each prints one line and returns 1; 0 when fine ("-" and NULL are fine).
+ * cli_inputs_new prints and returns NULL when out of memory. */
+typedef struct cli_inputs cli_inputs;
+cli_inputs *cli_inputs_new(const char *const *paths, int n);
+void cli_inputs_free(cli_inputs *in);
+int  cli_check_output(const char *what, const char *out, const cli_inputs *in);
+int  cli_check_outdir(const char *what, const char *dir, const cli_inputs *in);
+/* The set made, one or two outputs checked (what2 NULL: one), the set freed. */
+int  cli_check_outputs(const char *const *inputs, int n, const char *what1, const char *out1, const char *what2,
+                       const char *out2);
+/* Writes a cJSON tree and a newline to path ("-": stdout) through ir/fsio.h, printed
+ * indented or compact; 0 on success, else the error printed and 1. */
 struct cJSON;
 int  cli_write_json(const char *path, struct cJSON *root);
+int  cli_write_json_compact(const char *path, struct cJSON *root);
 
 /* Terminal progress bar; pass cli_progress as a yq_progress_fn with &bar as ctx. */
 typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;

@@ -688,7 +688,7 @@ int cmd_bench(int argc, char **argv)
     if (!mo.model) return cli_usage_error("bench: which MODEL?");
     {
         const char *ins[] = { mo.model, mo.weights };
-        if (cli_check_output("--json", o.json, ins, 2) || cli_check_output("--log", o.topt.log_path, ins, 2)) return 1;
+        if (cli_check_outputs(ins, 2, "--json", o.json, "--log", o.topt.log_path)) return 1;
     }
     int ngpu = yq_cuda_device_count();
     if (o.cuda < 0) o.cuda = ngpu > 0;

@@ -12,7 +12,6 @@
 #include "datasets/labels.h"
 #include "runtime/detector.h"
 #include "runtime/session.h"
-#include "ir/fsio.h"
 
 #define MAX_DETS 1000000   /* per image: far beyond any detector's candidates */
 
@@ -196,13 +195,15 @@ int cmd_detect(int argc, char **argv)
         ins[ni++] = mo.model;
         ins[ni++] = g->cfg_path;
         ins[ni++] = g->weights_path;
-        int bad = cli_check_output("--json", json, ins, ni);
+        cli_inputs *in = cli_inputs_new(ins, ni);
+        free(ins);
+        int bad = !in || cli_check_output("--json", json, in);
         for (int i = 0; out_dir && !bad && i < n_paths; i++) {
             char png[1024];
             png_name(out_dir, paths[i], png, sizeof png);
-            bad = cli_check_output("--out", png, ins, ni);
+            bad = cli_check_output("--out", png, in);
         }
-        free(ins);
+        cli_inputs_free(in);
         if (bad) goto done;
     }
     fprintf(stderr, "%s, %s, %dx%d, %s, conf %.2f, nms %.2f, %s\n", mo.model, g->q ? "int8" : "fp32",
@@ -247,21 +248,7 @@ int cmd_detect(int argc, char **argv)
         }
         yq_image_free(&im);
     }
-    if (results) {
-        char *s = cJSON_PrintUnformatted(results);
-        yq_outfile o;
-        yq_status st = s ? yq_out_begin(&o, json, YQ_OUT_STREAM, &err) : yq_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", json);
-        if (st == YQ_OK) {
-            fputs(s, o.f);
-            fputc('\n', o.f);
-            st = yq_out_commit(&o, &err);
-        }
-        cJSON_free(s);
-        if (st != YQ_OK) {
-            cli_error(&err);
-            goto done;
-        }
-    }
+    if (results && cli_write_json_compact(json, results)) goto done;
     if (failed) fprintf(stderr, "yquant: %d of %d images could not be read\n", failed, n_paths);
     rc = failed ? 1 : 0;      /* an image that could not be read (damaged, too large) fails the run */
     (void)total;

@@ -169,7 +169,7 @@ int cmd_eval(int argc, char **argv)
     if (yq_device_parse(device, &dev, &err) != YQ_OK) return cli_usage_error("eval: %s", err.msg);
     if (batch < 0 || batch > 1024) return cli_usage_error("eval: --batch in 1..1024");
     const char *ins[] = { mo.model, mo.weights, images, ann, labels, dets_path, qo.calib_dir };
-    if (cli_check_output("--json", json, ins, (int)(sizeof ins / sizeof *ins))) return 1;
+    if (cli_check_outputs(ins, (int)(sizeof ins / sizeof *ins), "--json", json, NULL, NULL)) return 1;
     if (!batch || dev < 0) batch = dev < 0 ? 1 : 8;
 
     yq_graph *g = NULL;

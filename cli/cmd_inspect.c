@@ -141,13 +141,13 @@ int cmd_inspect(int argc, char **argv)
     if (!mo.model) return cli_usage_error("inspect: which MODEL?");
     {
         const char *ins[] = { mo.model, mo.weights };
-        if (cli_check_output("--json", json, ins, 2)) return 1;
+        if (cli_check_outputs(ins, 2, "--json", json, NULL, NULL)) return 1;
     }
     yq_error err;
     yq_graph *g;
     yq_package_info *pi = NULL;
     size_t ml = strlen(mo.model);
-    if (yq_package_is(mo.model) || (ml > 4 && !strcmp(mo.model + ml - 4, ".yqp")) || yq_file_is_hdf5(mo.model)) {
+    if ((ml > 4 && !strcmp(mo.model + ml - 4, ".yqp")) || yq_file_is_hdf5(mo.model)) {   /* a damaged one says so */
         if (yq_package_load(mo.model, &g, &pi, &err) != YQ_OK) return cli_error(&err);
     } else if (cli_load_model(&mo, &g, &err) != YQ_OK) {
         return cli_error(&err);

@@ -237,7 +237,7 @@ int cmd_quantize(int argc, char **argv)
             ins[ni++] = vals[k].ann;
             ins[ni++] = vals[k].labels;
         }
-        if (cli_check_output("-o", out, ins, ni) || cli_check_output("--json", json, ins, ni)) goto done;
+        if (cli_check_outputs(ins, ni, "-o", out, "--json", json)) goto done;
     }
     /* Validation images: every set, concatenated. */
     if (n_vals) {

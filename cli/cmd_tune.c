@@ -190,7 +190,7 @@ int cmd_tune(int argc, char **argv)
     if (!mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");
     {
         const char *ins[] = { mo.model, mo.weights };
-        if (cli_check_output("--json", json, ins, 2) || cli_check_output("--log", log, ins, 2)) return 1;
+        if (cli_check_outputs(ins, 2, "--json", json, "--log", log)) return 1;
     }
     yq_error err;
     int dev = 0;

@@ -127,9 +127,9 @@ yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err)
     return st;
 }
 
-int cli_write_json(const char *path, cJSON *root)
+static int write_json(const char *path, cJSON *root, int compact)
 {
-    char *s = cJSON_Print(root);
+    char *s = compact ? cJSON_PrintUnformatted(root) : cJSON_Print(root);
     yq_error err;
     yq_outfile o;
     yq_status st = s ? yq_out_begin(&o, path, YQ_OUT_STREAM, &err) : yq_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", path);
@@ -142,6 +142,9 @@ int cli_write_json(const char *path, cJSON *root)
     if (st != YQ_OK) cli_error(&err);
     return st == YQ_OK ? 0 : 1;
 }
+
+int cli_write_json(const char *path, cJSON *root) { return write_json(path, root, 0); }
+int cli_write_json_compact(const char *path, cJSON *root) { return write_json(path, root, 1); }
 
 
 int cli_parse_batches(const char *s, int *out, int cap)
@@ -159,47 +162,95 @@ int cli_parse_batches(const char *s, int *out, int cap)
     return n;
 }
 
-/* out against one input: a file, or every entry of a folder */
-static const char *clobbers(const char *out, const char *in, char *hit, size_t cap)
+/* Every input file as (device, inode), folders expanded to their entries, sorted: each
+ * output is then one stat and a binary search, however many inputs a command reads. */
+typedef struct input_id { dev_t dev; ino_t ino; int is_dir; char *path; } input_id;
+struct cli_inputs { input_id *v; int n, cap; };
+
+static int id_cmp(const void *a, const void *b)
 {
-    struct stat sb;
-    if (!in || !*in || stat(in, &sb) != 0) return NULL;
-    if (!S_ISDIR(sb.st_mode)) return yq_same_file(out, in) ? in : NULL;
-    DIR *d = opendir(in);
-    const char *r = NULL;
-    for (struct dirent *e; d && !r && (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(hit, cap, "%s/%s", in, e->d_name);
-        if (yq_same_file(out, hit)) r = hit;
-    }
-    if (d) closedir(d);
-    return r;
+    const input_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-int cli_check_outdir(const char *what, const char *dir, const char *const *inputs, int n)
+static int add_id(cli_inputs *s, const char *path, const struct stat *sb)
 {
-    if (!dir) return 0;
-    for (int i = 0; i < n; i++) {
+    if (s->n == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 64;
+        input_id *v = realloc(s->v, sizeof *v * (size_t)nc);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = nc;
+    }
+    char *p = strdup(path);
+    if (!p) return -1;
+    s->v[s->n++] = (input_id){ sb->st_dev, sb->st_ino, S_ISDIR(sb->st_mode), p };
+    return 0;
+}
+
+cli_inputs *cli_inputs_new(const char *const *paths, int n)
+{
+    cli_inputs *s = calloc(1, sizeof *s);
+    int bad = !s;
+    for (int i = 0; !bad && i < n; i++) {
         struct stat sb;
-        if (inputs[i] && stat(inputs[i], &sb) == 0 && S_ISDIR(sb.st_mode) && yq_same_file(dir, inputs[i])) {
-            fprintf(stderr, "yquant: %s %s is an input folder (%s): its reports would mix with the inputs; "
-                    "nothing was done\n", what, dir, inputs[i]);
-            return 1;
+        if (!paths[i] || !*paths[i] || stat(paths[i], &sb) != 0) continue;
+        bad = add_id(s, paths[i], &sb) != 0;
+        if (bad || !S_ISDIR(sb.st_mode)) continue;
+        DIR *d = opendir(paths[i]);
+        char p[2048];
+        for (struct dirent *e; d && !bad && (e = readdir(d));) {
+            if (e->d_name[0] == '.') continue;
+            snprintf(p, sizeof p, "%s/%s", paths[i], e->d_name);
+            if (stat(p, &sb) == 0 && !S_ISDIR(sb.st_mode)) bad = add_id(s, p, &sb) != 0;
         }
+        if (d) closedir(d);
+    }
+    if (bad) {
+        fprintf(stderr, "yquant: out of memory\n");
+        cli_inputs_free(s);
+        return NULL;
+    }
+    if (s->n > 1) qsort(s->v, (size_t)s->n, sizeof *s->v, id_cmp);
+    return s;
+}
+
+void cli_inputs_free(cli_inputs *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) free(s->v[i].path);
+    free(s->v);
+    free(s);
+}
+
+/* The input that path is (after symlinks; hard links too), or NULL. */
+static const input_id *find_input(const cli_inputs *s, const char *path)
+{
+    struct stat sb;
+    if (!s || !s->n || stat(path, &sb) != 0) return NULL;
+    input_id key = { sb.st_dev, sb.st_ino, 0, NULL };
+    return bsearch(&key, s->v, (size_t)s->n, sizeof *s->v, id_cmp);
+}
+
+int cli_check_outdir(const char *what, const char *dir, const cli_inputs *in)
+{
+    const input_id *hit = dir ? find_input(in, dir) : NULL;
+    if (hit && hit->is_dir) {
+        fprintf(stderr, "yquant: %s %s is an input folder (%s): its reports would mix with the inputs; "
+                "nothing was done\n", what, dir, hit->path);
+        return 1;
     }
     return 0;
 }
 
-int cli_check_output(const char *what, const char *out, const char *const *inputs, int n)
+int cli_check_output(const char *what, const char *out, const cli_inputs *in)
 {
     if (!out || !strcmp(out, "-")) return 0;
-    char hit[2048];
-    for (int i = 0; i < n; i++) {
-        const char *c = clobbers(out, inputs[i], hit, sizeof hit);
-        if (c) {
-            fprintf(stderr, "yquant: %s %s would overwrite an input (%s); nothing was done\n", what, out, c);
-            return 1;
-        }
+    const input_id *hit = find_input(in, out);
+    if (hit && !hit->is_dir) {
+        fprintf(stderr, "yquant: %s %s would overwrite an input (%s); nothing was done\n", what, out, hit->path);
+        return 1;
     }
     yq_error err;
     if (yq_out_check(out, &err) != YQ_OK) {
@@ -207,4 +258,13 @@ int cli_check_output(const char *what, const char *out, const char *const *input
         return 1;
     }
     return 0;
+}
+
+int cli_check_outputs(const char *const *inputs, int n, const char *what1, const char *out1, const char *what2,
+                      const char *out2)
+{
+    cli_inputs *in = cli_inputs_new(inputs, n);
+    int bad = !in || cli_check_output(what1, out1, in) || (what2 && cli_check_output(what2, out2, in));
+    cli_inputs_free(in);
+    return bad;
 }

@@ -670,17 +670,22 @@ static int has_suffix(const char *s, const char *suf)
 }
 
 /* Exactly one file with the suffix in dir: 1; none: 0; several: -1. */
-/* The one file of dir ending in suf, into out: 1; none: 0; several: -1, with the second
- * one's name in other (the two named in the error). */
-static int find_one(const char *dir, const char *suf, char *out, size_t cap, char *other, size_t ocap)
+/* The one file of dir ending in suf, into out: 1; none: 0; several: -1, with the first two
+ * names in both ("a.cfg, b.cfg", for the error; both may be NULL). */
+static int find_one(const char *dir, const char *suf, char *out, size_t cap, char *both, size_t bcap)
 {
     DIR *d = opendir(dir);
     if (!d) return 0;
     int n = 0;
+    char first[256] = "";
     for (struct dirent *e; (e = readdir(d));)
         if (e->d_name[0] != '.' && has_suffix(e->d_name, suf)) {
-            if (n == 0) snprintf(out, cap, "%s/%s", dir, e->d_name);
-            else if (n == 1 && other) snprintf(other, ocap, "%s", e->d_name);
+            if (n == 0) {
+                snprintf(out, cap, "%s/%s", dir, e->d_name);
+                snprintf(first, sizeof first, "%s", e->d_name);
+            } else if (n == 1 && both) {
+                snprintf(both, bcap, "%s, %s", first, e->d_name);
+            }
             n++;
         }
     closedir(d);
@@ -695,15 +700,12 @@ yq_status yq_model_resolve(const char *model, const char *weights_arg, yq_model_
     char dir[512];
     if (S_ISDIR(sb.st_mode)) {
         snprintf(dir, sizeof dir, "%s", model);
-        char second[256] = "";
-        int n = find_one(dir, ".cfg", out->cfg, sizeof out->cfg, second, sizeof second);
+        char both[520] = "";
+        int n = find_one(dir, ".cfg", out->cfg, sizeof out->cfg, both, sizeof both);
         if (n == 0) return yq_fail(err, YQ_ERR_IO, "%s: no .cfg file in this folder", model);
         if (n < 0) {
-            const char *first = strrchr(out->cfg, '/') ? strrchr(out->cfg, '/') + 1 : out->cfg;
-            yq_fail(err, YQ_ERR_INVALID_ARG, "%s: more than one .cfg file (%s, %s): name the one to use", model,
-                    first, second);
             out->cfg[0] = 0;         /* no cfg chosen: callers must not fall back on the first */
-            return YQ_ERR_INVALID_ARG;
+            return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: more than one .cfg file (%s): name the one to use", model, both);
         }
     } else {
         if (!has_suffix(model, ".cfg")) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: expected a model folder or a .cfg file", model);
@@ -724,14 +726,10 @@ yq_status yq_model_resolve(const char *model, const char *weights_arg, yq_model_
     } else if (weights_arg) {
         snprintf(out->weights, sizeof out->weights, "%s", weights_arg);
     } else {
-        char second[256] = "";
-        int n = find_one(dir, ".weights", out->weights, sizeof out->weights, second, sizeof second);
+        char both[520] = "";
+        int n = find_one(dir, ".weights", out->weights, sizeof out->weights, both, sizeof both);
         if (n == 0) return yq_fail(err, YQ_ERR_IO, "%s: no .weights file beside the cfg (pass --weights FILE or --weights synthetic)", dir);
-        if (n < 0) {
-            const char *first = strrchr(out->weights, '/') ? strrchr(out->weights, '/') + 1 : out->weights;
-            return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: more than one .weights file (%s, %s): pass --weights FILE", dir,
-                           first, second);
-        }
+        if (n < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: more than one .weights file (%s): pass --weights FILE", dir, both);
     }
     if (find_one(dir, ".names", out->names, sizeof out->names, NULL, 0) != 1) out->names[0] = 0;
     return YQ_OK;

@@ -14,10 +14,15 @@
 #ifndef YQ_TEST_H
 #define YQ_TEST_H
 
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static jmp_buf test_jmp_;
 static char test_msg_[512];
@@ -59,6 +64,39 @@ static inline void test_run_(const char *name, void (*fn)(void))
 #define TEST(fn) test_run_(#fn, fn)
 
 static inline int test_done(void) { return test_failed_ ? 1 : 0; }
+
+/* Files whose names end in .tmp in dir: temporaries a write left behind. */
+static inline int test_count_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".tmp")) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+/* A full disk, simulated: a child process whose files may grow to limit bytes only
+ * (RLIMIT_FSIZE; writes past it fail, SIGXFSZ ignored).  0 in the child, which ends with
+ * exit(0) when all is well; its pid in the parent, which calls TEST_CHILD_OK(pid). */
+static inline pid_t test_fork_fsize(long limit)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = { (rlim_t)limit, (rlim_t)limit };
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    return pid;
+}
+#define TEST_CHILD_OK(pid) do { \
+    int ws_ = 0; \
+    CHECK((pid) > 0 && waitpid((pid), &ws_, 0) == (pid)); \
+    CHECKF(WIFEXITED(ws_) && WEXITSTATUS(ws_) == 0, "child: %s %d", WIFSIGNALED(ws_) ? "killed by signal" : "exit status", \
+           WIFSIGNALED(ws_) ? WTERMSIG(ws_) : WEXITSTATUS(ws_)); } while (0)
 
 /* YQ_DATA (default ../shared), where the models and datasets live. */
 static inline const char *test_data_dir(void)

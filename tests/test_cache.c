@@ -15,10 +15,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -498,13 +495,8 @@ static void t_disk_full(void)
     uint8_t key[32];
     key_of(g, 0, key);
     yq_calib_stats *a = fake_stats(g, 4);
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
+    pid_t pid = test_fork_fsize(2048);
     if (pid == 0) {
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = { 2048, 2048 };
-        setrlimit(RLIMIT_FSIZE, &rl);
         yq_error err;
         yq_status st = yq_calib_cache_store(p, key, g, a, &err);
         int ok = st == YQ_ERR_IO && !strchr(err.msg, '\n') && !exists(p) && !exists(tmp);
@@ -513,10 +505,7 @@ static void t_disk_full(void)
         yq_graph_free(g);
         exit(ok ? 0 : 3);
     }
-    int ws = 0;
-    CHECK(waitpid(pid, &ws, 0) == pid);
-    CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "child: %s %d", WIFSIGNALED(ws) ? "killed by signal" : "exit status",
-           WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+    TEST_CHILD_OK(pid);
     yq_calib_stats_free(a);
     yq_graph_free(g);
 }

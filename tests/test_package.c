@@ -9,13 +9,9 @@
  * when the fixture is absent), quantized without calibration (thresholds 1.0):
  * nothing here depends on the calibration flow.  Run from the repository root.
  */
-#include <dirent.h>
 #include <hdf5.h>
 #include <openssl/evp.h>
-#include <signal.h>
 #include <stddef.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -177,16 +173,7 @@ static void reseal(const char *path)
 }
 
 /* Temporaries (NAME.XXXXXX.tmp) left in the test folder. */
-static int count_tmp(void)
-{
-    DIR *d = opendir(tmpdir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".tmp")) n++;
-    if (d) closedir(d);
-    return n;
-}
+static int count_tmp(void) { return test_count_tmp(tmpdir); }
 
 typedef struct variant { const char *name; const char *key[2], *val[2]; } variant;
 static const variant variants[] = {
@@ -629,13 +616,8 @@ static void t_disk_full(void)
     yq_graph *g = make_graph(&variants[0]);
     yq_package_meta m = make_meta();
     const char *p = tpath("full.yqp");
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
+    pid_t pid = test_fork_fsize(8192);
     if (pid == 0) {
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = { 8192, 8192 };
-        setrlimit(RLIMIT_FSIZE, &rl);
         yq_error err = { 0 };
         yq_status st = yq_package_write(p, g, &m, &err);
         int ok = st == YQ_ERR_IO && strstr(err.msg, p) && !strchr(err.msg, '\n') && !exists(p) && count_tmp() == 0;
@@ -643,10 +625,7 @@ static void t_disk_full(void)
         yq_graph_free(g);
         exit(ok ? 0 : 3);             /* exit(): HDF5's atexit handler runs */
     }
-    int ws = 0;
-    CHECK(waitpid(pid, &ws, 0) == pid);
-    CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "child: %s %d", WIFSIGNALED(ws) ? "killed by signal" : "exit status",
-           WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+    TEST_CHILD_OK(pid);
     yq_graph_free(g);
 }
 
