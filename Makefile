@@ -18,13 +18,21 @@ OPT      ?= -O2
 CPPFLAGS += -Iinclude -I. $(shell pkg-config --cflags libcjson hdf5-serial openblas 2>/dev/null)
 # SAN: sanitizer flags, set by `make test-asan` (compile and link)
 SAN      ?=
-CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread $(SAN)
+CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread -ffp-contract=off $(SAN)
 CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra -fPIC $(SAN) $(shell pkg-config --cflags opencv4)
 # sm_61 (dp4a) and newer; sm_90 for the H200.  CUDA 13 dropped sm_61/70 codegen, so
 # the list is whatever this nvcc accepts among those we target.
 NVCC_ARCHS ?= $(shell for a in 61 70 75 80 86 89 90; do \
                 $(NVCC) --list-gpu-arch 2>/dev/null | grep -qx compute_$$a && printf -- '-gencode arch=compute_%s,code=sm_%s ' $$a $$a; done)
-NVCCFLAGS ?= -std=c++17 -O2 -g -Xcompiler -fPIC,-Wall $(NVCC_ARCHS) -Iinclude -I.
+NVCCFLAGS ?= -std=c++17 -O2 -g -Xcompiler -fPIC,-Wall,-ffp-contract=off $(NVCC_ARCHS) -Iinclude -I.
+
+# CUTLASS's headers (PyPI nvidia-cutlass, pinned in scripts/requirements-build.txt; found
+# without importing the package), for kernels/cuda_cutlass.cu, which is compiled for sm_80
+# and sm_90 (and newer) of NVCC_ARCHS only: its kernels are mma.sync m16n8k32 and cp.async,
+# and sm_80's code runs on sm_86 and sm_89.
+CUTLASS_INC ?= $(shell python3 -c 'import importlib.util as u, os; s = u.find_spec("cutlass_library"); \
+                 print(os.path.join(list(s.submodule_search_locations)[0], "source", "include"))' 2>/dev/null)
+CUT_ARCHS := $(foreach g,$(filter arch=compute_80% arch=compute_90% arch=compute_1%,$(NVCC_ARCHS)),-gencode $(g))
 
 LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) \
             -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
@@ -58,6 +66,14 @@ all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(CU_B)/kernels/cuda_cutlass.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
+$(CU_B)/kernels/cuda_cutlass.cu.o: NVCCFLAGS += -isystem $(CUTLASS_INC) --expt-relaxed-constexpr
+$(CU_B)/kernels/cuda_cutlass.cu.o: kernels/cuda_cutlass.cu
+	@test -f "$(CUTLASS_INC)/cutlass/cutlass.h" || { echo "error: CUTLASS headers not found (PyPI nvidia-cutlass): run scripts/install-deps.sh" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
 $(B)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@

@@ -318,6 +318,10 @@ typedef struct node_ctx {
     yq_dtensor in[YQ_MAX_SRC], out;
     int batch;
     void *stream;
+    /* a conv the plan fuses with its shortcut: the residual, the shortcut's parameters */
+    yq_dtensor res;
+    const yq_qnode *sq;
+    int res_first, fused;
 } node_ctx;
 
 static yq_status node_enqueue(void *ctx, yq_error *err)
@@ -325,7 +329,10 @@ static yq_status node_enqueue(void *ctx, yq_error *err)
     node_ctx *c = ctx;
     const yq_node *n = c->n;
     switch (n->op) {
-    case YQ_OP_CONV: return yq_cuda_conv_run(c->conv, &c->in[0], &c->out, c->batch, c->stream, err);
+    case YQ_OP_CONV:
+        if (c->fused)
+            return yq_cuda_conv_run_add(c->conv, &c->in[0], &c->res, c->sq, c->res_first, &c->out, c->batch, c->stream, err);
+        return yq_cuda_conv_run(c->conv, &c->in[0], &c->out, c->batch, c->stream, err);
     case YQ_OP_SHORTCUT: return yq_cuda_shortcut(&c->in[0], &c->in[1], c->q, n->act, &c->out, c->batch, c->stream, err);
     case YQ_OP_ROUTE: return yq_cuda_route(c->in, n->n_src, &n->p.route, &c->out, c->batch, c->stream, err);
     case YQ_OP_UPSAMPLE: return yq_cuda_upsample(&c->in[0], n->p.up.stride, &c->out, c->batch, c->stream, err);
@@ -378,15 +385,30 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
         }
         c.out = (yq_dtensor){ dout, yq_node_dtype(g, i), n->out.c, n->out.h, n->out.w, g->q[i].scale, g->q[i].qmin,
                               g->q[i].qmax, 0 };
-        if (n->op == YQ_OP_CONV && (st = yq_cuda_conv_new(g, n, &g->q[i], &c.conv, err))) break;
-        if (c.conv && g->q[i].float_op &&    /* the plan's precision (YQ_GPU_FLOAT) */
-            (st = yq_cuda_conv_set_variant(c.conv, yq_cuda_conv_variant(yq_cuda_plan_conv(plan, i)), err))) {
-            yq_cuda_conv_free(c.conv);
-            break;
+        /* a conv: the plan's own (its kernel configuration, tuned or not, and its float
+         * precision), with the add of a shortcut the plan fuses into it */
+        if (n->op == YQ_OP_CONV) {
+            c.conv = yq_cuda_plan_conv(plan, i);
+            int j = yq_cuda_plan_fused(plan, i);
+            if (!c.conv) {
+                st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the plan has no conv", n->name);
+                break;
+            }
+            if (j >= 0) {
+                int other = g->nodes[j].src[0] == i ? g->nodes[j].src[1] : g->nodes[j].src[0];
+                const yq_node *on = &g->nodes[other];
+                c.fused = 1;
+                c.sq = &g->q[j];
+                c.res_first = g->nodes[j].src[0] == other;
+                c.res = (yq_dtensor){ din2, YQ_S8, on->out.c, on->out.h, on->out.w, g->q[other].scale, g->q[other].qmin,
+                                      g->q[other].qmax, 0 };
+                c.out.scale = g->q[j].scale;
+                c.out.qmin = g->q[j].qmin;
+                c.out.qmax = g->q[j].qmax;
+            }
         }
         float med = 0;
         st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, &med, err);
-        yq_cuda_conv_free(c.conv);
         rows[i].us = 1e3 * (double)med;
     }
     yq_cuda_free(din);
@@ -425,7 +447,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
         int8_ctx c = { p, batch, stream };
         st = time_gpu(o, stream, int8_enqueue, &c, r, err);
     }
-    if (!st && o->profile && !ts) {   /* (the isolated profile builds its own convs: untuned) */
+    if (!st && o->profile && (!ts || kind == TUNED_ALL)) {   /* each node alone, on the plan's (tuned) convs */
         r->prof = calloc((size_t)g->n_nodes, sizeof *r->prof);
         r->prof_kind = PROF_ISOLATED;
         st = r->prof ? profile_int8_isolated(o, g, p, batch, stream, r->prof, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");

@@ -121,8 +121,8 @@ static void compare(const yq_graph *g, const yq_package_info *a, const yq_graph 
              !memcmp(&m->out, &n->out, sizeof m->out) && !memcmp(&m->p, &n->p, sizeof m->p) && m->n_w == n->n_w,
              "a node");
         same(p->dtype == q->dtype && p->float_op == q->float_op && p->scale == q->scale && p->thresh == q->thresh &&
-             p->qmin == q->qmin && p->qmax == q->qmax && p->ma == q->ma && p->mb == q->mb && p->shift == q->shift &&
-             p->neg_q31 == q->neg_q31, "a node's int8 parameters");
+             p->qmin == q->qmin && p->qmax == q->qmax && !memcmp(&p->sa, &q->sa, sizeof p->sa) &&
+             !memcmp(&p->sb, &q->sb, sizeof p->sb) && !memcmp(&p->sneg, &q->sneg, sizeof p->sneg), "a node's int8 parameters");
         if (m->op != YQ_OP_CONV) continue;
         size_t F = (size_t)m->p.conv.filters, nw = (size_t)m->n_w;
         if (p->float_op) {

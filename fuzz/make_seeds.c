@@ -5,10 +5,8 @@
  * a truncated copy.  Each package is a few tens of KB.  Built with the normal compiler
  * (no sanitizers) by `make -f fuzz/Makefile seeds`; run from the repository root.
  *
- * The v1_*.h5 seeds beside them are format version 1 (no /checksums), written by this
- * program against the version-1 writer (commit d391906) and kept as they are: the
- * loader still reads version 1, and without checksums a mutated value reaches the
- * loader's own checks instead of stopping at the checksum.  `make seeds` leaves them.
+ * (Format versions 1 and 2, the 64-bit requantize, are refused at the version check
+ * since format 3; their seeds were removed with it.)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -85,10 +85,10 @@ typedef struct yq_qnode {
     int8_t *wq;
     int32_t *bq;
     float *w_scale;
-    yq_rq *rq_pos, *rq_neg;
+    float *rq_pos, *rq_neg;  /* FP32 scales (ir/requant.h) */
     float *deq;
-    /* shortcut: y = (a*ma + b*mb) >> shift, negative sums times neg_q31 (Q31) */
-    int32_t ma, mb, shift, neg_q31;
+    /* shortcut: y = sat(rne(a*sa + b*sb)), negative sums times sneg (yq_add_requant) */
+    float sa, sb, sneg;
 } yq_qnode;
 
 struct yq_node;

@@ -1,18 +1,26 @@
 /* The integer requantize arithmetic: the one definition, compiled by C and CUDA.
  *
- * A real multiplier M > 0 is held as (mult, shift) with M ~= mult * 2^-shift,
- * mult in [2^30, 2^31) (31 significant bits) and shift in [0, 62].
+ * A real multiplier M >= 0 is held as an FP32 scale s (yq_rq_encode: M rounded to
+ * the nearest float; below FLT_MIN it is 0, as every product would round to 0).
  *
- *     y = sat(round(acc * mult / 2^shift))
+ *     y = sat(rne(f32(acc) * s))
  *
- * Rounding rule: to nearest, ties away from zero (symmetric: -x rounds to
- * -round(x), so the negative side of leaky ReLU behaves as the positive).
- * The product is formed in 64 bits: |acc| < 2^31 and mult < 2^31, so it cannot
- * overflow.  Saturation clamps to [qmin, qmax] (int8: [-127, 127] by default: a
- * symmetric range; bits < 8 narrow it).
+ * Every step is one IEEE-754 binary32 operation with round-to-nearest-even, never
+ * contracted into a fused multiply-add: f32(acc) is the int32 -> float conversion
+ * (exact below 2^24), the product is one multiply, and rne rounds to the nearest
+ * integer with ties to even.  Saturation clamps to [qmin, qmax] (int8: [-127, 127]
+ * by default; bits < 8 narrow it); clamping before rounding gives the same integer
+ * (the bounds are integers), and NaN (impossible for finite scales) would give qmin.
+ * On a GPU this is I2F, FMUL, two FMNMX and F2I: a few 32-bit instructions; C gets
+ * the same bits from the same operations (x86-64 SSE, -ffp-contract=off, the
+ * default rounding mode), so kernels and the CPU reference agree bit for bit.
  *
- * Leaky ReLU fuses as a second multiplier for negative accumulators
- * (M_neg = 0.1 * M), ReLU as M_neg = 0, linear as M_neg = M.
+ * Leaky ReLU fuses as a second scale for negative accumulators (s_neg = f32(0.1 * M)),
+ * ReLU as s_neg = 0, linear as s_neg = s.
+ *
+ * The residual add of a [shortcut]:  y = sat(rne(v)) with
+ *     v = f32(a) * sa + f32(b) * sb      (two multiplies, then one add)
+ *     v = v < 0 ? v * sneg : v           (sneg: 0.1 leaky, 0 relu, 1 linear)
  */
 #ifndef YQ_REQUANT_H
 #define YQ_REQUANT_H
@@ -25,65 +33,79 @@
 #  define YQ_HD static inline
 #endif
 
-typedef struct yq_rq { int32_t mult; int32_t shift; } yq_rq;   /* mult 0: the multiplier is zero */
-
-/* round(v / 2^shift), ties away from zero; shift in [0, 62]. */
-YQ_HD int64_t yq_round_shift(int64_t v, int shift)
+/* One rounding each, never fused: nvcc contracts a * b + c unless told not to. */
+YQ_HD float yq_fmul(float a, float b)
 {
-    if (shift == 0) return v;
-    /* Without a branch (every lane of a GPU warp takes the same path, whatever the
-     * signs): |v| plus one half, shifted, and the sign put back.  |v| < 2^63 here. */
-    int64_t m = -(int64_t)(v < 0);                     /* 0, or -1 for negative v */
-    uint64_t a = (uint64_t)((v ^ m) - m);
-    int64_t r = (int64_t)((a + ((uint64_t)1 << (shift - 1))) >> shift);
-    return (r ^ m) - m;
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
 }
 
-YQ_HD int32_t yq_sat(int64_t v, int32_t lo, int32_t hi)
+YQ_HD float yq_fadd(float a, float b)
 {
-    return v < lo ? lo : v > hi ? hi : (int32_t)v;
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
 }
 
-/* y = sat(round(acc * M)) */
-YQ_HD int32_t yq_requant(int32_t acc, yq_rq m, int32_t qmin, int32_t qmax)
+YQ_HD float yq_i2f(int32_t x)
 {
-    return yq_sat(yq_round_shift((int64_t)acc * m.mult, m.shift), qmin, qmax);
+#ifdef __CUDA_ARCH__
+    return __int2float_rn(x);
+#else
+    return (float)x;
+#endif
+}
+
+/* sat(rne(v)): v clamped to [lo, hi] (NaN to lo), then rounded to the nearest integer,
+ * ties to even.  |lo|, |hi| < 2^22. */
+YQ_HD int32_t yq_rne_sat(float v, int32_t lo, int32_t hi)
+{
+    float flo = (float)lo, fhi = (float)hi;
+    v = v >= flo ? v : flo;
+    v = v <= fhi ? v : fhi;
+#ifdef __CUDA_ARCH__
+    return __float2int_rn(v);
+#else
+    /* 1.5 * 2^23 + v lies in [2^23, 2^24), where floats are the integers: the add rounds
+     * v to an integer, ties to even (1.5 * 2^23 is even), and the subtraction is exact */
+    return (int32_t)(yq_fadd(v, 12582912.0f) - 12582912.0f);
+#endif
+}
+
+/* y = sat(rne(f32(acc) * s)) */
+YQ_HD int32_t yq_requant(int32_t acc, float s, int32_t qmin, int32_t qmax)
+{
+    return yq_rne_sat(yq_fmul(yq_i2f(acc), s), qmin, qmax);
 }
 
 /* Requantize with the activation fused: pos for acc >= 0, neg for acc < 0. */
-YQ_HD int32_t yq_requant_act(int32_t acc, yq_rq pos, yq_rq neg, int32_t qmin, int32_t qmax)
+YQ_HD int32_t yq_requant_act(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax)
 {
     return yq_requant(acc, acc >= 0 ? pos : neg, qmin, qmax);
 }
 
-/* Residual add: y = sat(round((a*ma + b*mb) / 2^shift)), then the activation as a
- * Q31 factor for negative sums (neg_q31 = 2^31-1 stands for "no change"). */
-YQ_HD int32_t yq_add_requant(int32_t a, int32_t b, int32_t ma, int32_t mb, int shift,
-                             int32_t neg_q31, int32_t qmin, int32_t qmax)
+/* Residual add: y = sat(rne(f32(a) * sa + f32(b) * sb)), negative sums times sneg first. */
+YQ_HD int32_t yq_add_requant(int32_t a, int32_t b, float sa, float sb, float sneg, int32_t qmin, int32_t qmax)
 {
-    int64_t s = (int64_t)a * ma + (int64_t)b * mb;
-    if (s < 0 && neg_q31 != 0x7fffffff) return yq_sat(yq_round_shift(s * neg_q31, shift + 31), qmin, qmax);
-    return yq_sat(yq_round_shift(s, shift), qmin, qmax);
+    float v = yq_fadd(yq_fmul(yq_i2f(a), sa), yq_fmul(yq_i2f(b), sb));
+    if (v < 0) v = yq_fmul(v, sneg);
+    return yq_rne_sat(v, qmin, qmax);
 }
 
 #ifndef __CUDA_ARCH__
-#include <math.h>
-/* Encodes a real multiplier m >= 0.  Multipliers too small for a 62-bit shift
- * lose low bits of mult (they round to zero anyway); m >= 2^31 is clamped. */
-static inline yq_rq yq_rq_encode(double m)
+#include <float.h>
+/* Encodes a real multiplier m >= 0: the nearest float; 0 below FLT_MIN (such a scale
+ * rounds every int32 accumulator to 0) and for m <= 0 or NaN; FLT_MAX above it. */
+static inline float yq_rq_encode(double m)
 {
-    yq_rq r = { 0, 0 };
-    if (!(m > 0)) return r;
-    int e;
-    double f = frexp(m, &e);                 /* m = f * 2^e, f in [0.5, 1) */
-    int64_t q = (int64_t)llround(f * 2147483648.0);
-    if (q == ((int64_t)1 << 31)) { q >>= 1; e++; }
-    int shift = 31 - e;
-    if (shift < 0) { r.mult = 0x7fffffff; r.shift = 0; return r; }
-    while (shift > 62) { q >>= 1; shift--; }
-    r.mult = (int32_t)q;
-    r.shift = shift;
-    return r;
+    if (!(m >= (double)FLT_MIN)) return 0.0f;
+    if (m >= (double)FLT_MAX) return FLT_MAX;
+    return (float)m;
 }
 #endif
 

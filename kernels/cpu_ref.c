@@ -56,7 +56,7 @@ void yq_ref_epilogue(const yq_node *n, const yq_qnode *q, const int32_t *acc, vo
             for (long i = 0; i < np; i++) y[i] = yq_f32_act1((float)a[i] * q->deq[o], n->act);
         } else {
             int8_t *y = (int8_t *)out + base + (long)o * np;
-            yq_rq pos = q->rq_pos[o], neg = q->rq_neg[o];
+            float pos = q->rq_pos[o], neg = q->rq_neg[o];
             for (long i = 0; i < np; i++) y[i] = (int8_t)yq_requant_act(a[i], pos, neg, q->qmin, q->qmax);
         }
     }
@@ -151,7 +151,7 @@ void yq_ref_shortcut(long n_per_image, const int8_t *a, const int8_t *b, const y
 {
     long n = n_per_image * batch;
     for (long i = 0; i < n; i++)
-        out[i] = (int8_t)yq_add_requant(a[i], b[i], q->ma, q->mb, q->shift, q->neg_q31, q->qmin, q->qmax);
+        out[i] = (int8_t)yq_add_requant(a[i], b[i], q->sa, q->sb, q->sneg, q->qmin, q->qmax);
 }
 
 void yq_ref_route_copy(yq_shape ss, const yq_route_p *r, const int8_t *src, yq_shape ds, int c_off, int8_t *dst, int batch)

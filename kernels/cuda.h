@@ -83,8 +83,12 @@ typedef enum yq_conv_variant {
     YQ_CONV_F32,       /* FP32 conv for float_op layers (float weights); any groups */
     YQ_CONV_MMA,       /* implicit GEMM on int8 tensor cores (mma.sync m16n8k32, sm_80+):
                           groups == 1, input channels a multiple of 16 */
-    YQ_CONV_F16        /* float_op layers on FP16 tensor cores, FP32 sums (sm_80+, groups
+    YQ_CONV_F16,       /* float_op layers on FP16 tensor cores, FP32 sums (sm_80+, groups
                           == 1): the default for those there; YQ_CONV_F32 elsewhere */
+    YQ_CONV_CUTLASS    /* implicit GEMM on CUTLASS's sm_80 main loop (kernels/cuda_cutlass.cu)
+                          with our epilogue: groups == 1, channels and filters multiples of 16,
+                          int8 output; tensors it cannot take (unaligned views) run the
+                          MMA family's default instead (the same bytes) */
 } yq_conv_variant;
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
@@ -105,7 +109,7 @@ yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
  * the same epilogue, so all give the same bytes; they differ only in speed (a float
  * layer's configurations keep its precision; their FP32 sums differ in order only).  The
  * names ("dp4a_128x128", "mma_128x128x64_s3", "mma_64x64x64_s4_k4", "dw", "direct",
- * "f32", "f16_k2") are stable: tuning logs and packages store them.
+ * "f32", "f16_k2", "cutlass_128x128x64_s3") are stable: tuning logs and packages store them.
  *
  *     yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
  *     int n = yq_cuda_conv_candidates(c, batch, cand, YQ_CONV_MAX_CFGS);
@@ -160,7 +164,7 @@ yq_status yq_cuda_maxpool(const yq_dtensor *in, const yq_pool_p *p, const yq_dte
                           void *stream, yq_error *err);
 yq_status yq_cuda_upsample(const yq_dtensor *in, int stride, const yq_dtensor *out, int batch,
                            void *stream, yq_error *err);
-/* S8: y = yq_add_requant(a, b, q->ma, ...) ; F32: y = act(a + b). */
+/* S8: y = yq_add_requant(a, b, q->sa, q->sb, q->sneg, ...) ; F32: y = act(a + b). */
 yq_status yq_cuda_shortcut(const yq_dtensor *a, const yq_dtensor *b, const yq_qnode *q, yq_act act,
                            const yq_dtensor *out, int batch, void *stream, yq_error *err);
 /* Concat of channel groups [group_id*c/groups, (group_id+1)*c/groups) of each source. */

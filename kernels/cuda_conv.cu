@@ -41,15 +41,19 @@ struct yq_cuda_conv {
     int32_t *w32;                 /* dp4a weights [F][k][k][c4] (as words) */
     int8_t *wq;                   /* [F][cin/groups][k][k], as the graph holds them */
     int32_t *bq;
-    yq_rq *pos, *neg;
+    float *pos, *neg;
     float *deq;
     float *wf, *bf;               /* float_op */
     __half *wh;                   /* float_op, groups == 1: the weights as FP16 (F16 family) */
     int arch, sms;                /* the device's, at creation */
+    int cut;                      /* the CUTLASS family can run this conv's shape here */
+    struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
+    unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
 };
 
 static int mma_ok(const yq_cuda_conv *c);
 static int f16_ok(const yq_cuda_conv *c);
+static int cut_shape_ok(const yq_cuda_conv *c, int tile, int batch);
 
 template <bool U8>
 __device__ __forceinline__ int dot4(int x, int w, int c)
@@ -427,6 +431,120 @@ static int dp4a_tile(long M, int nout, int K4)
 }
 
 /* Depthwise: thread = (pixel, 4 channels). */
+/* Depthwise k x k (3 or 5), stride 1 or 2, unrolled: a thread computes 4 channels (one
+ * word) of one output pixel; consecutive threads take consecutive words of a pixel, so
+ * every input and weight load of a warp is one contiguous run of words. */
+template <int K, int S, bool U8>
+__global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
+{
+    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int cw = a.F4 >> 2;
+    if (t >= (long)a.M * cw) return;
+    const int p = (int)(t / cw), w4 = (int)(t - (long)p * cw), c0 = w4 * 4;
+    const int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+    const unsigned *in = (const unsigned *)a.in + (long)b * a.IH * a.IW * a.IPW + w4;
+    int s[4] = { 0, 0, 0, 0 };
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        const int y = oy * S - a.pad + ky;
+        const bool yok = (unsigned)y < (unsigned)a.IH;
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const int x = ox * S - a.pad + kx;
+            unsigned v = yok && (unsigned)x < (unsigned)a.IW ? __ldg(in + ((long)y * a.IW + x) * a.IPW) : 0u;
+            unsigned w = __ldg(a.wdw + (ky * K + kx) * cw + w4);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int xv = U8 ? (int)(uint8_t)(v >> (8 * j)) : (int)(int8_t)(v >> (8 * j));
+                s[j] += (int)(int8_t)(w >> (8 * j)) * xv;
+            }
+        }
+    }
+    unsigned word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int c = c0 + j;
+        int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
+        word |= (unsigned)(uint8_t)v << (8 * j);
+    }
+    const long wi = (long)p * a.OPW + w4;
+    ((unsigned *)a.out)[wi] = res_word(word, wi, c0, a);
+}
+
+/* The same on 16 channels a thread, every load and store 16 bytes (channels a multiple of
+ * 16; pixel strides and starts 16-byte aligned): a quarter of the instructions per byte. */
+template <int K, int S, bool U8>
+__global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
+{
+    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int cq = a.F4 >> 4;                    /* 16-channel groups */
+    if (t >= (long)a.M * cq) return;
+    const int p = (int)(t / cq), gq = (int)(t - (long)p * cq), c0 = gq * 16;
+    const int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+    const int ipq = a.IPW >> 2;                  /* the input pixel stride in 16-byte units */
+    const uint4 *in = (const uint4 *)a.in + (long)b * a.IH * a.IW * ipq + gq;
+    const uint4 *wt = (const uint4 *)a.wdw + gq;
+    int s[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) s[j] = 0;
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        const int y = oy * S - a.pad + ky;
+        const bool yok = (unsigned)y < (unsigned)a.IH;
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const int x = ox * S - a.pad + kx;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (yok && (unsigned)x < (unsigned)a.IW) v = __ldg(in + ((long)y * a.IW + x) * ipq);
+            const uint4 w = __ldg(wt + (ky * K + kx) * cq);
+            const unsigned vw[4] = { v.x, v.y, v.z, v.w }, ww[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int xv = U8 ? (int)(uint8_t)(vw[q] >> (8 * j)) : (int)(int8_t)(vw[q] >> (8 * j));
+                    s[q * 4 + j] += (int)(int8_t)(ww[q] >> (8 * j)) * xv;
+                }
+        }
+    }
+    unsigned words[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const int4 bq = __ldg(reinterpret_cast<const int4 *>(a.bq + c0) + q);
+        const float4 sp = __ldg(reinterpret_cast<const float4 *>(a.pos + c0) + q);
+        const float4 sn = __ldg(reinterpret_cast<const float4 *>(a.neg + c0) + q);
+        const int bb[4] = { bq.x, bq.y, bq.z, bq.w };
+        const float pp[4] = { sp.x, sp.y, sp.z, sp.w }, nn[4] = { sn.x, sn.y, sn.z, sn.w };
+        unsigned word = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            word |= (unsigned)(uint8_t)yq_requant_act(s[q * 4 + j] + bb[j], pp[j], nn[j], a.qmin, a.qmax) << (8 * j);
+        const long wi = (long)p * a.OPW + (c0 >> 2) + q;
+        words[q] = res_word(word, wi, c0 + 4 * q, a);
+    }
+    reinterpret_cast<uint4 *>((unsigned *)a.out + (long)p * a.OPW + (c0 >> 2))[0] =
+        make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+template <int K, int S>
+static void launch_dw_k(const ConvK &a, cudaStream_t st)
+{
+    /* 16 channels a thread where everything is 16-byte aligned (and F == F4: the
+     * per-channel parameters read as vectors) */
+    bool v16 = a.F % 16 == 0 && a.IPW % 4 == 0 && a.OPW % 4 == 0 && !((uintptr_t)a.in & 15) &&
+               !((uintptr_t)a.out & 15);
+    if (v16) {
+        unsigned g = yq_blocks((long)a.M * (a.F4 / 16), 256);
+        if (a.u8) conv_dw_k16<K, S, true><<<g, 256, 0, st>>>(a);
+        else conv_dw_k16<K, S, false><<<g, 256, 0, st>>>(a);
+        return;
+    }
+    unsigned g = yq_blocks((long)a.M * (a.F4 / 4), 256);
+    if (a.u8) conv_dw_k<K, S, true><<<g, 256, 0, st>>>(a);
+    else conv_dw_k<K, S, false><<<g, 256, 0, st>>>(a);
+}
+
+/* Depthwise, any k and stride, and the float-output case. */
 __global__ void conv_dw(ConvK a)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -501,8 +619,8 @@ __global__ void conv_direct(ConvK a)
         int v = rq_out(s + a.bq[o], o, a);
         if (a.res) {
             int rv = a.res[(long)p * a.F4 + o];
-            v = a.res_first ? yq_add_requant(rv, v, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax)
-                            : yq_add_requant(v, rv, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax);
+            v = a.res_first ? yq_add_requant(rv, v, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax)
+                            : yq_add_requant(v, rv, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax);
         }
         ((int8_t *)a.out)[(long)p * a.OPW * 4 + o] = (int8_t)v;
     }
@@ -682,12 +800,95 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
     }
 }
 
+/* Small convs (dp4a_const): the image's 3x3 (at most 4 channels: one word per pixel) and
+ * 1x1 convs over C4W = 2 or 4 words (8 or 16 channels); NF >= F4 filters, at most
+ * YQ_CONST_MAXF; int8 output.  One thread per output pixel, its K x K x C4W input words
+ * in registers, every weight and epilogue parameter a constant-memory operand (the
+ * kernel's parameter fw), fully unrolled; the pixel's outputs stored as 16-byte vectors
+ * where the tensor allows.  These convs move far more bytes than they compute. */
+template <bool U8, int K, int C4W, int NF>
+__global__ void __launch_bounds__(128) conv_const(ConvK a, const yq_const_w fw)
+{
+    constexpr int KW = K * K * C4W;
+    const int p = blockIdx.x * 128 + threadIdx.x;
+    if (p >= a.M) return;
+    const int ohw = a.OH * a.OW, b = p / ohw, pix = p - b * ohw, oy = pix / a.OW, ox = pix - oy * a.OW;
+    const int *in = (const int *)a.in;
+    int xw[KW];
+#pragma unroll
+    for (int t = 0; t < K * K; t++) {
+        int y = oy * a.s - a.pad + t / K, x = ox * a.s - a.pad + t % K;
+        bool ok = (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
+        const int *px = in + (((long)b * a.IH + y) * a.IW + x) * a.IPW;
+        if (C4W == 4 && ok && !(a.IPW & 3) && !((uintptr_t)a.in & 15)) {
+            int4 v = __ldg(reinterpret_cast<const int4 *>(px));
+            xw[t * C4W] = v.x; xw[t * C4W + 1] = v.y; xw[t * C4W + 2] = v.z; xw[t * C4W + 3] = v.w;
+        } else {
+#pragma unroll
+            for (int c = 0; c < C4W; c++) xw[t * C4W + c] = ok ? __ldg(px + c) : 0;
+        }
+    }
+    unsigned words[NF / 4];
+#pragma unroll
+    for (int o4 = 0; o4 < NF / 4; o4++) {
+        unsigned word = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int o = o4 * 4 + j;
+            int acc = 0;
+#pragma unroll
+            for (int t = 0; t < KW; t++) acc = dot4<U8>(xw[t], fw.w[o * KW + t], acc);
+            int v = o < a.F ? yq_requant_act(acc + fw.bq[o], fw.pos[o], fw.neg[o], a.qmin, a.qmax) : 0;
+            word |= (unsigned)(uint8_t)v << (8 * j);
+        }
+        words[o4] = word;
+    }
+    const long base = (long)p * a.OPW;
+    unsigned *out = (unsigned *)a.out + base;
+    if (!a.res && NF % 16 == 0 && a.F4 == NF && a.OPW % 4 == 0 && !((uintptr_t)a.out & 15)) {
+#pragma unroll
+        for (int q = 0; q < NF / 16; q++)
+            reinterpret_cast<uint4 *>(out)[q] = make_uint4(words[4 * q], words[4 * q + 1], words[4 * q + 2], words[4 * q + 3]);
+    } else {
+#pragma unroll
+        for (int o4 = 0; o4 < NF / 4; o4++)
+            if (o4 * 4 < a.F4) out[o4] = res_word(words[o4], base + o4, o4 * 4, a);
+    }
+}
+
+template <bool U8, int K, int C4W>
+static void launch_const_k(const ConvK &a, cudaStream_t s)
+{
+    unsigned g = yq_blocks(a.M, 128);
+    if (a.F4 <= 8) conv_const<U8, K, C4W, 8><<<g, 128, 0, s>>>(a, *a.cw);
+    else if (a.F4 <= 16) conv_const<U8, K, C4W, 16><<<g, 128, 0, s>>>(a, *a.cw);
+    else if (a.F4 <= 32) conv_const<U8, K, C4W, 32><<<g, 128, 0, s>>>(a, *a.cw);
+    else conv_const<U8, K, C4W, 64><<<g, 128, 0, s>>>(a, *a.cw);
+}
+
+/* The shapes dp4a_const has kernels for (and a.F4 <= 64). */
+static int const_shape(int k, int c4w) { return (k == 3 && c4w == 1) || (k == 1 && (c4w == 2 || c4w == 4)); }
+
+template <bool U8>
+static void launch_const(const ConvK &a, cudaStream_t s)
+{
+    if (a.k == 3) launch_const_k<U8, 3, 1>(a, s);
+    else if (a.C4w == 2) launch_const_k<U8, 1, 2>(a, s);
+    else launch_const_k<U8, 1, 4>(a, s);
+}
+
 /* The dp4a family's tiles: 0 = 64 x 64, 1 = 128 x 128, 2 = 32 x 32 with K split over
- * warps, 3 = one pixel per thread (K4 <= PX_KMAX, weights <= 48 KB). */
+ * warps, 3 = one pixel per thread (K4 <= PX_KMAX, weights <= 48 KB), 4 = small convs with
+ * their parameters in constant memory (conv_const). */
 static void launch_dp4a(const ConvK &a, int tile, cudaStream_t s)
 {
     int nout = a.fout ? a.F : a.F4;
     bool vec = a.C4w % 4 == 0 && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15);   /* int4 loads */
+    if (tile == 4) {
+        if (a.u8) launch_const<true>(a, s);
+        else launch_const<false>(a, s);
+        return;
+    }
     if (tile == 3) {
         size_t sm = sizeof(int) * (size_t)a.F * a.K4;
         if (a.u8) conv_dp4a_px<true><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
@@ -734,6 +935,8 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->bf);
     cudaFree(c->wh);
     cudaFree(c->ws);
+    cudaFree(c->wdw);
+    free(c->cw);
     free(c);
 }
 
@@ -794,8 +997,8 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
         size_t nw = (size_t)F * cg * k * k;
         if ((st = upload((void **)&c->wq, q->wq, nw, err)) ||
             (st = upload((void **)&c->bq, q->bq, sizeof(int32_t) * F, err)) ||
-            (st = upload((void **)&c->pos, q->rq_pos, sizeof(yq_rq) * F, err)) ||
-            (st = upload((void **)&c->neg, q->rq_neg, sizeof(yq_rq) * F, err)) ||
+            (st = upload((void **)&c->pos, q->rq_pos, sizeof(float) * F, err)) ||
+            (st = upload((void **)&c->neg, q->rq_neg, sizeof(float) * F, err)) ||
             (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)))
             goto fail;
         if (cp->groups == 1) {
@@ -809,6 +1012,17 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
                         for (int kx = 0; kx < k; kx++)
                             h[(((size_t)o * k + ky) * k + kx) * c4 + ci] = q->wq[(((size_t)o * is.c + ci) * k + ky) * k + kx];
             st = upload((void **)&c->w32, h, bytes, err);
+            if (!st && const_shape(k, c4 / 4) && F <= YQ_CONST_MAXF && c->out_t == YQ_S8) {
+                /* dp4a_const's parameters: [filter][K4] words, as uploaded */
+                c->cw = (struct yq_const_w *)calloc(1, sizeof *c->cw);
+                if (!c->cw) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+                for (int o = 0; c->cw && o < F; o++) {
+                    memcpy(c->cw->w + o * c->K4, h + (size_t)o * c->K4 * 4, (size_t)c->K4 * 4);
+                    c->cw->bq[o] = q->bq[o];
+                    c->cw->pos[o] = q->rq_pos[o];
+                    c->cw->neg[o] = q->rq_neg[o];
+                }
+            }
             free(h);
             if (st) goto fail;
             c->var = YQ_CONV_DP4A;
@@ -816,8 +1030,19 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
                 if ((st = yq_mma_prepare(err))) goto fail;
                 c->var = YQ_CONV_MMA;
             }
+            c->cut = mma_ok(c) && c->out_t == YQ_S8 && is.c % 16 == 0 && F % 16 == 0 && yq_cut_built();
+            if (c->cut && (st = yq_cut_prepare(err))) goto fail;
         } else if (cp->groups == is.c && F == is.c) {
             c->var = YQ_CONV_DW;
+            /* [tap][c4] bytes: one word holds a tap's weights of 4 channels */
+            size_t bytes = (size_t)k * k * c4;
+            int8_t *h = (int8_t *)calloc(bytes, 1);
+            if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+            for (int ch = 0; ch < F; ch++)
+                for (int tap = 0; tap < k * k; tap++) h[(size_t)tap * c4 + ch] = q->wq[(size_t)ch * k * k + tap];
+            st = upload((void **)&c->wdw, h, bytes, err);
+            free(h);
+            if (st) goto fail;
         } else {
             c->var = YQ_CONV_DIRECT;
         }
@@ -833,7 +1058,8 @@ extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v
 {
     int ok = c->float_op ? v == YQ_CONV_F32 || v == YQ_CONV_AUTO || (v == YQ_CONV_F16 && f16_ok(c))
            : v == YQ_CONV_DIRECT || v == YQ_CONV_AUTO || (v == YQ_CONV_DP4A && c->w32) ||
-             (v == YQ_CONV_MMA && mma_ok(c)) || (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
+             (v == YQ_CONV_MMA && mma_ok(c)) || (v == YQ_CONV_CUTLASS && c->cut) ||
+             (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
     if (!ok) return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv variant %d cannot run this conv", (int)v);
     if (v == YQ_CONV_AUTO)
         v = c->float_op ? (f16_ok(c) ? YQ_CONV_F16 : YQ_CONV_F32) : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
@@ -885,6 +1111,8 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.M = batch * c->oh * c->ow; a.K4 = c->K4;
     a.w32 = c->w32; a.wq = c->wq; a.bq = c->bq; a.pos = c->pos; a.neg = c->neg; a.deq = c->deq;
     a.wf = c->wf; a.bf = c->bf;
+    a.cw = c->cw;
+    a.wdw = c->wdw;
     a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act;
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
@@ -904,11 +1132,11 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     if (res) {
         a.res = (const int8_t *)res->p;
         a.res_first = res_first;
-        a.sma = sq->ma; a.smb = sq->mb; a.sshift = sq->shift; a.sneg = sq->neg_q31; a.sqmin = sq->qmin; a.sqmax = sq->qmax;
+        a.ssa = sq->sa; a.ssb = sq->sb; a.ssneg = sq->sneg; a.sqmin = sq->qmin; a.sqmax = sq->qmax;
     }
     cudaStream_t s = YQ_STREAM(stream);
     yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
-    if (cfg.family == YQ_CONV_MMA && a.u8) {     /* the uint8 image: the dp4a kernels read it */
+    if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
@@ -930,8 +1158,20 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         if (st) return st;
         break;
     }
+    case YQ_CONV_CUTLASS: {
+        /* tensors the family cannot take (views not 16-byte aligned): the MMA family's
+         * 64 x 64 tile, unsplit (the same bytes) */
+        yq_status st = yq_cut_ok(a, cfg.tile) ? yq_cut_launch(a, cfg.tile, s, err)
+                                              : yq_mma_launch(a, 3, 1, NULL, s, err);
+        if (st) return st;
+        break;
+    }
     case YQ_CONV_DW:
-        conv_dw<<<yq_blocks((long)a.M * (a.F4 / 4), 256), 256, 0, s>>>(a);
+        if (!a.fout && a.wdw && a.k == 3 && a.s == 1) launch_dw_k<3, 1>(a, s);
+        else if (!a.fout && a.wdw && a.k == 3 && a.s == 2) launch_dw_k<3, 2>(a, s);
+        else if (!a.fout && a.wdw && a.k == 5 && a.s == 1) launch_dw_k<5, 1>(a, s);
+        else if (!a.fout && a.wdw && a.k == 5 && a.s == 2) launch_dw_k<5, 2>(a, s);
+        else conv_dw<<<yq_blocks((long)a.M * (a.F4 / 4), 256), 256, 0, s>>>(a);
         break;
     case YQ_CONV_DIRECT:
         conv_direct<<<yq_blocks((long)a.M * (a.fout ? a.F : a.F4), 256), 256, 0, s>>>(a);
@@ -977,7 +1217,8 @@ extern "C" int yq_cuda_arch(void)
     return major * 10 + minor;
 }
 
-static const char *const dp4a_names[4] = { "64x64", "128x128", "32x32ks", "px" };
+#define DP4A_TILES 5
+static const char *const dp4a_names[DP4A_TILES] = { "64x64", "128x128", "32x32ks", "px", "const" };
 static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
 
 /* The tensor-core family runs groups == 1 int8 convs whose input pixels are whole
@@ -985,6 +1226,21 @@ static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
 static int mma_ok(const yq_cuda_conv *c)
 {
     return !c->float_op && c->w32 && c->arch >= 80 && ((c->cin + 3) & ~3) % 16 == 0;
+}
+
+/* The CUTLASS family: tile t of yq_cut_tiles on this conv's shape at this batch (dense
+ * tensors; conv_run checks the real ones). */
+static int cut_shape_ok(const yq_cuda_conv *c, int tile, int batch)
+{
+    if (!c->cut) return 0;
+    ConvK a;
+    memset(&a, 0, sizeof a);
+    a.IH = c->ih; a.IW = c->iw; a.C = c->cin; a.C4w = c->cin / 4;
+    a.OH = c->oh; a.OW = c->ow; a.F = c->F; a.F4 = c->F;
+    a.k = c->k; a.s = c->stride; a.pad = c->pad; a.groups = c->groups;
+    a.M = batch * c->oh * c->ow;
+    a.IPW = c->cin / 4; a.OPW = c->F / 4;
+    return yq_cut_ok(a, tile);
 }
 
 /* The FP16 family: float layers with groups == 1 (their FP16 weights uploaded) on sm_80+. */
@@ -1015,7 +1271,9 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     case YQ_CONV_DW: return !c->float_op && c->groups == c->cin && c->F == c->cin && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_DP4A:
         return !c->float_op && c->w32 && g.split_k == 1 &&
-               (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 <= 48 * 1024));
+               (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 <= 48 * 1024) ||
+                (g.tile == 4 && c->cw));
+    case YQ_CONV_CUTLASS: return g.split_k == 1 && cut_shape_ok(c, g.tile, batch);
     case YQ_CONV_MMA: {
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         if (g.split_k == 1) return 1;
@@ -1045,7 +1303,8 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
     }
     for (int t = 0; t < YQ_MMA_TILES; t++)
         for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
-    for (int t = 0; t < 4; t++) add(YQ_CONV_DP4A, t, 1);
+    for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
+    for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     add(YQ_CONV_DW, 0, 1);
     if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
     return n;
@@ -1054,6 +1313,10 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
 extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch)
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
+    if (c->cw && c->var == YQ_CONV_DP4A) {
+        g.tile = 4;                   /* the image's conv, 1x1s over 8 channels: their own kernel */
+        return g;
+    }
     if (c->var == YQ_CONV_F32 || c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
         int tile = c->var == YQ_CONV_F16 ? YQ_F16_TILE : FT;
         long M = (long)batch * c->oh * c->ow, blocks = ((M + tile - 1) / tile) * ((c->F + tile - 1) / tile);
@@ -1126,7 +1389,15 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
     case YQ_CONV_DW: n = snprintf(buf, cap, "dw"); break;
-    case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < 4 ? dp4a_names[g.tile] : "?"); break;
+    case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
+    case YQ_CONV_CUTLASS:
+        if (g.tile < YQ_CUT_TILES) {
+            const yq_cut_tile &t = yq_cut_tiles[g.tile];
+            n = snprintf(buf, cap, "cutlass_%dx%dx%d_s%d", t.bm, t.bn, t.bk, t.stages);
+        } else {
+            n = snprintf(buf, cap, "cutlass_?");
+        }
+        break;
     case YQ_CONV_MMA:
         if (g.tile < YQ_MMA_TILES) {
             const yq_mma_tile &t = yq_mma_tiles[g.tile];
@@ -1144,8 +1415,9 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
 {
     /* Every name a build can produce is enumerated and compared: no second grammar. */
     char buf[64];
-    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_F16; fam++)
-        for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_DP4A ? 4 : 1); t++)
+    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_CUTLASS; fam++)
+        for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
+                             : fam == YQ_CONV_DP4A ? DP4A_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
                 yq_conv_cfg_name(g, buf, sizeof buf);

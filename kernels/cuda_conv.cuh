@@ -14,17 +14,20 @@ struct ConvK {
     const int *w32;
     const int8_t *wq;
     const int32_t *bq;
-    const yq_rq *pos, *neg;
+    const float *pos, *neg;       /* the FP32 requantize scales (ir/requant.h) */
     const float *deq;
     const float *wf, *bf;
     const void *wh;               /* F16 variant: the weights as FP16, [F][c][k][k] */
+    const struct yq_const_w *cw;  /* dp4a_const: the host copy of its parameters */
+    const unsigned *wdw;          /* depthwise: the weights as [tap][c4 / 4] words (4 channels each) */
     int qmin, qmax, act, u8, fout;
     yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
     /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's
      * output, yq_add_requant(conv, res) (res_first: res is the shortcut's first source). */
     const int8_t *res;
     int res_first;
-    int32_t sma, smb, sshift, sneg, sqmin, sqmax;
+    float ssa, ssb, ssneg;
+    int32_t sqmin, sqmax;
 };
 
 __device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
@@ -47,8 +50,8 @@ __device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0,
     for (int j = 0; j < 4; j++) {
         if (o0 + j >= a.F) break;
         int v = (int8_t)(word >> (8 * j)), rv = (int8_t)(r >> (8 * j));
-        int s = a.res_first ? yq_add_requant(rv, v, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax)
-                            : yq_add_requant(v, rv, a.sma, a.smb, a.sshift, a.sneg, a.sqmin, a.sqmax);
+        int s = a.res_first ? yq_add_requant(rv, v, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax)
+                            : yq_add_requant(v, rv, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax);
         y |= (unsigned)(uint8_t)s << (8 * j);
     }
     return y;
@@ -78,6 +81,18 @@ __host__ __device__ __forceinline__ void yq_split_range(int K, int step, int n, 
     *k1 = (z + 1) * per * step < K ? (z + 1) * per * step : K;
 }
 
+/* The small convs' kernel (dp4a_const: the image's 3x3 over at most 4 channels, and 1x1
+ * convs over 8 or 16 channels; at most 64 filters; int8 output): its weights and
+ * epilogue parameters travel in the kernel's parameter space (constant memory, read as
+ * instruction operands). */
+#define YQ_CONST_MAXF 64
+#define YQ_CONST_MAXW (YQ_CONST_MAXF * 9)
+struct yq_const_w {
+    int w[YQ_CONST_MAXW];         /* [filter][k * k * c4 / 4] words, zero past F */
+    int bq[YQ_CONST_MAXF];
+    float pos[YQ_CONST_MAXF], neg[YQ_CONST_MAXF];
+};
+
 /* The tensor-core family (kernels/cuda_mma.cu). */
 #define YQ_MMA_TILES 8
 struct yq_mma_tile { int bm, bn, bk, wm, wn, stages; };
@@ -86,6 +101,19 @@ extern const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES];
 /* Raises the shared-memory limit of every tile's kernel on the current device (once). */
 yq_status yq_mma_prepare(yq_error *err);
 yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
+
+/* The CUTLASS family (kernels/cuda_cutlass.cu): CUTLASS's sm80 main loop, our epilogue. */
+#define YQ_CUT_TILES 6
+struct yq_cut_tile { int bm, bn, bk, wm, wn, stages; };
+extern const yq_cut_tile yq_cut_tiles[YQ_CUT_TILES];
+/* Whether this build has the family's code for the current device (sm_80 and newer). */
+int yq_cut_built(void);
+/* Whether tile t runs this conv (groups 1, channels and filters multiples of 16, int8 in
+ * and out, 16-byte aligned strides and starts). */
+int yq_cut_ok(const ConvK &a, int tile);
+/* Raises the shared-memory limit of every tile's kernel on the current device (once). */
+yq_status yq_cut_prepare(yq_error *err);
+yq_status yq_cut_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
 
 /* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
  * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */

@@ -229,7 +229,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
     for (int j = 0; j < C::NI; j++) {
         const int o = n0 + wn * WN + j * 8 + tq * 2;
         int32_t b0 = 0, b1 = 0;
-        yq_rq p0 = { 0, 0 }, p1 = { 0, 0 }, q0 = { 0, 0 }, q1 = { 0, 0 };
+        float p0 = 0, p1 = 0, q0 = 0, q1 = 0;
         if (!ws) {
             if (o < a.F) { b0 = a.bq[o]; p0 = a.pos[o]; q0 = a.neg[o]; }
             if (o + 1 < a.F) { b1 = a.bq[o + 1]; p1 = a.pos[o + 1]; q1 = a.neg[o + 1]; }

@@ -87,7 +87,7 @@ __global__ void upsample_f32(yq_dtensor in, int s, yq_dtensor out, long n)
 }
 
 /* ---- shortcut */
-struct AddQ { int32_t ma, mb, shift, neg_q31, qmin, qmax; };
+struct AddQ { float sa, sb, sneg; int32_t qmin, qmax; };
 
 __global__ void shortcut_s8(yq_dtensor a, yq_dtensor b, AddQ q, yq_dtensor out, long n)
 {
@@ -98,7 +98,7 @@ __global__ void shortcut_s8(yq_dtensor a, yq_dtensor b, AddQ q, yq_dtensor out, 
     int8_t v = 0;
     if (c < out.c)
         v = (int8_t)yq_add_requant(((const int8_t *)a.p)[pix * yq_ps(a) + c], ((const int8_t *)b.p)[pix * yq_ps(b) + c],
-                                   q.ma, q.mb, q.shift, q.neg_q31, q.qmin, q.qmax);
+                                   q.sa, q.sb, q.sneg, q.qmin, q.qmax);
     ((int8_t *)out.p)[pix * yq_ps(out) + c] = v;
 }
 
@@ -259,7 +259,7 @@ extern "C" yq_status yq_cuda_shortcut(const yq_dtensor *a, const yq_dtensor *b, 
     } else {
         yq_status st;
         if ((st = need_int8(a, "shortcut", err)) || (st = need_int8(b, "shortcut", err))) return st;
-        AddQ aq = { q->ma, q->mb, q->shift, q->neg_q31, q->qmin, q->qmax };
+        AddQ aq = { q->sa, q->sb, q->sneg, q->qmin, q->qmax };
         shortcut_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(*a, *b, aq, *out, n);
     }
     YQ_CUDA_LAUNCHED();

@@ -90,7 +90,7 @@ void yq_scale_classes(const yq_graph *g, int *root)
 
 static int int8_act(yq_act a) { return a == YQ_ACT_LINEAR || a == YQ_ACT_LEAKY || a == YQ_ACT_RELU; }
 
-static yq_rq neg_rq(yq_act a, double m)
+static float neg_rq(yq_act a, double m)
 {
     if (a == YQ_ACT_LEAKY) return yq_rq_encode(0.1 * m);
     if (a == YQ_ACT_RELU) return yq_rq_encode(0);
@@ -111,8 +111,8 @@ static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const
     q->wq = yq_arena_alloc(g, (size_t)n->n_w);
     q->bq = yq_arena_alloc(g, sizeof(int32_t) * (size_t)F);
     q->w_scale = yq_arena_alloc(g, sizeof(float) * (size_t)F);
-    q->rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
-    q->rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->rq_pos = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_neg = yq_arena_alloc(g, sizeof(float) * (size_t)F);
     q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
     if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
         return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
@@ -296,15 +296,9 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
         if (n->op == YQ_OP_CONV) {
             st = quant_conv(g, i, cs, qc, err);
         } else if (n->op == YQ_OP_SHORTCUT) {
-            double ma = (double)q[n->src[0]].scale / (double)q[i].scale, mb = (double)q[n->src[1]].scale / (double)q[i].scale;
-            double mx = fmax(ma, mb);
-            int shift = 0;
-            /* multipliers < 2^22; shift <= 31 so that a negative sum times neg_q31 shifts by <= 62 */
-            while (shift < 31 && mx * ldexp(1.0, shift + 1) < 4194304.0) shift++;
-            q[i].ma = (int32_t)llround(ldexp(ma, shift));
-            q[i].mb = (int32_t)llround(ldexp(mb, shift));
-            q[i].shift = shift;
-            q[i].neg_q31 = n->act == YQ_ACT_LEAKY ? 214748365 : n->act == YQ_ACT_RELU ? 0 : 0x7fffffff;
+            q[i].sa = yq_rq_encode((double)q[n->src[0]].scale / (double)q[i].scale);
+            q[i].sb = yq_rq_encode((double)q[n->src[1]].scale / (double)q[i].scale);
+            q[i].sneg = n->act == YQ_ACT_LEAKY ? 0.1f : n->act == YQ_ACT_RELU ? 0.0f : 1.0f;
         }
     }
     if (st != YQ_OK) g->q = NULL;

@@ -180,16 +180,14 @@ static void find_views(yq_cuda_plan *p, int i)
 /* Convs whose only consumer is an int8 [shortcut] whose other source is int8 and
  * computed earlier: the add can run in the conv's epilogue (yq_cuda_conv_run_add) and
  * the conv's own output is then never written. */
-static void find_fusions(const yq_graph *g, int *fuse)
+static void find_fusions(const yq_graph *g, int on, int *fuse)
 {
     int n = g->n_nodes;
     for (int i = 0; i < n; i++) fuse[i] = -1;
-    /* Off unless YQ_GPU_FUSE=1: measured on the H200 (YOLOv3-416, batch 32), the add's
-     * 64-bit requantize arithmetic in the tensor-core epilogue cost more (+1.8 ms) than
-     * the separate shortcut kernels it replaces; the path is kept, and tested, for
-     * GPUs and kernels where it pays. */
-    const char *e = getenv("YQ_GPU_FUSE");
-    if (!e || strcmp(e, "1")) return;
+    /* On by default since the FP32 requantize (ir/requant.h): measured on the H200
+     * (YOLOv3-416, batch 32, tuned), 9.92 ms with separate adds, 8.94 ms fused.  Off with
+     * YQ_PLAN_NO_FUSE (a fused conv's own output is never written). */
+    if (!on) return;
     for (int j = 1; j < n; j++) {
         const yq_node *s = &g->nodes[j];
         if (s->op != YQ_OP_SHORTCUT || s->n_src != 2 || g->q[j].float_op || yq_node_dtype(g, j) != YQ_S8) continue;
@@ -263,7 +261,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     p->noop = calloc((size_t)n, 1);
     if (!p->owner || !p->last_use || !p->off || !p->conv || !p->fuse || !p->choff || !p->bufps || !p->bufbytes || !p->noop)
         goto nomem;
-    find_fusions(g, p->fuse);
+    find_fusions(g, !(flags & YQ_PLAN_NO_FUSE), p->fuse);
     /* YQ_GPU_VIEWS=0: every route copies (for measuring what the views save) */
     const char *ve = getenv("YQ_GPU_VIEWS");
     int views = !(flags & YQ_PLAN_NO_VIEWS) && !(ve && !strcmp(ve, "0"));

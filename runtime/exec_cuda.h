@@ -49,7 +49,7 @@ float      *yq_cuda_plan_input(yq_cuda_plan *p);
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id);
 yq_status   yq_cuda_enqueue(yq_cuda_plan *p, int n, void *stream, yq_error *err);
 
-/* Fusion (with YQ_GPU_FUSE=1 in the environment when the plan is made): a conv whose
+/* Fusion (unless YQ_PLAN_NO_FUSE): a conv whose
  * only consumer is an int8 [shortcut] runs the add in its epilogue; for such a conv
  * this returns the shortcut's id (its own output is not kept: yq_cuda_download
  * refuses it), for the shortcut the conv's id; else -1. */

@@ -1,10 +1,12 @@
 /* The int8 deploy package: writer and validating loader.
  *
- * Layout of a .yqp file (HDF5), format version 2 (YQ_PACKAGE_VERSION):
+ * Layout of a .yqp file (HDF5), format version 3 (YQ_PACKAGE_VERSION):
  *
  *   /                      root attributes
  *     format               string  "yquant-package"
- *     format_version       int32   2 (1: the same without /checksums, still read)
+ *     format_version       int32   3 (1 and 2, written before the FP32 requantize of
+ *                                  ir/requant.h, held 64-bit multipliers and shifts: refused,
+ *                                  with a message to quantize again)
  *     yquant_version       string  YQ_VERSION of the writer
  *     created              string  ISO 8601 UTC, "2026-11-30T12:34:56Z"
  *     model_sha256         string  64 hex digits: sha256 of cfg bytes || weights bytes
@@ -25,10 +27,12 @@
  *     (all int32 unless said; the parameters of other ops are 0)
  *   /quant/nodes           compound[n_nodes], the yq_qnode scalars of node k:
  *     dtype string[4] ("f32" | "s8" | "u8"), float_op, scale float, thresh float,
- *     qmin, qmax, ma, mb, shift, neg_q31 (the last four: int8 shortcuts; else 0)
+ *     qmin, qmax, add_a, add_b, add_neg float (the last three: int8 shortcuts, the
+ *     scales of yq_add_requant; else 0)
  *   /quant/<layer>/        one group per conv, named by its darknet layer index:
  *     int8 conv (float_op 0):  wq int8[n_w], bq int32[F], w_scale float[F],
- *                              rq_pos_mult, rq_pos_shift, rq_neg_mult, rq_neg_shift int32[F],
+ *                              rq_pos, rq_neg float[F] (the FP32 requantize scales of
+ *                              ir/requant.h for accumulators >= 0 and < 0),
  *                              deq float[F]
  *     float conv (float_op 1): w float[n_w], b float[F], precision string: "fp16w" (w are
  *                              FP16 values, FP32 arithmetic: every engine runs exactly that)
@@ -107,7 +111,8 @@ typedef struct pk_qnode {
     char dtype[4];
     int32_t float_op;
     float scale, thresh;
-    int32_t qmin, qmax, ma, mb, shift, neg_q31;
+    int32_t qmin, qmax;
+    float add_a, add_b, add_neg;
 } pk_qnode;
 
 enum { K_I32, K_F32, K_STR };
@@ -137,8 +142,8 @@ typedef struct pk_kernel {
 #define FQ(f, k, n) { #f, offsetof(pk_qnode, f), k, n }
 static const field qnode_fields[] = {
     FQ(dtype, K_STR, 4), FQ(float_op, K_I32, 1), FQ(scale, K_F32, 1), FQ(thresh, K_F32, 1),
-    FQ(qmin, K_I32, 1), FQ(qmax, K_I32, 1), FQ(ma, K_I32, 1), FQ(mb, K_I32, 1),
-    FQ(shift, K_I32, 1), FQ(neg_q31, K_I32, 1),
+    FQ(qmin, K_I32, 1), FQ(qmax, K_I32, 1), FQ(add_a, K_F32, 1), FQ(add_b, K_F32, 1),
+    FQ(add_neg, K_F32, 1),
 };
 #undef FQ
 #define FK(f, k, n) { #f, offsetof(pk_kernel, f), k, n }
@@ -593,20 +598,10 @@ static yq_status write_conv(wctx *w, const yq_graph *g, int id, hid_t grp)
     DS("bq", H5T_STD_I32LE, H5T_NATIVE_INT32, F, q->bq);
     DS("w_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->w_scale);
     DS("deq", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->deq);
+    DS("rq_pos", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->rq_pos);
+    DS("rq_neg", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->rq_neg);
 #undef DS
-    int32_t *t = malloc(sizeof *t * (size_t)F);
-    if (!t) return yq_fail(w->err, YQ_ERR_NOMEM, "%s: out of memory", w->path);
-    yq_status st = YQ_OK;
-    const yq_rq *rq[2] = { q->rq_pos, q->rq_neg };
-    static const char *nm[2][2] = { { "rq_pos_mult", "rq_pos_shift" }, { "rq_neg_mult", "rq_neg_shift" } };
-    for (int s = 0; s < 2 && st == YQ_OK; s++)
-        for (int part = 0; part < 2 && st == YQ_OK; part++) {
-            for (int o = 0; o < F; o++) t[o] = part ? rq[s][o].shift : rq[s][o].mult;
-            snprintf(what, sizeof what, "/quant/%d/%s", n->layer, nm[s][part]);
-            st = w_ds(w, grp, nm[s][part], what, H5T_STD_I32LE, H5T_NATIVE_INT32, (hsize_t)F, t);
-        }
-    free(t);
-    return st;
+    return YQ_OK;
 }
 
 /* /kernels/choices; the loader (run on the file before it is published) validates the rows. */
@@ -692,10 +687,9 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
         qrec[i].qmin = q->qmin;
         qrec[i].qmax = q->qmax;
         if (g->nodes[i].op == YQ_OP_SHORTCUT) {
-            qrec[i].ma = q->ma;
-            qrec[i].mb = q->mb;
-            qrec[i].shift = q->shift;
-            qrec[i].neg_q31 = q->neg_q31;
+            qrec[i].add_a = q->sa;
+            qrec[i].add_b = q->sb;
+            qrec[i].add_neg = q->sneg;
         }
         thr[i] = q->thresh;
     }
@@ -1185,15 +1179,13 @@ static yq_status check_qnode(rctx *r, const yq_graph *g, int i, const pk_qnode *
     q->qmin = qr->qmin;
     q->qmax = qr->qmax;
     if (op == YQ_OP_SHORTCUT && !qr->float_op) {
-        /* With a negative-side factor the kernel shifts by shift + 31. */
-        int max_shift = qr->neg_q31 == 0x7fffffff ? 62 : 31;
-        if (qr->ma < 0 || qr->mb < 0 || !in_range(qr->shift, 0, max_shift) || qr->neg_q31 < 0)
-            return RFAIL(YQ_ERR_FORMAT, "%s: %s: add multipliers %d, %d, shift %d (0 to %d), negative factor %d",
-                         r->path, who, qr->ma, qr->mb, qr->shift, max_shift, qr->neg_q31);
-        q->ma = qr->ma;
-        q->mb = qr->mb;
-        q->shift = qr->shift;
-        q->neg_q31 = qr->neg_q31;
+        if (!isfinite(qr->add_a) || !isfinite(qr->add_b) || !(qr->add_a >= 0) || !(qr->add_b >= 0) ||
+            !(qr->add_neg >= 0 && qr->add_neg <= 1))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: add scales %g, %g (finite, >= 0), negative factor %g (0 to 1)",
+                         r->path, who, (double)qr->add_a, (double)qr->add_b, (double)qr->add_neg);
+        q->sa = qr->add_a;
+        q->sb = qr->add_b;
+        q->sneg = qr->add_neg;
     }
     return YQ_OK;
 }
@@ -1228,7 +1220,6 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
     hid_t cg = H5Gopen2(quant, gname, H5P_DEFAULT);
     if (cg < 0) return RFAIL(YQ_ERR_FORMAT, "%s: %s: /quant/%s is not a group (or is damaged)", r->path, who, gname);
     yq_status st = YQ_OK;
-    int32_t *t = NULL;
 #define ARR(nm, cls, esz, mt, cnt, buf) do { \
         snprintf(what, sizeof what, "/quant/%s/%s", gname, nm); \
         if ((st = r_array(r, cg, nm, what, who, cls, esz, mt, cnt, buf)) != YQ_OK) goto done; } while (0)
@@ -1262,11 +1253,10 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
     q->wq = yq_arena_alloc(g, (size_t)nw);
     q->bq = yq_arena_alloc(g, sizeof(int32_t) * (size_t)F);
     q->w_scale = yq_arena_alloc(g, sizeof(float) * (size_t)F);
-    q->rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
-    q->rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * (size_t)F);
+    q->rq_pos = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_neg = yq_arena_alloc(g, sizeof(float) * (size_t)F);
     q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
-    t = malloc(sizeof *t * (size_t)F);
-    if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq || !t) {
+    if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq) {
         st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
         goto done;
     }
@@ -1274,30 +1264,24 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
     ARR("bq", H5T_INTEGER, 4, H5T_NATIVE_INT32, F, q->bq);
     ARR("w_scale", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->w_scale);
     ARR("deq", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->deq);
+    ARR("rq_pos", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->rq_pos);
+    ARR("rq_neg", H5T_FLOAT, 4, H5T_NATIVE_FLOAT, F, q->rq_neg);
     for (int o = 0; o < F; o++) {
         if (!isfinite(q->w_scale[o]) || !(q->w_scale[o] > 0))
             BAD("%s: %s: /quant/%s/w_scale[%d] = %g (must be finite and > 0)", r->path, who, gname, o, (double)q->w_scale[o]);
         if (!isfinite(q->deq[o]) || q->deq[o] < 0)
             BAD("%s: %s: /quant/%s/deq[%d] = %g (must be finite and >= 0)", r->path, who, gname, o, (double)q->deq[o]);
     }
-    static const char *nm[2][2] = { { "rq_pos_mult", "rq_pos_shift" }, { "rq_neg_mult", "rq_neg_shift" } };
     for (int s = 0; s < 2; s++) {
-        yq_rq *rq = s ? q->rq_neg : q->rq_pos;
-        for (int part = 0; part < 2; part++) {
-            ARR(nm[s][part], H5T_INTEGER, 4, H5T_NATIVE_INT32, F, t);
-            for (int o = 0; o < F; o++) {
-                if (part ? !in_range(t[o], 0, 62) : t[o] < 0)
-                    BAD("%s: %s: /quant/%s/%s[%d] = %d (%s)", r->path, who, gname, nm[s][part], o, t[o],
-                        part ? "shifts are 0 to 62" : "multipliers are >= 0");
-                if (part) rq[o].shift = t[o];
-                else rq[o].mult = t[o];
-            }
-        }
+        const float *rq = s ? q->rq_neg : q->rq_pos;
+        for (int o = 0; o < F; o++)
+            if (!isfinite(rq[o]) || !(rq[o] >= 0))
+                BAD("%s: %s: /quant/%s/%s[%d] = %g (must be finite and >= 0)", r->path, who, gname,
+                    s ? "rq_neg" : "rq_pos", o, (double)rq[o]);
     }
 #undef ARR
 #undef BAD
 done:
-    free(t);
     H5Gclose(cg);
     return st;
 }
@@ -1447,9 +1431,12 @@ static yq_status check_format(rctx *r, hid_t f, int *version)
     }
     free(fmt);
     if ((st = r_attr_int(r, f, "/", "format_version", version)) != YQ_OK) return st;
-    if (*version < 1 || *version > YQ_PACKAGE_VERSION)
-        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d, this yquant reads versions 1 to %d",
-                     r->path, *version, YQ_PACKAGE_VERSION);
+    if (*version == 1 || *version == 2)
+        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d holds the 64-bit requantize of an older "
+                     "yquant, which this one no longer runs: quantize the model again", r->path, *version);
+    if (*version < YQ_PACKAGE_VERSION_MIN || *version > YQ_PACKAGE_VERSION)
+        return RFAIL(YQ_ERR_UNSUPPORTED, "%s: package format version %d, this yquant reads versions %d to %d",
+                     r->path, *version, YQ_PACKAGE_VERSION_MIN, YQ_PACKAGE_VERSION);
     return YQ_OK;
 }
 

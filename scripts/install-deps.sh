@@ -8,7 +8,9 @@
 # darknet (the peer the FP32 graph is compared with), chromium (headless, for the report
 # screenshot test), python3 and pip.  apt is run only when
 # dpkg-query reports a package missing, so a second run takes about a second.
-# Python packages: scripts/requirements-test.txt, installed with pip only when one is missing.
+# Python packages: scripts/requirements-test.txt, installed with pip only when one is missing;
+# scripts/requirements-build.txt (CUTLASS's headers, PyPI nvidia-cutlass, pinned: the CUDA
+# build includes them; installed --no-deps, as only its headers are used).
 # CUDA is NOT installed here: the toolkit is expected at /usr/local/cuda (or nvcc on PATH);
 # without it only the GPU parts are skipped, so this prints a warning and goes on.
 set -euo pipefail
@@ -24,6 +26,7 @@ APT_PKGS=(
     python3 python3-pip
 )
 REQS=scripts/requirements-test.txt
+BUILD_REQS=scripts/requirements-build.txt
 
 say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
@@ -59,11 +62,9 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
 fi
 
 # ---- Python packages ----
-[ -f "$REQS" ] || die "$REQS is missing"
-command -v python3 >/dev/null || die "python3 not found after installing it"
-
-# Prints the requirements that are not satisfied (all of them when this cannot tell).
-py_missing=$(python3 - "$REQS" <<'PY'
+# Prints the requirements of file $1 that are not satisfied (all of them when this cannot tell).
+reqs_missing() {
+python3 - "$1" <<'PY'
 import re, sys
 from importlib import metadata
 try:
@@ -95,20 +96,32 @@ for line in open(sys.argv[1]):
     except Exception:
         print(line)
 PY
-)
+}
 
-if [ -z "$py_missing" ]; then
-    say "Python packages: all in $REQS present ($(python3 --version 2>&1))"
-else
-    say "Python packages missing: ${py_missing//$'\n'/, }"
-    python3 -m pip --version >/dev/null 2>&1 || die "python3 has no pip ($(command -v python3))"
-    log=$(mktemp)
-    trap 'rm -f "$log"' EXIT
-    if ! python3 -m pip install --disable-pip-version-check -r "$REQS" 2>&1 | tee "$log"; then
-        # Debian's own python3 refuses (PEP 668); only then override it.
-        grep -q externally-managed-environment "$log" || die "pip install -r $REQS failed"
-        say "pip refused (externally managed environment); retrying with --break-system-packages"
-        python3 -m pip install --disable-pip-version-check --break-system-packages -r "$REQS"
+# Installs requirements file $1 when any is missing; $2...: extra pip arguments.
+pip_reqs() {
+    local file=$1; shift
+    [ -f "$file" ] || die "$file is missing"
+    local missing
+    missing=$(reqs_missing "$file")
+    if [ -z "$missing" ]; then
+        say "Python packages: all in $file present ($(python3 --version 2>&1))"
+        return
     fi
-fi
+    say "Python packages missing: ${missing//$'\n'/, }"
+    python3 -m pip --version >/dev/null 2>&1 || die "python3 has no pip ($(command -v python3))"
+    local log
+    log=$(mktemp)
+    if ! python3 -m pip install --disable-pip-version-check "$@" -r "$file" 2>&1 | tee "$log"; then
+        # Debian's own python3 refuses (PEP 668); only then override it.
+        grep -q externally-managed-environment "$log" || { rm -f "$log"; die "pip install -r $file failed"; }
+        say "pip refused (externally managed environment); retrying with --break-system-packages"
+        python3 -m pip install --disable-pip-version-check --break-system-packages "$@" -r "$file" || { rm -f "$log"; die "pip install -r $file failed"; }
+    fi
+    rm -f "$log"
+}
+
+command -v python3 >/dev/null || die "python3 not found after installing it"
+pip_reqs "$REQS"
+pip_reqs "$BUILD_REQS" --no-deps
 say "done"

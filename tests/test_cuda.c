@@ -181,6 +181,8 @@ static double rel_err(const float *ref, const float *got, long n)
 /* YQ_CUDA_PERF=1: after the tests, time a few conv shapes (printed, never asserted). */
 static int perf_mode;
 static long n_cfg_runs;    /* configurations run and compared */
+static long n_cut_runs;    /* of which CUTLASS-family ones */
+static long n_const_runs;  /* and dp4a_const ones */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -237,8 +239,8 @@ static void conv_one(const conv_case *cc)
     q[1] = (yq_qnode){ .dtype = cc->out_t, .float_op = cc->float_op, .scale = 0.05f, .qmin = -127, .qmax = 127 };
     q[1].wq = yq_arena_alloc(g, (size_t)n->n_w);
     q[1].bq = yq_arena_alloc(g, 4 * (size_t)F);
-    q[1].rq_pos = yq_arena_alloc(g, sizeof(yq_rq) * F);
-    q[1].rq_neg = yq_arena_alloc(g, sizeof(yq_rq) * F);
+    q[1].rq_pos = yq_arena_alloc(g, sizeof(float) * F);
+    q[1].rq_neg = yq_arena_alloc(g, sizeof(float) * F);
     q[1].deq = yq_arena_alloc(g, 4 * (size_t)F);
     q[1].w_scale = yq_arena_alloc(g, 4 * (size_t)F);
     n->w = yq_arena_alloc(g, 4 * (size_t)n->n_w);
@@ -342,16 +344,43 @@ static void conv_one(const conv_case *cc)
         }
         gbuf_take(&gb, raw);
         conv_check(cc, name, "", ref, raw, os, B);
+        if (!perf_mode && !fin && cc->out_t == YQ_S8) {
+            /* the same configuration with a [shortcut] fused into its epilogue, against
+             * yq_ref_shortcut of the reference's output (each source first in turn) */
+            int8_t *res = malloc((size_t)out_n), *ref2 = malloc((size_t)out_n);
+            CHECK(res && ref2);
+            fill_s8(res, out_n);
+            static const float negs[] = { 1.0f, 0.1f, 0.0f };
+            yq_qnode sq = { .dtype = YQ_S8, .qmin = -127, .qmax = 127 };
+            sq.sa = 0.2f + 1.8f * rnd_unit();
+            sq.sb = 0.2f + 1.8f * rnd_unit();
+            sq.sneg = negs[v % 3];
+            int res_first = v & 1;
+            if (res_first) yq_ref_shortcut(yq_shape_size(os), res, ref, &sq, ref2, B);
+            else yq_ref_shortcut(yq_shape_size(os), ref, res, &sq, ref2, B);
+            void *dres = upload_nhwc4(res, os.c, os.h, os.w, B);
+            yq_dtensor tr = { dres, YQ_S8, os.c, os.h, os.w, .1f, -127, 127, 0 };
+            yq_dtensor to2 = { gbuf_new(&gb, ob), YQ_S8, os.c, os.h, os.w, .1f, -127, 127, 0 };
+            rs = yq_cuda_conv_run_add(c, &ti, &tr, &sq, res_first, &to2, B, NULL, &err);
+            yq_cuda_free(dres);
+            if (rs) yq_cuda_free(gb.base);
+            CHECKF(rs == YQ_OK, "%s + shortcut: %s", name, err.msg);
+            gbuf_take(&gb, raw);
+            conv_check(cc, name, " + shortcut", ref2, raw, os, B);
+            free(res);
+            free(ref2);
+        }
         if (!perf_mode && !fin) {
             /* the same configuration on views: the input a slice of wider pixels (16 bytes
              * in, as a concat's second source), the output a slice at byte 8 (FP32
-             * tensors are always dense) */
+             * tensors are always dense; at byte 16 for the CUTLASS family, whose 16-byte
+             * stores need it: elsewhere it runs the MMA family) */
             vbuf vi, vo;
             int ips = ((is.c + 3) & ~3) + 32, ops = ((os.c + 3) & ~3) + 16;
             yq_dtensor tiv = view_in(&vi, x, cc->in_t, is.c, is.h, is.w, B, ips, 16);
             tiv.scale = ti.scale; tiv.qmin = ti.qmin; tiv.qmax = ti.qmax;
             yq_dtensor tov = cc->out_t == YQ_F32 ? (yq_dtensor){ gbuf_new(&gb, ob), YQ_F32, os.c, os.h, os.w, 0, 0, 0, 0 }
-                                                 : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops, 8);
+                                                 : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops, fam == YQ_CONV_CUTLASS ? 16 : 8);
             tov.scale = q[1].scale;
             rs = yq_cuda_conv_run(c, &tiv, &tov, B, NULL, &err);
             view_free(&vi);
@@ -363,6 +392,8 @@ static void conv_one(const conv_case *cc)
             conv_check(cc, name, " on views", ref, raw, os, B);
         }
         n_cfg_runs++;
+        n_cut_runs += fam == YQ_CONV_CUTLASS;
+        n_const_runs += !strcmp(name, "dp4a_const");
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -412,9 +443,27 @@ static void t_conv_mma(void)
         { 128, 12, 12, 75, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 0 },
         { 96, 40, 36, 160, 3, 2, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 16, 24, 24, 16, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },     /* uint8 input: dp4a reads it */
+        /* the CUTLASS family's shapes (channels and filters multiples of 16): tiles cut
+         * unevenly in M and N, a 1x1, strides 1 and 2, K from 16 to 4608 */
+        { 128, 26, 26, 256, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 256, 13, 13, 128, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        { 16, 31, 29, 32, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 512, 5, 5, 1024, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 48, 17, 15, 208, 1, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        /* the small convs' kernel (dp4a_const: 3x3 over at most 4 channels, 1x1 over 8 or
+         * 16; at most 64 filters): 16-byte stores (32, 48 and 64 filters), word stores */
+        { 8, 19, 17, 48, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 16, 13, 15, 8, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 16, 9, 9, 64, 1, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        { 3, 30, 26, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 4, 17, 19, 64, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 3, 21, 20, 24, 3, 2, 1, 3, YQ_U8, YQ_S8, YQ_ACT_LINEAR, 0 },
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
-    printf("# %ld conv configurations compared (tensor-core tiles x splits, dp4a tiles, direct)\n", n_cfg_runs - before);
+    printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS tiles, dp4a tiles, direct)\n",
+           n_cfg_runs - before);
+    CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
+    CHECK(n_const_runs >= 6);
 }
 
 static void t_conv_head_float(void)
@@ -441,10 +490,13 @@ static void t_conv_depthwise(void)
         for (int k = 1; k <= 5; k += 2)
             for (int s = 1; s <= 2; s++) {
                 int c = chans[ci];
+                int fo = k == 5 && (ci & 1);       /* 5x5: int8 and float outputs in turn */
                 conv_case cc = { c, 10 + ci, 7 + ci, c, k, s, c, 1 + 2 * (s & 1), YQ_S8,
-                                 k == 5 ? YQ_F32 : YQ_S8, (yq_act)(k == 5 ? YQ_ACT_LINEAR : ci % 3), 0 };
+                                 fo ? YQ_F32 : YQ_S8, (yq_act)(fo ? YQ_ACT_LINEAR : ci % 3), 0 };
                 conv_one(&cc);
             }
+    conv_case dw_u8 = { 3, 12, 11, 3, 3, 1, 3, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 };   /* on the image */
+    conv_one(&dw_u8);
     conv_case grouped = { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 };
     conv_one(&grouped);
     conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };
@@ -585,16 +637,15 @@ static void t_shortcut(void)
 {
     need_gpu();
     rng_state = 7;
-    static const int32_t negs[] = { 0x7fffffff, 214748365, 0 };
+    static const float negs[] = { 1.0f, 0.1f, 0.0f };
     for (int r = 0; r < 6; r++) {
         int c = r & 1 ? 13 : 48, h = 9, w = 6, B = 1 + (r % 3);
         yq_shape sh = { c, h, w };
         long n = yq_shape_size(sh) * B;
         yq_qnode q = { .dtype = YQ_S8, .qmin = -127, .qmax = 127 };
-        q.shift = rnd_range(8, 24);
-        q.ma = rnd_range(1, 1 << 22);
-        q.mb = rnd_range(1, 1 << 22);
-        q.neg_q31 = negs[r % 3];
+        q.sa = 0.2f + 1.8f * rnd_unit();
+        q.sb = 0.2f + 1.8f * rnd_unit();
+        q.sneg = negs[r % 3];
         int8_t *a = malloc(n), *b = malloc(n), *ref = malloc(n);
         uint8_t *raw = malloc(yq_dlayout_bytes(YQ_S8, c, h, w) * B);
         CHECK(a && b && ref && raw);
@@ -934,19 +985,20 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     CHECKF(!why[0], "%s", why);
 }
 
-/* Four passes: every conv int8; heads float in FP32 with every route copied (no
- * views); heads float (FP16 tensor cores where the GPU has them), rotating
- * configurations and fused shortcuts; heads and layers 1-3 float (a chain of float
- * layers).  min_views: routes the first pass's plan must make views (concats written in
+/* Four passes: every conv int8, routes as views; heads float in FP32 with every route
+ * copied (no views, no fusion); heads float (FP16 tensor cores where the GPU has them),
+ * rotating configurations and fused shortcuts; heads and layers 1-3 float (a chain of
+ * float layers), fused.  min_views: routes the first pass's plan must make views (concats written in
  * place, channel groups). */
 static void model_case(const char *label, const char *cfg, const char *weights, int size, int B, int min_views)
 {
     yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
     for (volatile int pass = 0; pass < 4; pass++) {
         cfg_rotation = pass == 2 ? 1 : 0;
-        plan_flags = pass == 1 ? YQ_PLAN_NO_VIEWS | YQ_PLAN_GPU_FP32 : 0;
-        if (pass == 2) setenv("YQ_GPU_FUSE", "1", 1);   /* and the convs fused with their shortcut */
-        else unsetenv("YQ_GPU_FUSE");
+        /* pass 0: routes as views without fusion (a fused shortcut writes dense memory, so
+         * the concats it feeds copy); pass 1: the baseline (neither); passes 2 and 3 fuse
+         * convs with their shortcuts, as plans do by default */
+        plan_flags = pass == 0 ? YQ_PLAN_NO_FUSE : pass == 1 ? YQ_PLAN_NO_VIEWS | YQ_PLAN_GPU_FP32 | YQ_PLAN_NO_FUSE : 0;
         yq_graph *g;
         OK(yq_darknet_load(cfg, weights, &opt, &g, &err));
         yq_qconfig qc;
@@ -1024,6 +1076,10 @@ static void t_perf(void)
     conv_case cs[] = {
         { 128, 104, 104, 256, 3, 2, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 }, /* yolov3 at 416, batch 32: large 3x3 */
         { 128, 52, 52, 256, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 256, 26, 26, 512, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 512, 13, 13, 1024, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 64, 104, 104, 128, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 256, 52, 52, 128, 1, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* batch 32: a 1x1 */
         { 512, 13, 13, 1024, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* batch 1: small M, long K */
         { 256, 52, 52, 256, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },   /* yolov3 at 416: a middle 3x3 */
         { 512, 26, 26, 256, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },

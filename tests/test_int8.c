@@ -1,11 +1,13 @@
 /* The int8 arithmetic and the int8 CPU engine.
- *  - ir/requant.h at its edges: rounding ties, saturation, shifts of 0, 31 and 62,
- *    the multiplier encoding;
+ *  - ir/requant.h: rounding ties and saturation at its edges, the requantize against a
+ *    wide-integer model of its FP32 operations, the residual add against a double model
+ *    over every pair of int8 inputs, the scale encoding;
  *  - every int8 op of a small network against a float simulation of the same
  *    quantization (dequantized inputs and weights, float math, quantized output):
  *    within one quantization step; copies (route, maxpool, upsample) exactly;
  *  - determinism; the dgemm path equal to the plain-C reference byte for byte on
  *    real models. */
+#include <float.h>
 #include <math.h>
 #include <unistd.h>
 #include "tests/test.h"
@@ -18,77 +20,182 @@
 
 /* ---- requantize ---------------------------------------------------------- */
 
-static int64_t ref_round(__int128 v, int shift)   /* ties away from zero, by 128-bit arithmetic */
+/* A wide-integer model of ir/requant.h's FP32 arithmetic, written without the FPU:
+ * binary32 values as (mantissa, exponent) pairs, every rounding to nearest, ties to
+ * even, in 64/128-bit integers. */
+typedef struct wf { int neg; uint64_t m; int e; } wf;     /* (-1)^neg * m * 2^e */
+
+/* m * 2^e rounded to `bits` significant bits, ties to even. */
+static wf wf_round(int neg, unsigned __int128 m, int e, int bits)
 {
-    if (shift == 0) return (int64_t)v;
-    __int128 d = (__int128)1 << shift, a = v < 0 ? -v : v;
-    __int128 q = (a + d / 2) / d;
-    return (int64_t)(v < 0 ? -q : q);
+    wf r = { neg, 0, 0 };
+    if (!m) return r;
+    int n = 0;
+    for (unsigned __int128 t = m; t; t >>= 1) n++;
+    if (n > bits) {
+        int sh = n - bits;
+        unsigned __int128 q = m >> sh, rem = m & (((unsigned __int128)1 << sh) - 1), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        m = q;
+        e += sh;
+    }
+    r.m = (uint64_t)m;
+    r.e = e;
+    return r;
 }
 
-static void t_round_ties(void)
+static wf wf_from_float(float x)
 {
-    CHECK(yq_round_shift(3, 1) == 2);     /* 1.5 -> 2 */
-    CHECK(yq_round_shift(-3, 1) == -2);   /* -1.5 -> -2 */
-    CHECK(yq_round_shift(5, 1) == 3);     /* 2.5 -> 3 (away from zero, not to even) */
-    CHECK(yq_round_shift(-5, 1) == -3);
-    CHECK(yq_round_shift(1, 1) == 1);     /* 0.5 -> 1 */
-    CHECK(yq_round_shift(-1, 1) == -1);
-    CHECK(yq_round_shift(6, 2) == 2);     /* 1.5 */
-    CHECK(yq_round_shift(5, 2) == 1);     /* 1.25 */
-    CHECK(yq_round_shift(7, 0) == 7 && yq_round_shift(-7, 0) == -7);   /* shift 0: identity */
-    /* Symmetric: -x rounds to -round(x), for every x and shift. */
-    uint64_t s = 12345;
-    for (int i = 0; i < 100000; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        int64_t v = (int64_t)(s >> 2) >> (s & 31);
-        int sh = (int)((s >> 40) % 63);
-        CHECKF(yq_round_shift(-v, sh) == -yq_round_shift(v, sh), "v=%lld shift=%d", (long long)v, sh);
-        CHECKF(yq_round_shift(v, sh) == ref_round(v, sh), "v=%lld shift=%d", (long long)v, sh);
+    int e;
+    double f = frexp((double)x, &e);                      /* exact: x has 24 bits */
+    wf r = { x < 0, (uint64_t)llround(fabs(f) * 16777216.0), e - 24 };
+    return r;
+}
+
+/* sat(rne(x)) of the model's value */
+static int32_t wf_rne_sat(wf x, int32_t lo, int32_t hi)
+{
+    __int128 v;
+    if (x.e >= 0) {
+        v = x.e > 40 ? ((__int128)1 << 80) : (__int128)x.m << x.e;     /* beyond any range */
+    } else {
+        int sh = -x.e;
+        if (sh > 100) v = 0;
+        else {
+            unsigned __int128 m = x.m, q = m >> sh, rem = m & (((unsigned __int128)1 << sh) - 1),
+                              half = (unsigned __int128)1 << (sh - 1);
+            if (rem > half || (rem == half && (q & 1))) q++;
+            v = (__int128)q;
+        }
     }
+    if (x.neg) v = -v;
+    return v < lo ? lo : v > hi ? hi : (int32_t)v;
+}
+
+/* The model of yq_requant: f32(acc), times s, both rounded to 24 bits. */
+static int32_t model_requant(int32_t acc, float s, int32_t lo, int32_t hi)
+{
+    if (acc == 0 || s == 0) return 0 < lo ? lo : 0 > hi ? hi : 0;
+    int64_t a = acc;
+    wf fa = wf_round(a < 0, (unsigned __int128)(a < 0 ? -a : a), 0, 24), fs = wf_from_float(s);
+    wf p = wf_round(fa.neg, (unsigned __int128)fa.m * fs.m, fa.e + fs.e, 24);
+    /* a product below FLT_MIN (subnormal) rounds to 0 as an integer whichever way */
+    return wf_rne_sat(p, lo, hi);
+}
+
+static void t_rne_sat(void)
+{
+    static const struct { float v; int32_t want; } c[] = {
+        { 0.5f, 0 }, { 1.5f, 2 }, { 2.5f, 2 }, { 3.5f, 4 }, { -0.5f, 0 }, { -1.5f, -2 }, { -2.5f, -2 },
+        { 0.49999997f, 0 }, { 0.50000006f, 1 }, { 126.5f, 126 }, { 125.5f, 126 }, { 127.4f, 127 },
+        { 127.6f, 127 }, { -126.5f, -126 }, { 1e30f, 127 }, { -1e30f, -127 }, { INFINITY, 127 },
+        { -INFINITY, -127 }, { -0.0f, 0 }, { 1e-40f, 0 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        CHECKF(yq_rne_sat(c[i].v, -127, 127) == c[i].want, "rne_sat(%.9g) = %d, want %d", (double)c[i].v,
+               yq_rne_sat(c[i].v, -127, 127), c[i].want);
+    CHECK(yq_rne_sat(NAN, -127, 127) == -127);             /* NaN: qmin (no finite scale makes one) */
+    CHECK(yq_rne_sat(300.0f, 0, 255) == 255 && yq_rne_sat(-3.0f, 0, 255) == 0);
+    /* every float in [-256, 256) with at least one fraction bit, against rint in double
+     * (round to nearest even, the default mode) */
+    long n = 0;
+    for (int32_t k = -256 * 65536; k < 256 * 65536; k++) {
+        float v = (float)k / 65536.0f;                     /* exact: 24 bits */
+        double want = rint((double)v);
+        int32_t w = want < -127 ? -127 : want > 127 ? 127 : (int32_t)want;
+        if (yq_rne_sat(v, -127, 127) != w) { CHECKF(0, "rne_sat(%.9g) = %d, want %d", (double)v, yq_rne_sat(v, -127, 127), w); }
+        n++;
+    }
+    CHECK(n == 512L * 65536);
 }
 
 static void t_requant_edges(void)
 {
-    yq_rq one = { 1 << 30, 30 };                   /* M = 1 */
-    CHECK(yq_requant(100, one, -127, 127) == 100);
-    CHECK(yq_requant(1000, one, -127, 127) == 127);        /* saturates */
-    CHECK(yq_requant(-1000, one, -127, 127) == -127);      /* symmetric range: never -128 */
-    CHECK(yq_requant(INT32_MAX, one, -127, 127) == 127);
-    CHECK(yq_requant(INT32_MIN, one, -127, 127) == -127);
-    CHECK(yq_requant(20, one, -7, 7) == 7);                /* 4 bits */
-    yq_rq half = { 1 << 30, 31 };                  /* M = 0.5, shift 31 */
-    CHECK(yq_requant(3, half, -127, 127) == 2);            /* 1.5 -> 2 */
-    CHECK(yq_requant(-3, half, -127, 127) == -2);
-    CHECK(yq_requant(INT32_MAX, (yq_rq){ INT32_MAX, 62 }, -127, 127) == 1);   /* (2^31-1)^2 / 2^62 ~ 1 */
-    CHECK(yq_requant(12345, (yq_rq){ 0, 0 }, -127, 127) == 0);   /* a zero multiplier */
-    /* Leaky fused: the negative multiplier applies to negative accumulators only. */
-    yq_rq pos = yq_rq_encode(0.5), neg = yq_rq_encode(0.05);
+    CHECK(yq_requant(100, 1.0f, -127, 127) == 100);
+    CHECK(yq_requant(1000, 1.0f, -127, 127) == 127);       /* saturates */
+    CHECK(yq_requant(-1000, 1.0f, -127, 127) == -127);     /* symmetric range: never -128 */
+    CHECK(yq_requant(INT32_MAX, 1.0f, -127, 127) == 127);
+    CHECK(yq_requant(INT32_MIN, 1.0f, -127, 127) == -127);
+    CHECK(yq_requant(20, 1.0f, -7, 7) == 7);               /* 4 bits */
+    CHECK(yq_requant(3, 0.5f, -127, 127) == 2);            /* 1.5 -> 2 */
+    CHECK(yq_requant(5, 0.5f, -127, 127) == 2);            /* 2.5 -> 2: ties to even */
+    CHECK(yq_requant(-3, 0.5f, -127, 127) == -2);
+    CHECK(yq_requant(-5, 0.5f, -127, 127) == -2);
+    CHECK(yq_requant(12345, 0.0f, -127, 127) == 0);        /* a zero scale */
+    float pos = yq_rq_encode(0.5), neg = yq_rq_encode(0.05);
     CHECK(yq_requant_act(100, pos, neg, -127, 127) == 50);
     CHECK(yq_requant_act(-100, pos, neg, -127, 127) == -5);
     CHECK(yq_requant_act(0, pos, neg, -127, 127) == 0);
-    /* Residual add: (a*ma + b*mb) >> shift, leaky on negative sums. */
-    CHECK(yq_add_requant(10, 20, 1 << 20, 1 << 20, 20, 0x7fffffff, -127, 127) == 30);
-    CHECK(yq_add_requant(100, 100, 1 << 20, 1 << 20, 20, 0x7fffffff, -127, 127) == 127);
-    CHECK(yq_add_requant(-10, -20, 1 << 20, 1 << 20, 20, 214748365, -127, 127) == -3);   /* -30 * 0.1 */
-    CHECK(yq_add_requant(-10, -20, 1 << 20, 1 << 20, 20, 0, -127, 127) == 0);            /* relu */
+    /* shortcut: a + b at the same scale, leaky and relu on the negative side */
+    CHECK(yq_add_requant(10, 20, 1.0f, 1.0f, 1.0f, -127, 127) == 30);
+    CHECK(yq_add_requant(100, 100, 1.0f, 1.0f, 1.0f, -127, 127) == 127);
+    CHECK(yq_add_requant(-10, -20, 1.0f, 1.0f, 0.1f, -127, 127) == -3);    /* -30 * 0.1 */
+    CHECK(yq_add_requant(-10, -20, 1.0f, 1.0f, 0.0f, -127, 127) == 0);     /* relu */
+    CHECK(yq_add_requant(-10, -15, 1.0f, 1.0f, 0.1f, -127, 127) == -2);    /* -2.5: ties to even */
+}
+
+/* yq_requant against the wide-integer model: the accumulators where f32() rounds (around
+ * 2^24 and at the int32 ends), scales at the ends of the float range and ties, and a
+ * million random pairs over the ranges real layers use. */
+static void t_requant_model(void)
+{
+    static const int32_t accs[] = { 0, 1, -1, 2, 3, 5, 127, 254, 255, 16777215, 16777216, 16777217, 16777219,
+                                    -16777217, -16777219, 33554435, 1 << 30, (1 << 30) + 65, INT32_MAX,
+                                    INT32_MIN, INT32_MIN + 1, -123456789 };
+    static const float scales[] = { 1.0f, 0.5f, 0.25f, 0x1p-24f, 0x1p-25f, 0x1p-31f, FLT_MIN, FLT_MAX, 1e-10f,
+                                    3.0f, 0.1f, 0.0999999940f, 1.0000001f, 0x1.fffffep-1f, 7.6e-6f };
+    for (size_t i = 0; i < sizeof accs / sizeof accs[0]; i++)
+        for (size_t j = 0; j < sizeof scales / sizeof scales[0]; j++) {
+            int32_t got = yq_requant(accs[i], scales[j], -127, 127), want = model_requant(accs[i], scales[j], -127, 127);
+            CHECKF(got == want, "requant(%d, %.9g) = %d, model %d", accs[i], (double)scales[j], got, want);
+        }
+    uint64_t r = 777;
+    long ties = 0;
+    for (int i = 0; i < 1000000; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t acc = (int32_t)(r >> 32) >> (int)((r >> 8) % 24);                /* all magnitudes */
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        float s = ldexpf(1.0f + (float)((r >> 40) & 0xffffff) / 16777216.0f, -(int)((r >> 20) % 34));
+        if (i % 4 == 0) s = ldexpf(1.0f, -(int)((r >> 20) % 24));              /* powers of two: exact ties */
+        int32_t got = yq_requant(acc, s, -127, 127), want = model_requant(acc, s, -127, 127);
+        ties += acc % 2 != 0 && s == 0.5f;
+        if (got != want) { CHECKF(0, "requant(%d, %.9g) = %d, model %d", acc, (double)s, got, want); }
+    }
+    CHECK(ties > 0);
+}
+
+/* yq_add_requant over every pair of int8 inputs, against a double model (int8 times a
+ * float is exact in double, each float rounding a (float) conversion of an exact value;
+ * the sum of the two rounded products, of scales within 2^8 of each other, is exact in
+ * double). */
+static void t_add_model(void)
+{
+    static const float sc[][2] = { { 1.0f, 1.0f }, { 0.5f, 0.25f }, { 0.731f, 1.377f }, { 0.0999f, 2.5f }, { 1.9f, 0.013f } };
+    static const float negs[] = { 1.0f, 0.1f, 0.0f };
+    for (size_t k = 0; k < sizeof sc / sizeof sc[0]; k++)
+        for (size_t m = 0; m < 3; m++)
+            for (int a = -127; a <= 127; a++)
+                for (int b = -127; b <= 127; b++) {
+                    float pa = (float)((double)a * (double)sc[k][0]), pb = (float)((double)b * (double)sc[k][1]);
+                    float v = (float)((double)pa + (double)pb);
+                    if (v < 0) v = (float)((double)v * (double)negs[m]);
+                    double rr = rint((double)v);
+                    int32_t want = rr < -127 ? -127 : rr > 127 ? 127 : (int32_t)rr;
+                    int32_t got = yq_add_requant(a, b, sc[k][0], sc[k][1], negs[m], -127, 127);
+                    if (got != want) { CHECKF(0, "add(%d, %d, %g, %g, %g) = %d, model %d", a, b, (double)sc[k][0], (double)sc[k][1], (double)negs[m], got, want); }
+                }
 }
 
 static void t_rq_encode(void)
 {
-    yq_rq z = yq_rq_encode(0);
-    CHECK(z.mult == 0);
-    CHECK(yq_rq_encode(-1).mult == 0 && yq_rq_encode(NAN).mult == 0);
-    for (double m = 1e-9; m < 1e4; m *= 1.37) {
-        yq_rq r = yq_rq_encode(m);
-        CHECK(r.shift >= 0 && r.shift <= 62 && r.mult >= 0);
-        double back = ldexp((double)r.mult, -r.shift);
-        double tol = r.shift == 62 ? ldexp(1.0, -62) : m * ldexp(1.0, -30);
-        CHECKF(fabs(back - m) <= tol, "m=%g -> %d/2^%d = %g", m, r.mult, r.shift, back);
-        if (r.shift < 62) CHECK(r.mult >= (1 << 30));
+    CHECK(yq_rq_encode(0) == 0.0f && yq_rq_encode(-1) == 0.0f && yq_rq_encode(NAN) == 0.0f);
+    CHECK(yq_rq_encode((double)FLT_MIN / 2) == 0.0f && yq_rq_encode((double)FLT_MIN) == FLT_MIN);
+    CHECK(yq_rq_encode(1e300) == FLT_MAX && yq_rq_encode(INFINITY) == FLT_MAX);
+    CHECK(yq_rq_encode(0.1) == 0.1f && yq_rq_encode(1.0) == 1.0f);
+    for (double m = 1e-12; m < 1e6; m *= 1.37) {
+        float s = yq_rq_encode(m);
+        CHECKF(fabs((double)s - m) <= m * 0x1p-24, "m=%g -> %.9g", m, (double)s);
     }
-    yq_rq big = yq_rq_encode(ldexp(1.0, 40));              /* beyond 2^31: clamped */
-    CHECK(big.mult == 0x7fffffff && big.shift == 0);
 }
 
 /* ---- a small network with every op ---------------------------------------- */
@@ -436,8 +543,10 @@ static void t_float_precision(void)
 
 int main(void)
 {
-    TEST(t_round_ties);
+    TEST(t_rne_sat);
     TEST(t_requant_edges);
+    TEST(t_requant_model);
+    TEST(t_add_model);
     TEST(t_rq_encode);
     TEST(t_fp16_rounding);
     TEST(t_float_precision);

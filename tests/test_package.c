@@ -387,7 +387,8 @@ static void t_roundtrip(void)
             CHECKF(qa->dtype == qb->dtype && qa->float_op == qb->float_op && qa->scale == qb->scale &&
                    qa->thresh == qb->thresh && qa->qmin == qb->qmin && qa->qmax == qb->qmax, "qnode %d differs", i);
             if (a->op == YQ_OP_SHORTCUT)
-                CHECK(qa->ma == qb->ma && qa->mb == qb->mb && qa->shift == qb->shift && qa->neg_q31 == qb->neg_q31);
+                CHECK(!memcmp(&qa->sa, &qb->sa, sizeof qa->sa) && !memcmp(&qa->sb, &qb->sb, sizeof qa->sb) &&
+                      !memcmp(&qa->sneg, &qb->sneg, sizeof qa->sneg));
             if (a->op == YQ_OP_CONV && qa->float_op) {
                 n_float_conv++;
                 CHECK(b->w && b->b && !qb->wq);
@@ -404,8 +405,8 @@ static void t_roundtrip(void)
                 CHECK(!memcmp(qa->wq, qb->wq, (size_t)a->n_w));
                 CHECK(!memcmp(qa->bq, qb->bq, sizeof(int32_t) * (size_t)F));
                 CHECK(!memcmp(qa->w_scale, qb->w_scale, sizeof(float) * (size_t)F));
-                CHECK(!memcmp(qa->rq_pos, qb->rq_pos, sizeof(yq_rq) * (size_t)F));
-                CHECK(!memcmp(qa->rq_neg, qb->rq_neg, sizeof(yq_rq) * (size_t)F));
+                CHECK(!memcmp(qa->rq_pos, qb->rq_pos, sizeof(float) * (size_t)F));
+                CHECK(!memcmp(qa->rq_neg, qb->rq_neg, sizeof(float) * (size_t)F));
                 CHECK(!memcmp(qa->deq, qb->deq, sizeof(float) * (size_t)F));
             }
         }
@@ -494,25 +495,33 @@ static void t_h5dump(void)
 static void t_version(void)
 {
     yq_graph_free(write_pkg("v.yqp"));
-    const char *p = tpath("v3.yqp");
-    CHECK(copy_file(tpath("v.yqp"), p, -1) == 0);
-    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-    CHECK(f >= 0);
-    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
-    int32_t three = 3;
-    CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &three) >= 0);
-    H5Aclose(a);
-    CHECK(H5Fclose(f) >= 0);
-    reseal(p);
-    expect_refused(p, YQ_ERR_UNSUPPORTED, "package format version 3", "this yquant reads versions 1 to 2");
-    CHECK(yq_package_is(p) == 1);     /* still a package, just a newer one */
+    const char *p = tpath("v4.yqp");
+    /* a newer one, and the two before the FP32 requantize (whose multipliers no kernel runs) */
+    static const struct { int32_t v; const char *what; } cases[] = {
+        { 4, "this yquant reads versions 3 to 3" },
+        { 2, "holds the 64-bit requantize of an older yquant, which this one no longer runs: quantize the model again" },
+        { 1, "holds the 64-bit requantize" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CHECK(copy_file(tpath("v.yqp"), p, -1) == 0);
+        hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+        CHECK(f >= 0);
+        hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+        CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &cases[k].v) >= 0);
+        H5Aclose(a);
+        CHECK(H5Fclose(f) >= 0);
+        reseal(p);
+        char want[64];
+        snprintf(want, sizeof want, "package format version %d", (int)cases[k].v);
+        expect_refused(p, YQ_ERR_UNSUPPORTED, want, cases[k].what);
+        CHECK(yq_package_is(p) == 1);     /* still a package, just not one this yquant runs */
+    }
     remove(p);
     remove(tpath("v.yqp"));
 }
 
 /* Checksums: a flipped byte anywhere in a dataset's data is refused, naming the dataset; a
- * version 1 package (before checksums) still loads and says it had none; a version 2 one
- * without them is refused; random single-byte damage anywhere either is refused with one
+ * package without them is refused; random single-byte damage anywhere either is refused with one
  * line or leaves the weights exactly as written (the part of the file it hit is unused). */
 static void t_checksums(void)
 {
@@ -522,7 +531,7 @@ static void t_checksums(void)
     yq_graph *h = NULL;
     yq_package_info *info = NULL;
     CHECKF(yq_package_load(src, &h, &info, &err) == YQ_OK, "%s", err.msg);
-    CHECK(info->format_version == 2 && info->checksums == 1);
+    CHECK(info->format_version == YQ_PACKAGE_VERSION && info->checksums == 1);
     yq_package_info_free(info);
     yq_graph_free(h);
 
@@ -554,21 +563,11 @@ static void t_checksums(void)
     CHECK(H5Fclose(f) >= 0);
     expect_refused(p, YQ_ERR_FORMAT, "damaged package", "/@letterbox does not match");
 
-    /* a version 1 package: no /checksums; a version 2 one without them */
+    /* without /checksums */
     CHECK(copy_file(src, p, -1) == 0);
     f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
     CHECK(f >= 0 && H5Ldelete(f, "checksums", H5P_DEFAULT) >= 0 && H5Fclose(f) >= 0);
     expect_refused(p, YQ_ERR_FORMAT, "damaged package", "/checksums is missing");
-    f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-    a = H5Aopen(f, "format_version", H5P_DEFAULT);
-    int32_t one = 1;
-    CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &one) >= 0);
-    H5Aclose(a);
-    CHECK(H5Fclose(f) >= 0);
-    CHECKF(yq_package_load(p, &h, &info, &err) == YQ_OK, "%s", err.msg);
-    CHECK(info->format_version == 1 && info->checksums == 0);
-    yq_package_info_free(info);
-    yq_graph_free(h);
 
     /* random damage: 300 single-byte changes at random places */
     uint32_t rs = 99;
@@ -659,12 +658,12 @@ static void t_damaged(void)
     expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "/quant/0/wq has 107 values, expected 108");
 
     CHECK(copy_file(src, p, -1) == 0);
-    replace_array(p, "/quant/0/rq_pos_shift", H5T_STD_I32LE, (hsize_t)F, 63);
-    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "rq_pos_shift");
+    replace_array(p, "/quant/0/rq_pos", H5T_IEEE_F32LE, (hsize_t)F, -5);
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "/quant/0/rq_pos[0] = -5 (must be finite and >= 0)");
 
     CHECK(copy_file(src, p, -1) == 0);
-    replace_array(p, "/quant/0/rq_neg_mult", H5T_STD_I32LE, (hsize_t)F, -5);
-    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "rq_neg_mult");
+    replace_array(p, "/quant/0/rq_neg", H5T_STD_I32LE, (hsize_t)F, 1);
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "rq_neg");
 
     CHECK(copy_file(src, p, -1) == 0);
     replace_array(p, "/quant/0/bq", H5T_STD_I32LE, (hsize_t)F + 1, 0);
@@ -711,8 +710,16 @@ static void t_damaged(void)
     expect_refused(p, YQ_ERR_FORMAT, "node 2 (maxpool_1)", "scale");
 
     CHECK(copy_file(src, p, -1) == 0);
-    patch_field(p, "/quant/nodes", "shift", 4, 0, 70);
-    expect_refused(p, YQ_ERR_FORMAT, "node 4 (shortcut_3)", "shift");
+    patch_field(p, "/quant/nodes", "add_b", 4, 0, -0.5);
+    expect_refused(p, YQ_ERR_FORMAT, "node 4 (shortcut_3)", "add scales");
+
+    CHECK(copy_file(src, p, -1) == 0);
+    patch_field(p, "/quant/nodes", "add_a", 4, 0, INFINITY);
+    expect_refused(p, YQ_ERR_FORMAT, "node 4 (shortcut_3)", "add scales");
+
+    CHECK(copy_file(src, p, -1) == 0);
+    patch_field(p, "/quant/nodes", "add_neg", 4, 0, 1.5);
+    expect_refused(p, YQ_ERR_FORMAT, "node 4 (shortcut_3)", "negative factor 1.5 (0 to 1)");
 
     CHECK(copy_file(src, p, -1) == 0);
     patch_field(p, "/quant/nodes", "qmax", 3, 0, 300);
