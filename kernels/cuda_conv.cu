@@ -1391,21 +1391,13 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     case YQ_CONV_DW: n = snprintf(buf, cap, "dw"); break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
     case YQ_CONV_CUTLASS:
-        if (g.tile < YQ_CUT_TILES) {
-            const yq_cut_tile &t = yq_cut_tiles[g.tile];
-            n = snprintf(buf, cap, "cutlass_%dx%dx%d_s%d", t.bm, t.bn, t.bk, t.stages);
-        } else {
-            n = snprintf(buf, cap, "cutlass_?");
-        }
+    case YQ_CONV_MMA: {
+        bool cut = g.family == YQ_CONV_CUTLASS;
+        const yq_mma_tile *t = g.tile < (cut ? YQ_CUT_TILES : YQ_MMA_TILES) ? &(cut ? yq_cut_tiles : yq_mma_tiles)[g.tile] : NULL;
+        const char *fam = cut ? "cutlass" : "mma";
+        n = t ? snprintf(buf, cap, "%s_%dx%dx%d_s%d", fam, t->bm, t->bn, t->bk, t->stages) : snprintf(buf, cap, "%s_?", fam);
         break;
-    case YQ_CONV_MMA:
-        if (g.tile < YQ_MMA_TILES) {
-            const yq_mma_tile &t = yq_mma_tiles[g.tile];
-            n = snprintf(buf, cap, "mma_%dx%dx%d_s%d", t.bm, t.bn, t.bk, t.stages);
-        } else {
-            n = snprintf(buf, cap, "mma_?");
-        }
-        break;
+    }
     default: n = snprintf(buf, cap, "?"); break;
     }
     if (g.split_k > 1 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "_k%d", g.split_k);

@@ -104,8 +104,7 @@ yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cuda
 
 /* The CUTLASS family (kernels/cuda_cutlass.cu): CUTLASS's sm80 main loop, our epilogue. */
 #define YQ_CUT_TILES 6
-struct yq_cut_tile { int bm, bn, bk, wm, wn, stages; };
-extern const yq_cut_tile yq_cut_tiles[YQ_CUT_TILES];
+extern const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES];   /* { BM, BN, BK, WM, WN, STAGES } */
 /* Whether this build has the family's code for the current device (sm_80 and newer). */
 int yq_cut_built(void);
 /* Whether tile t runs this conv (groups 1, channels and filters multiples of 16, int8 in

@@ -281,7 +281,7 @@ static auto dispatch(int tile, F f) -> decltype(f(Runner<T0>()))
 
 } // namespace
 
-const yq_cut_tile yq_cut_tiles[YQ_CUT_TILES] = {
+const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES] = {
     { 128, 128, 64, 64, 64, 3 },
     { 128, 128, 128, 64, 64, 3 },
     { 256, 128, 64, 64, 64, 3 },

@@ -1,6 +1,6 @@
 /* Tiny test harness shared by every tests/test_*.c program.
  *
- *   static void t_rounding(void) { CHECK(yq_requant(5, 1 << 30, 31) == 1); }
+ *   static void t_rounding(void) { CHECK(yq_requant(5, 0.5f, -127, 127) == 2); }
  *   int main(int argc, char **argv) {
  *       TEST(t_rounding);
  *       if (!have_gpu()) SKIP("t_gpu", "no CUDA device");
