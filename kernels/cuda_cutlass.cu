@@ -309,13 +309,15 @@ int yq_cut_ok(const ConvK &a, int tile)
 
 yq_status yq_cut_prepare(yq_error *err)
 {
-    static int done;
-    if (done) return YQ_OK;
+    static unsigned done;                  /* bit d: device d (the attribute is per device) */
+    int d = 0;
+    YQ_CUDA_TRY(cudaGetDevice(&d));
+    if (d < 32 && (done >> d & 1)) return YQ_OK;
     for (int t = 0; t < YQ_CUT_TILES; t++) {
         yq_status st = dispatch(t, [&](auto r) { return decltype(r)::prepare(err); });
         if (st) return st;
     }
-    done = 1;
+    if (d < 32) done |= 1u << d;
     return YQ_OK;
 }
 
