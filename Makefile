@@ -60,7 +60,7 @@ EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
 PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump)
 
-.PHONY: all test test-asan bench fuzz clean install-deps examples
+.PHONY: all test test-asan bench fuzz clean install-deps examples install uninstall
 all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 
 $(B)/%.o: %.c
@@ -136,6 +136,44 @@ fuzz:
 
 install-deps:
 	scripts/install-deps.sh
+
+# ---- install: libyq (static, and shared with a soname), the public header, pkg-config's
+# yquant.pc, the yquant CLI.  `make install PREFIX=/opt/yquant` (DESTDIR for staging); a
+# program then builds with `cc prog.c $$(pkg-config --cflags --libs yquant)`
+# (tests/install_test.py does that against a fresh prefix).
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+VERSION := $(shell sed -n 's/^\#define YQ_VERSION "\(.*\)"/\1/p' include/yq.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SOLIB   := $(B)/libyq.so.$(VERSION)
+
+$(SOLIB): $(OBJS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libyq.so.$(SOMAJOR) -o $@ $(OBJS) $(LIBS)
+
+# (the prefix is written in at install time: the .pc must name the installed paths)
+$(B)/yquant.pc.in: include/yq.h Makefile
+	@mkdir -p $(dir $@)
+	printf '%s\n' 'prefix=@PREFIX@' 'libdir=@LIBDIR@' 'includedir=@INCDIR@' '' 'Name: yquant' \
+	    'Description: INT8 quantization and calibration for YOLO-family detectors' 'Version: $(VERSION)' \
+	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lyq' 'Libs.private: $(strip $(LIBS))' > $@
+
+install: $(LIB) $(SOLIB) $(B)/yquant $(B)/yquant.pc.in
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 include/yq.h $(DESTDIR)$(INCDIR)/yq.h
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libyq.a
+	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION)
+	ln -sf libyq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR)
+	ln -sf libyq.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libyq.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' $(B)/yquant.pc.in \
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/yquant.pc
+	install -m 755 $(B)/yquant $(DESTDIR)$(BINDIR)/yquant
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/yq.h $(DESTDIR)$(LIBDIR)/libyq.a $(DESTDIR)$(LIBDIR)/libyq.so \
+	    $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION) \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/yquant.pc $(DESTDIR)$(BINDIR)/yquant
 
 clean:
 	rm -rf $(B)
