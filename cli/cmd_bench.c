@@ -438,7 +438,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
         snprintf(r->backend, sizeof r->backend, "%s%s", kind_label[kind], o->head_int8 ? "" : " (float heads)");
         snprintf(r->note, sizeof r->note, "%d convs run their tuned kernel", applied);
     } else {
-        snprintf(r->backend, sizeof r->backend, "yquant dp4a%s", o->head_int8 ? "" : " (float heads)");
+        snprintf(r->backend, sizeof r->backend, "yquant int8, untuned%s", o->head_int8 ? "" : " (float heads)");
     }
     r->mem = yq_cuda_plan_bytes(p);
     yq_shape is = g->nodes[0].out;

@@ -159,7 +159,7 @@ int cmd_inspect(int argc, char **argv)
     const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
     if (pi) {
         fprintf(t, "package: %s (format %d, yquant %s, written %s; %s)\n", mo.model, pi->format_version,
-                pi->yquant_version, pi->created, pi->checksums ? "checksums verified" : "no checksums: format 1");
+                pi->yquant_version, pi->created, pi->checksums ? "checksums verified" : "no checksums");
         fprintf(t, "source:  %s + %s\n         model sha256 %s\n", pi->cfg_path, pi->weights_path, pi->model_sha256);
         fprintf(t, "calibration: %d images (sha256 %s), %s; %s\n", pi->calib_images, pi->calib_images_sha256,
                 pi->calib_method, pi->letterbox ? "letterbox" : "plain resize");

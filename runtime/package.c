@@ -1440,13 +1440,12 @@ static yq_status check_format(rctx *r, hid_t f, int *version)
     return YQ_OK;
 }
 
-/* /checksums against the file's objects (see "checksums" above); *have: the file has them.
- * A version 1 package (before checksums) may lack them; a later one must not. */
-static yq_status verify_checksums(rctx *r, hid_t f, int version, int *have)
+/* /checksums against the file's objects (see "checksums" above); every version this reader
+ * reads has them; *have: they were there and matched. */
+static yq_status verify_checksums(rctx *r, hid_t f, int *have)
 {
     *have = H5Lexists(f, "checksums", H5P_DEFAULT) > 0;
-    if (!*have)
-        return version >= 2 ? RFAIL(YQ_ERR_FORMAT, "%s: damaged package: /checksums is missing", r->path) : YQ_OK;
+    if (!*have) return RFAIL(YQ_ERR_FORMAT, "%s: damaged package: /checksums is missing", r->path);
     pk_check *want = NULL;
     int n = -1;
     yq_status st = r_table(r, f, "checksums", "/checksums", check_fields_tab, NFIELDS(check_fields_tab), sizeof(pk_check),
@@ -1519,7 +1518,7 @@ static yq_status package_load(const char *path, yq_graph **out, yq_package_info 
 #define TRY(x) do { if ((st = (x)) != YQ_OK) goto fail; } while (0)
     if (!info) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }
     TRY(check_format(r, f, &info->format_version));
-    TRY(verify_checksums(r, f, info->format_version, &info->checksums));
+    TRY(verify_checksums(r, f, &info->checksums));
 
     /* Root attributes. */
     TRY(r_attr_buf(r, f, "yquant_version", info->yquant_version, sizeof info->yquant_version));

@@ -62,8 +62,8 @@ typedef struct yq_package_meta {
 /* The metadata of a loaded package.  Owned; free with yq_package_info_free. */
 typedef struct yq_package_info {
     int format_version;
-    int checksums;                /* 1: every dataset and attribute matched /checksums (0: a
-                                     version 1 package, written before checksums) */
+    int checksums;                /* 1: every dataset and attribute matched /checksums (always,
+                                     for a package that loads: every version read has them) */
     char yquant_version[32];      /* of the yquant that wrote it */
     char created[32];             /* ISO 8601 UTC, "2026-11-30T12:34:56Z" */
     char model_sha256[65];        /* hex: of cfg bytes || weights bytes */

@@ -44,7 +44,7 @@ def model_section(logdir, tag, title, out):
     for src, label in ((yq, None), (yq8, 'all convs int8')):
         for r in (src or {}).get('results', []):
             # the untuned heuristic: tensor cores where the GPU has them, dp4a elsewhere
-            name = r['backend'].replace('yquant dp4a', 'yquant int8, untuned')
+            name = r['backend'].replace('yquant dp4a', 'yquant int8, untuned')   # (the label before 2026-12-02)
             if label:
                 name = 'yquant int8, untuned (int8 heads too)'
             rows.append((r['batch'], name, r['precision'], r['median_ms'], r.get('graph_median_ms', -1), best(r), ''))
