@@ -43,6 +43,8 @@ int  cli_check_outdir(const char *what, const char *dir, const cli_inputs *in);
 /* The set made, one or two outputs checked (what2 NULL: one), the set freed. */
 int  cli_check_outputs(const char *const *inputs, int n, const char *what1, const char *out1, const char *what2,
                        const char *out2);
+/* The same for a report folder (-o, cli_check_outdir) and its --json (sweep, sensitivity). */
+int  cli_check_report(const char *const *inputs, int n, const char *dir, const char *json);
 /* Writes a cJSON tree and a newline to path ("-": stdout) through ir/fsio.h, printed
  * indented or compact; 0 on success, else the error printed and 1. */
 struct cJSON;

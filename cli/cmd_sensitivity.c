@@ -289,11 +289,7 @@ int cmd_sensitivity(int argc, char **argv)
     }
     {
         const char *ins[] = { mo.model, mo.weights, g->cfg_path, g->weights_path, qo->calib_dir, val, ann, labels };
-        int ni = (int)(sizeof ins / sizeof *ins);
-        cli_inputs *in = cli_inputs_new(ins, ni);
-        int bad = !in || cli_check_outdir("-o", out, in) || cli_check_output("--json", json, in);
-        cli_inputs_free(in);
-        if (bad) goto done;
+        if (cli_check_report(ins, (int)(sizeof ins / sizeof *ins), out, json)) goto done;
     }
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
     cli_bar bar;

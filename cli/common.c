@@ -268,3 +268,11 @@ int cli_check_outputs(const char *const *inputs, int n, const char *what1, const
     cli_inputs_free(in);
     return bad;
 }
+
+int cli_check_report(const char *const *inputs, int n, const char *dir, const char *json)
+{
+    cli_inputs *in = cli_inputs_new(inputs, n);
+    int bad = !in || cli_check_outdir("-o", dir, in) || cli_check_output("--json", json, in);
+    cli_inputs_free(in);
+    return bad;
+}
