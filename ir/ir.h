@@ -40,6 +40,8 @@ typedef enum yq_act {
     YQ_ACT_LINEAR = 0, YQ_ACT_LEAKY, YQ_ACT_RELU, YQ_ACT_MISH, YQ_ACT_SWISH, YQ_ACT_LOGISTIC,
     YQ_ACT_COUNT
 } yq_act;
+/* Activations int8 convs run through a table (ir/requant.h, yq_requant_out; quant/table.c). */
+static inline int yq_act_is_table(yq_act a) { return a == YQ_ACT_MISH || a == YQ_ACT_SWISH || a == YQ_ACT_LOGISTIC; }
 
 typedef struct yq_shape { int c, h, w; } yq_shape;
 
@@ -86,6 +88,9 @@ typedef struct yq_qnode {
     int32_t *bq;
     float *w_scale;
     float *rq_pos, *rq_neg;  /* FP32 scales (ir/requant.h) */
+    /* int8 convs with a table activation (mish, swish, logistic): YQ_LUT_N outputs indexed by
+     * the pre-activation on its grid (rq_pos/rq_neg scale onto it; yq_requant_out); else NULL */
+    int8_t *lut;
     float *deq;
     /* shortcut: y = sat(rne(a*sa + b*sb)), negative sums times sneg (yq_add_requant) */
     float sa, sb, sneg;

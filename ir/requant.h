@@ -18,6 +18,13 @@
  * Leaky ReLU fuses as a second scale for negative accumulators (s_neg = f32(0.1 * M)),
  * ReLU as s_neg = 0, linear as s_neg = s.
  *
+ * Table activations (mish, swish, logistic) quantize the pre-activation onto a finer
+ * grid, then look the output up:
+ *     t = sat(rne(f32(acc) * s), -YQ_LUT_HALF, YQ_LUT_HALF - 1)     (s: pos or neg by sign)
+ *     y = lut[t + YQ_LUT_HALF]
+ * The quantizer fills the table (act of the grid point, rounded to the output's scale) and
+ * picks each side's grid step; both engines only index it, so they agree bit for bit.
+ *
  * The residual add of a [shortcut]:  y = sat(rne(v)) with
  *     v = f32(a) * sa + f32(b) * sb      (two multiplies, then one add)
  *     v = v < 0 ? v * sneg : v           (sneg: 0.1 leaky, 0 relu, 1 linear)
@@ -87,6 +94,21 @@ YQ_HD int32_t yq_requant(int32_t acc, float s, int32_t qmin, int32_t qmax)
 YQ_HD int32_t yq_requant_act(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax)
 {
     return yq_requant(acc, acc >= 0 ? pos : neg, qmin, qmax);
+}
+
+#define YQ_LUT_HALF 2048
+#define YQ_LUT_N (2 * YQ_LUT_HALF)   /* int8 entries of an activation table */
+
+/* The epilogue of an int8-output conv: the fused activation, or a table when lut is set. */
+YQ_HD int32_t yq_requant_out(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax, const int8_t *lut)
+{
+    if (!lut) return yq_requant_act(acc, pos, neg, qmin, qmax);
+    int32_t t = yq_requant_act(acc, pos, neg, -YQ_LUT_HALF, YQ_LUT_HALF - 1) + YQ_LUT_HALF;
+#ifdef __CUDA_ARCH__
+    return __ldg(lut + t);
+#else
+    return lut[t];
+#endif
 }
 
 /* Residual add: y = sat(rne(f32(a) * sa + f32(b) * sb)), negative sums times sneg first. */

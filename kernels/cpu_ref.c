@@ -57,7 +57,7 @@ void yq_ref_epilogue(const yq_node *n, const yq_qnode *q, const int32_t *acc, vo
         } else {
             int8_t *y = (int8_t *)out + base + (long)o * np;
             float pos = q->rq_pos[o], neg = q->rq_neg[o];
-            for (long i = 0; i < np; i++) y[i] = (int8_t)yq_requant_act(a[i], pos, neg, q->qmin, q->qmax);
+            for (long i = 0; i < np; i++) y[i] = (int8_t)yq_requant_out(a[i], pos, neg, q->qmin, q->qmax, q->lut);
         }
     }
 }

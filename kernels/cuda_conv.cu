@@ -42,6 +42,7 @@ struct yq_cuda_conv {
     int8_t *wq;                   /* [F][cin/groups][k][k], as the graph holds them */
     int32_t *bq;
     float *pos, *neg;
+    int8_t *lut;                  /* a table activation (yq_requant_out), or NULL */
     float *deq;
     float *wf, *bf;               /* float_op */
     __half *wh;                   /* float_op, groups == 1: the weights as FP16 (F16 family) */
@@ -518,7 +519,7 @@ __global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
         unsigned word = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            word |= (unsigned)(uint8_t)yq_requant_act(s[q * 4 + j] + bb[j], pp[j], nn[j], a.qmin, a.qmax) << (8 * j);
+            word |= (unsigned)(uint8_t)yq_requant_out(s[q * 4 + j] + bb[j], pp[j], nn[j], a.qmin, a.qmax, a.lut) << (8 * j);
         const long wi = (long)p * a.OPW + (c0 >> 2) + q;
         words[q] = res_word(word, wi, c0 + 4 * q, a);
     }
@@ -930,6 +931,7 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->bq);
     cudaFree(c->pos);
     cudaFree(c->neg);
+    cudaFree(c->lut);
     cudaFree(c->deq);
     cudaFree(c->wf);
     cudaFree(c->bf);
@@ -999,7 +1001,8 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             (st = upload((void **)&c->bq, q->bq, sizeof(int32_t) * F, err)) ||
             (st = upload((void **)&c->pos, q->rq_pos, sizeof(float) * F, err)) ||
             (st = upload((void **)&c->neg, q->rq_neg, sizeof(float) * F, err)) ||
-            (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)))
+            (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)) ||
+            (q->lut && c->out_t == YQ_S8 && (st = upload((void **)&c->lut, q->lut, YQ_LUT_N, err))))
             goto fail;
         if (cp->groups == 1) {
             c->K4 = k * k * c4 / 4;
@@ -1012,7 +1015,7 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
                         for (int kx = 0; kx < k; kx++)
                             h[(((size_t)o * k + ky) * k + kx) * c4 + ci] = q->wq[(((size_t)o * is.c + ci) * k + ky) * k + kx];
             st = upload((void **)&c->w32, h, bytes, err);
-            if (!st && const_shape(k, c4 / 4) && F <= YQ_CONST_MAXF && c->out_t == YQ_S8) {
+            if (!st && const_shape(k, c4 / 4) && F <= YQ_CONST_MAXF && c->out_t == YQ_S8 && !c->lut) {
                 /* dp4a_const's parameters: [filter][K4] words, as uploaded */
                 c->cw = (struct yq_const_w *)calloc(1, sizeof *c->cw);
                 if (!c->cw) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -1109,7 +1112,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.OH = c->oh; a.OW = c->ow; a.F = c->F; a.F4 = (c->F + 3) & ~3;
     a.k = c->k; a.s = c->stride; a.pad = c->pad; a.groups = c->groups;
     a.M = batch * c->oh * c->ow; a.K4 = c->K4;
-    a.w32 = c->w32; a.wq = c->wq; a.bq = c->bq; a.pos = c->pos; a.neg = c->neg; a.deq = c->deq;
+    a.w32 = c->w32; a.wq = c->wq; a.bq = c->bq; a.pos = c->pos; a.neg = c->neg; a.deq = c->deq; a.lut = c->lut;
     a.wf = c->wf; a.bf = c->bf;
     a.cw = c->cw;
     a.wdw = c->wdw;
@@ -1422,8 +1425,9 @@ static const char *dtype_tag(yq_dtype t) { return t == YQ_F32 ? "f32" : t == YQ_
 
 extern "C" void yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int batch, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s-b%d", c->cin, c->ih, c->iw, c->F, c->k, c->stride, c->pad,
-             c->groups, dtype_tag(in_dtype), dtype_tag(c->out_t), batch);
+    /* "t": a table activation's epilogue (its own timings) */
+    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s-b%d", c->cin, c->ih, c->iw, c->F, c->k, c->stride, c->pad,
+             c->groups, dtype_tag(in_dtype), dtype_tag(c->out_t), c->lut ? "t" : "", batch);
 }
 
 extern "C" double yq_cuda_conv_ops(const yq_cuda_conv *c, int batch)

@@ -15,6 +15,7 @@ struct ConvK {
     const int8_t *wq;
     const int32_t *bq;
     const float *pos, *neg;       /* the FP32 requantize scales (ir/requant.h) */
+    const int8_t *lut;            /* a table activation's YQ_LUT_N outputs (yq_requant_out), or NULL */
     const float *deq;
     const float *wf, *bf;
     const void *wh;               /* F16 variant: the weights as FP16, [F][c][k][k] */
@@ -32,7 +33,7 @@ struct ConvK {
 
 __device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
 {
-    return (int8_t)yq_requant_act(acc, a.pos[o], a.neg[o], a.qmin, a.qmax);
+    return (int8_t)yq_requant_out(acc, a.pos[o], a.neg[o], a.qmin, a.qmax, a.lut);
 }
 
 __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)

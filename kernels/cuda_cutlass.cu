@@ -49,6 +49,7 @@ struct RqVisitor {
         const int8_t *res;
         const int32_t *bq;
         const float *pos, *neg;
+        const int8_t *lut;
         int F, qmin, qmax;
         int res_first;
         float sa, sb, sneg;
@@ -105,7 +106,7 @@ struct RqVisitor {
         const float *sp = reinterpret_cast<const float *>(pv), *sn = reinterpret_cast<const float *>(nv);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kElementsPerAccess; i++) {
-            int32_t v = yq_requant_act(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax);
+            int32_t v = yq_requant_out(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax, p.lut);
             if (p.res) {
                 int rv = r[i];
                 v = p.res_first ? yq_add_requant(rv, v, p.sa, p.sb, p.sneg, p.sqmin, p.sqmax)
@@ -246,6 +247,7 @@ struct Runner {
         v.bq = a.bq;
         v.pos = a.pos;
         v.neg = a.neg;
+        v.lut = a.lut;
         v.F = a.F;
         v.qmin = a.qmin;
         v.qmax = a.qmax;

@@ -258,8 +258,8 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
                 unsigned pk[2];
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int8_t v0 = o < a.F ? (int8_t)yq_requant_act(acc[i][j][2 * h] + b0, p0, q0, a.qmin, a.qmax) : 0;
-                    int8_t v1 = o + 1 < a.F ? (int8_t)yq_requant_act(acc[i][j][2 * h + 1] + b1, p1, q1, a.qmin, a.qmax) : 0;
+                    int8_t v0 = o < a.F ? (int8_t)yq_requant_out(acc[i][j][2 * h] + b0, p0, q0, a.qmin, a.qmax, a.lut) : 0;
+                    int8_t v1 = o + 1 < a.F ? (int8_t)yq_requant_out(acc[i][j][2 * h + 1] + b1, p1, q1, a.qmin, a.qmax, a.lut) : 0;
                     pk[h] = (unsigned)(uint8_t)v0 | (unsigned)(uint8_t)v1 << 8;
                 }
                 /* even tq keeps row gid and takes its partner's; odd tq row gid + 8 */

@@ -22,6 +22,7 @@ void yq_qconfig_defaults(yq_qconfig *qc)
     qc->equalize = 1;
     qc->bias_correction = 1;
     qc->float_fp16w = 1;      /* what the GPU's FP16 tensor cores run: the same on every engine */
+    qc->act_table = 1;        /* mish/swish/logistic in int8 (quant/table.c) */
 }
 
 static yq_status bad(yq_error *err, const char *origin, const char *key, const char *value, const char *valid)
@@ -164,6 +165,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         if (!strcmp(value, "fp16w")) qc->float_fp16w = 1;
         else if (!strcmp(value, "fp32")) qc->float_fp16w = 0;
         else return bad(err, origin, key, value, "fp16w or fp32");
+    } else if (!strcmp(key, "act_table")) {
+        if (parse_onoff(value, &b) != YQ_OK) return bad(err, origin, key, value, "on or off");
+        qc->act_table = b;
     } else if (!strcmp(key, "bias_correction")) {
         if (!strcmp(value, "data")) qc->bias_correction = 2;
         else if (!strcmp(value, "weights")) qc->bias_correction = 1;
@@ -171,7 +175,7 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
         else return bad(err, origin, key, value, "off, weights or data (on = weights)");
     } else {
         return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: unknown key '%s' (bits, weights, weight_scale, calib, skip_layers, "
-                       "rounding, head, first, keep_float, thresh_search, equalize, bias_correction, float_precision, layer.N.*)", origin, key);
+                       "rounding, head, first, keep_float, thresh_search, equalize, bias_correction, float_precision, act_table, layer.N.*)", origin, key);
     }
     return YQ_OK;
 }
@@ -265,11 +269,11 @@ size_t yq_qconfig_str(const yq_qconfig *qc, char *buf, size_t cap)
     yq_calib_method_str(&qc->calib, cm, sizeof cm);
     app(buf, cap, &n,
         "bits = %d\nweights = %s\nweight_scale = %s\ncalib = %s\nrounding = %s\nhead = %s\nfirst = %s\n"
-        "keep_float = %d\nthresh_search = %d\nequalize = %s\nbias_correction = %s\nfloat_precision = %s\n",
+        "keep_float = %d\nthresh_search = %d\nequalize = %s\nbias_correction = %s\nfloat_precision = %s\nact_table = %s\n",
         qc->bits, qc->per_channel ? "per_channel" : "per_tensor", ws[qc->wscale], cm,
         qc->round_even ? "even" : "nearest", qc->head_float ? "float" : "int8", qc->first_float ? "float" : "int8",
         qc->keep_float, qc->thresh_search, qc->equalize ? "on" : "off", qc->bias_correction == 2 ? "data" : qc->bias_correction ? "weights" : "off",
-        qc->float_fp16w ? "fp16w" : "fp32");
+        qc->float_fp16w ? "fp16w" : "fp32", qc->act_table ? "on" : "off");
     int first = 1;
     for (int i = 0; i < qc->n_layers; i++)
         if (qc->layer[i].skip == 2) {

@@ -64,6 +64,7 @@ typedef struct yq_qconfig {
     int thresh_search;         /* scale classes whose thresholds are searched (0: none) */
     int equalize, bias_correction;   /* bias_correction: 0 off, 1 weights, 2 data */
     int float_fp16w;           /* float convs: 1 fp16w (FP16-rounded weights), 0 fp32 */
+    int act_table;             /* mish/swish/logistic convs: 1 int8 through a table, 0 float */
     int n_layers;              /* entries of layer[] used (max index + 1) */
     yq_layer_qc layer[YQ_QC_MAX_LAYERS];
 } yq_qconfig;

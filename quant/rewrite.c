@@ -89,6 +89,8 @@ void yq_scale_classes(const yq_graph *g, int *root)
 }
 
 static int int8_act(yq_act a) { return a == YQ_ACT_LINEAR || a == YQ_ACT_LEAKY || a == YQ_ACT_RELU; }
+/* A conv's activation the rewrite can run in int8: fused into the requantize, or a table. */
+static int int8_conv_act(yq_act a, const yq_qconfig *qc) { return int8_act(a) || (qc->act_table && yq_act_is_table(a)); }
 
 static float neg_rq(yq_act a, double m)
 {
@@ -116,6 +118,14 @@ static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const
     q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
     if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
         return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
+    /* An int8 output with a table activation: the requantize lands on the table's grid. */
+    double step_pos = 0, step_neg = 0;
+    q->lut = NULL;
+    if (q->dtype == YQ_S8 && yq_act_is_table(n->act)) {
+        if (!(q->lut = yq_arena_alloc(g, YQ_LUT_N))) return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
+        yq_status st = yq_act_table(n->act, q->scale, q->qmin, q->qmax, q->lut, &step_pos, &step_neg, err);
+        if (st != YQ_OK) return st;
+    }
     yq_wscale mode = yq_qc_wscale(qc, L);
     if (yq_qc_per_channel(qc, L)) {
         for (int o = 0; o < F; o++)
@@ -150,6 +160,11 @@ static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const
         double bq = llround(b / acc_scale);
         q->bq[o] = (int32_t)(bq > 2147483647.0 ? 2147483647.0 : bq < -2147483647.0 ? -2147483647.0 : bq);
         q->deq[o] = (float)acc_scale;
+        if (q->lut) {
+            q->rq_pos[o] = yq_rq_encode(acc_scale / step_pos);
+            q->rq_neg[o] = yq_rq_encode(acc_scale / step_neg);
+            continue;
+        }
         double m = acc_scale / (double)q->scale;
         q->rq_pos[o] = yq_rq_encode(m);
         q->rq_neg[o] = neg_rq(n->act, m);
@@ -207,7 +222,7 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
         int fl = yq_qc_skip(qc, n->layer);
         if (n->op == YQ_OP_CONV) {
             if (!n->w) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv without weights", n->layer); goto done; }
-            if (!int8_act(n->act)) fl = 1;            /* mish/swish/logistic: kept in float */
+            if (!int8_conv_act(n->act, qc)) fl = 1;   /* act_table off: mish/swish/logistic in float */
             if (head_feed[i] && qc->head_float) fl = 1;
             if (i == first_conv && qc->first_float) fl = 1;
         }

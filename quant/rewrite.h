@@ -24,4 +24,12 @@ void yq_scale_classes(const yq_graph *g, int *root);
  * returns the scale; q receives n values in [-qmax, qmax]. */
 float yq_quant_weights(const float *w, long n, int qmax, yq_wscale mode, int round_even, int8_t *q);
 
+/* Activation tables (quant/table.c): mish, swish and logistic run in int8 through a
+ * YQ_LUT_N-entry table (ir/requant.h, yq_requant_out).  yq_act_table fills lut for an output
+ * of scale s_out and range [qmin, qmax] and gives the pre-activation grid's step on each
+ * side (a conv's scales are then acc_scale / step). */
+double yq_act_ref(yq_act a, double x);      /* the activation in double precision */
+yq_status yq_act_table(yq_act a, float s_out, int32_t qmin, int32_t qmax, int8_t *lut, double *step_pos,
+                       double *step_neg, yq_error *err);
+
 #endif

@@ -1,10 +1,11 @@
 /* The int8 deploy package: writer and validating loader.
  *
- * Layout of a .yqp file (HDF5), format version 3 (YQ_PACKAGE_VERSION):
+ * Layout of a .yqp file (HDF5), format version 4 (YQ_PACKAGE_VERSION):
  *
  *   /                      root attributes
  *     format               string  "yquant-package"
- *     format_version       int32   3 (1 and 2, written before the FP32 requantize of
+ *     format_version       int32   4 (3: the same without activation tables, read as
+ *                                  is; 1 and 2, written before the FP32 requantize of
  *                                  ir/requant.h, held 64-bit multipliers and shifts: refused,
  *                                  with a message to quantize again)
  *     yquant_version       string  YQ_VERSION of the writer
@@ -33,7 +34,11 @@
  *     int8 conv (float_op 0):  wq int8[n_w], bq int32[F], w_scale float[F],
  *                              rq_pos, rq_neg float[F] (the FP32 requantize scales of
  *                              ir/requant.h for accumulators >= 0 and < 0),
- *                              deq float[F]
+ *                              deq float[F],
+ *                              lut int8[YQ_LUT_N] when the activation is a table
+ *                              (mish, swish, logistic with an int8 output; required
+ *                              there, refused elsewhere): yq_requant_out's outputs,
+ *                              each in [qmin, qmax]
  *     float conv (float_op 1): w float[n_w], b float[F], precision string: "fp16w" (w are
  *                              FP16 values, FP32 arithmetic: every engine runs exactly that)
  *                              or "fp32"; absent in packages written before it: fp32
@@ -82,6 +87,7 @@
 #include "ir/fsio.h"
 #include "runtime/h5mem.h"
 #include "ir/half.h"
+#include "ir/requant.h"
 #include "kernels/cuda.h"
 #include "runtime/package.h"
 
@@ -600,6 +606,7 @@ static yq_status write_conv(wctx *w, const yq_graph *g, int id, hid_t grp)
     DS("deq", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->deq);
     DS("rq_pos", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->rq_pos);
     DS("rq_neg", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, F, q->rq_neg);
+    if (q->lut) DS("lut", H5T_STD_I8LE, H5T_NATIVE_INT8, YQ_LUT_N, q->lut);
 #undef DS
     return YQ_OK;
 }
@@ -1278,6 +1285,22 @@ static yq_status load_conv(rctx *r, hid_t quant, yq_graph *g, int i, const char 
             if (!isfinite(rq[o]) || !(rq[o] >= 0))
                 BAD("%s: %s: /quant/%s/%s[%d] = %g (must be finite and >= 0)", r->path, who, gname,
                     s ? "rq_neg" : "rq_pos", o, (double)rq[o]);
+    }
+    /* the activation table: exactly where the activation is one and the output int8 */
+    int has_lut = H5Lexists(cg, "lut", H5P_DEFAULT) > 0;
+    int wants_lut = q->dtype == YQ_S8 && yq_act_is_table(n->act);
+    if (wants_lut && !has_lut)
+        BAD("%s: %s: missing /quant/%s/lut (an int8 %s conv needs its table)", r->path, who, gname, yq_act_name(n->act));
+    if (has_lut && !wants_lut)
+        BAD("%s: %s: unexpected /quant/%s/lut (a %s conv with %s output has no table)", r->path, who, gname,
+            yq_act_name(n->act), dtype_name(q->dtype));
+    if (has_lut) {
+        if (!(q->lut = yq_arena_alloc(g, YQ_LUT_N))) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path); goto done; }
+        ARR("lut", H5T_INTEGER, 1, H5T_NATIVE_INT8, YQ_LUT_N, q->lut);
+        for (int k = 0; k < YQ_LUT_N; k++)
+            if (q->lut[k] < q->qmin || q->lut[k] > q->qmax)
+                BAD("%s: %s: /quant/%s/lut[%d] = %d is outside the output range [%d, %d]", r->path, who, gname, k,
+                    (int)q->lut[k], (int)q->qmin, (int)q->qmax);
     }
 #undef ARR
 #undef BAD

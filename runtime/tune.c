@@ -75,8 +75,8 @@ int yq_tune_node_key(const yq_graph *g, int id, int batch, char *buf, size_t cap
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
     /* the format of yq_cuda_conv_key (kernels/cuda_conv.cu); yq_tune_gpu checks they agree */
-    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s-b%d", is.c, is.h, is.w, c->filters, c->size, c->stride,
-             c->pad, c->groups, dtype_tag(it), dtype_tag(ot), batch);
+    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s-b%d", is.c, is.h, is.w, c->filters, c->size, c->stride,
+             c->pad, c->groups, dtype_tag(it), dtype_tag(ot), ot == YQ_S8 && g->q[id].lut ? "t" : "", batch);
     return 0;
 }
 

@@ -252,11 +252,19 @@ static void conv_one(const conv_case *cc)
         n->w[i] = (rnd_unit() - .5f) * .2f;
     }
     double m0 = 60.0 / (sqrt((double)K) * 127 * (cc->in_t == YQ_U8 ? 140 : 70));
+    /* a table activation on an int8 output: the requantize lands on the table's grid */
+    double step_pos = 0, step_neg = 0;
+    if (!cc->float_op && cc->out_t == YQ_S8 && yq_act_is_table(cc->act)) {
+        q[1].lut = yq_arena_alloc(g, YQ_LUT_N);
+        CHECK(q[1].lut);
+        OK(yq_act_table(cc->act, q[1].scale, q[1].qmin, q[1].qmax, q[1].lut, &step_pos, &step_neg, &err));
+    }
     for (int o = 0; o < F; o++) {
         double m = m0 * (0.3 + 2.7 * (double)rnd_unit());
         q[1].bq[o] = rnd_range(-20000, 20000);
-        q[1].rq_pos[o] = yq_rq_encode(m);
-        q[1].rq_neg[o] = yq_rq_encode(cc->act == YQ_ACT_LEAKY ? 0.1 * m : cc->act == YQ_ACT_RELU ? 0 : m);
+        q[1].rq_pos[o] = yq_rq_encode(q[1].lut ? m * (double)q[1].scale / step_pos : m);
+        q[1].rq_neg[o] = yq_rq_encode(q[1].lut ? m * (double)q[1].scale / step_neg
+                                      : cc->act == YQ_ACT_LEAKY ? 0.1 * m : cc->act == YQ_ACT_RELU ? 0 : m);
         q[1].deq[o] = (float)(m * 0.05);
         n->b[o] = rnd_unit() - .5f;
     }
@@ -501,6 +509,32 @@ static void t_conv_depthwise(void)
     conv_one(&grouped);
     conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };
     conv_one(&grouped2);
+}
+
+/* Table activations (mish, swish, logistic) on int8 outputs: every family's epilogue
+ * indexes the same table as the CPU reference (byte for byte, with and without a fused
+ * shortcut, on views): the image's first conv, dp4a, tensor-core and CUTLASS shapes,
+ * depthwise (4- and 16-channel kernels), grouped. */
+static void t_conv_table(void)
+{
+    need_gpu();
+    rng_state = 4242;
+    long cut_before = n_cut_runs, runs_before = n_cfg_runs;
+    static const conv_case cs[] = {
+        { 3, 20, 18, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 13, 11, 9, 21, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
+        { 8, 12, 12, 16, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
+        { 48, 13, 13, 64, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 64, 26, 26, 128, 3, 2, 1, 4, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 128, 13, 13, 64, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
+        { 64, 10, 10, 64, 3, 1, 64, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 12, 9, 9, 12, 5, 2, 12, 1, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
+        { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
+    if (yq_cuda_arch() >= 80)
+        CHECKF(n_cut_runs > cut_before, "no CUTLASS configuration ran a table");
+    printf("# table activations: %ld configurations compared\n", n_cfg_runs - runs_before);
 }
 
 /* Layers kept in float: FP16 tensor cores (and FP32, each case run both ways) against
@@ -1069,6 +1103,8 @@ static void t_model_lite_trial6(void) { shared_model("yolo-lite-coco-trial6", 0,
  * YOLOv3: the two concats of an upsample with an earlier shortcut. */
 static void t_model_yolov4_tiny(void) { cfg_only_model("yolov4-tiny.cfg", 160, 2, 9); }
 static void t_model_yolov3(void) { cfg_only_model("yolov3.cfg", 128, 1, 2); }
+/* YOLOv4: mish convs int8 through their tables; CSP concats and SPP. */
+static void t_model_yolov4(void) { cfg_only_model("yolov4.cfg", 128, 1, 1); }
 
 static void t_perf(void)
 {
@@ -1112,6 +1148,7 @@ int main(void)
     TEST(t_conv_mma);
     TEST(t_conv_head_float);
     TEST(t_conv_depthwise);
+    TEST(t_conv_table);
     TEST(t_conv_float_op);
     TEST(t_maxpool);
     TEST(t_upsample);
@@ -1124,6 +1161,7 @@ int main(void)
     TEST(t_model_lite_trial6);
     TEST(t_model_yolov4_tiny);
     TEST(t_model_yolov3);
+    TEST(t_model_yolov4);
     if (pm && *pm == '1' && yq_cuda_device_count() > 0) {
         perf_mode = 1;
         TEST(t_perf);

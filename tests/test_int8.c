@@ -198,6 +198,53 @@ static void t_rq_encode(void)
     }
 }
 
+/* ---- activation tables ---------------------------------------------------- */
+
+/* quant/table.c through yq_requant_out: every entry in range; over random accumulators
+ * and scales spanning both sides and both saturations, the output within half a step
+ * plus the grid's share (slope <= 1.1 times half a grid step) of act(x) / s, the right
+ * rounding for almost all, and the far ends exactly their limits. */
+static void t_act_table(void)
+{
+    static const yq_act acts[] = { YQ_ACT_MISH, YQ_ACT_SWISH, YQ_ACT_LOGISTIC };
+    static const float scales[] = { 0.01f, 0.05f, 0.2f, 1.f / 127 };
+    static int8_t lut[YQ_LUT_N];
+    uint64_t rs = 12345;
+    yq_error err;
+    for (int ai = 0; ai < 3; ai++)
+        for (int si = 0; si < 5; si++) {
+            yq_act a = acts[ai];
+            float s = si < 4 ? scales[si] : 0.1f;
+            int32_t qmax = si < 4 ? 127 : 31, qmin = -qmax;
+            double sp, sn;
+            CHECK(yq_act_table(a, s, qmin, qmax, lut, &sp, &sn, &err) == YQ_OK);
+            CHECK(sp > 0 && sn > 0 && isfinite(sp) && isfinite(sn));
+            for (int k = 0; k < YQ_LUT_N; k++) CHECK(lut[k] >= qmin && lut[k] <= qmax);
+            double bound = 0.5 + 0.55 * fmax(sp, sn) / (double)s + 1e-3;
+            long right = 0, n = 200000;
+            double worst = 0;
+            for (long i = 0; i < n; i++) {
+                rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+                double acc_scale = 1e-4 * (1 + (double)((rs >> 40) % 1000));
+                double x = ((double)((rs >> 8) % 2000001) / 1e6 - 1) * 3 * (double)s * qmax;   /* +-3x the output range */
+                int32_t acc = (int32_t)llround(x / acc_scale);
+                x = acc * acc_scale;
+                int32_t y = yq_requant_out(acc, yq_rq_encode(acc_scale / sp), yq_rq_encode(acc_scale / sn), qmin, qmax, lut);
+                double ideal = yq_act_ref(a, x) / (double)s, c = fmin(fmax(ideal, qmin), qmax);
+                double d = fabs(y - c);
+                if (d > worst) worst = d;
+                right += y == (int32_t)nearbyint(c);
+            }
+            CHECKF(worst <= bound, "%s at scale %g: %.3f steps off (bound %.3f)", yq_act_name(a), (double)s, worst, bound);
+            CHECKF(right >= n * 97 / 100, "%s at scale %g: %ld of %ld rounded right", yq_act_name(a), (double)s, right, n);
+            int32_t top = yq_requant_out(INT32_MAX, 1.f, 1.f, qmin, qmax, lut), bot = yq_requant_out(INT32_MIN + 1, 1.f, 1.f, qmin, qmax, lut);
+            CHECK(top == (a == YQ_ACT_LOGISTIC ? (int32_t)fmin(nearbyint(1 / (double)s), qmax) : qmax));
+            CHECK(bot == 0);
+        }
+    CHECK(yq_act_table(YQ_ACT_LEAKY, 0.1f, -127, 127, lut, &(double){0}, &(double){0}, &err) == YQ_ERR_INVALID_ARG);
+    CHECK(yq_act_table(YQ_ACT_MISH, 0.f, -127, 127, lut, &(double){0}, &(double){0}, &err) == YQ_ERR_INVALID_ARG);
+}
+
 /* ---- a small network with every op ---------------------------------------- */
 
 static const char *net_cfg =
@@ -216,12 +263,24 @@ static const char *net_cfg =
     "[convolutional]\nsize=1\nstride=1\npad=1\nfilters=21\nactivation=linear\n"                       /* 11 */
     "[yolo]\nmask=0,1,2\nanchors=10,13,16,30,33,23\nclasses=2\nnum=3\n";                             /* 12 */
 
-static yq_graph *small_graph(uint32_t seed)
+/* Every table activation (mish, swish, logistic) on int8 outputs, fed by and feeding
+ * int8 convs, one of them into a shortcut. */
+static const char *table_cfg =
+    "[net]\nwidth=20\nheight=12\nchannels=3\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=12\nsize=3\nstride=1\npad=1\nactivation=mish\n"    /* 0 */
+    "[convolutional]\nbatch_normalize=1\nfilters=12\nsize=1\nstride=1\npad=0\nactivation=swish\n"   /* 1 */
+    "[shortcut]\nfrom=-2\nactivation=linear\n"                                                          /* 2 */
+    "[convolutional]\nbatch_normalize=1\nfilters=9\nsize=3\nstride=2\npad=1\nactivation=logistic\n" /* 3 */
+    "[convolutional]\nbatch_normalize=1\nfilters=12\nsize=3\nstride=1\npad=1\ngroups=3\nactivation=mish\n" /* 4 */
+    "[convolutional]\nsize=1\nstride=1\npad=1\nfilters=21\nactivation=linear\n"                      /* 5 */
+    "[yolo]\nmask=0,1,2\nanchors=10,13,16,30,33,23\nclasses=2\nnum=3\n";                              /* 6 */
+
+static yq_graph *cfg_graph(const char *cfg, uint32_t seed)
 {
     char path[] = "/tmp/yq_int8_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
-    CHECK(write(fd, net_cfg, strlen(net_cfg)) == (ssize_t)strlen(net_cfg));
+    CHECK(write(fd, cfg, strlen(cfg)) == (ssize_t)strlen(cfg));
     close(fd);
     yq_import_opt o = { .synthetic = 1, .seed = seed };
     yq_graph *g;
@@ -231,6 +290,8 @@ static yq_graph *small_graph(uint32_t seed)
     CHECKF(st == YQ_OK, "%s", err.msg);
     return g;
 }
+
+static yq_graph *small_graph(uint32_t seed) { return cfg_graph(net_cfg, seed); }
 
 static void fill_input(float *x, long n, uint32_t seed)
 {
@@ -281,10 +342,12 @@ static float deq1(const void *p, yq_dtype t, long i, float s)
     return t == YQ_U8 ? ((const uint8_t *)p)[i] * s : t == YQ_S8 ? ((const int8_t *)p)[i] * s : ((const float *)p)[i];
 }
 
-static void t_ops_vs_float_sim(void)
+/* Every int8 conv and shortcut of the graph cfg within one step of the float simulation
+ * (n_nodes: the graph's, with the input; at least min_checked of those ops). */
+static void ops_vs_float_sim(const char *cfg, int n_nodes, int min_checked)
 {
-    yq_graph *g = small_graph(7);
-    CHECK(g->n_nodes == 14);
+    yq_graph *g = cfg_graph(cfg, 7);
+    CHECK(g->n_nodes == n_nodes);
     int B = 2;
     long in_n = yq_shape_size(g->nodes[0].out) * B;
     float *in = malloc(sizeof(float) * (size_t)in_n);
@@ -349,7 +412,7 @@ static void t_ops_vs_float_sim(void)
             checked++;
         }
     }
-    CHECK(checked >= 7);
+    CHECK(checked >= min_checked);
     /* Copies: route = its inputs' bytes; maxpool and upsample = the float op on the int8 values. */
     for (int i = 1; i < g->n_nodes; i++) {
         const yq_node *n = &g->nodes[i];
@@ -380,6 +443,52 @@ static void t_ops_vs_float_sim(void)
         }
     }
     yq_plan_free(p);
+    free(in);
+    yq_graph_free(g);
+}
+
+static void t_ops_vs_float_sim(void) { ops_vs_float_sim(net_cfg, 14, 7); }
+
+static unsigned char *run_all(const yq_graph *g, int B, int flags, const float *in, size_t *len);
+
+/* The table activations: every table conv is int8 (act_table on, the default), within
+ * one step of the float simulation, deterministic and equal on both CPU paths. */
+static void t_table_vs_float_sim(void)
+{
+    ops_vs_float_sim(table_cfg, 8, 5);
+    yq_graph *g = cfg_graph(table_cfg, 3);
+    int B = 3;
+    long in_n = yq_shape_size(g->nodes[0].out) * B;
+    float *in = malloc(sizeof(float) * (size_t)in_n);
+    fill_input(in, in_n, 5);
+    yq_qconfig qc;
+    yq_qconfig_defaults(&qc);
+    qc.head_float = 0;
+    calibrate_quantize(g, in, B, &qc);
+    int tables = 0;
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_CONV && yq_act_is_table(g->nodes[i].act)) {
+            CHECKF(!g->q[i].float_op && g->q[i].dtype == YQ_S8 && g->q[i].lut, "node %d: not an int8 table conv", i);
+            tables++;
+        }
+    CHECK(tables == 4);
+    size_t l1, l2, l3;
+    unsigned char *a = run_all(g, B, YQ_PLAN_REFERENCE, in, &l1);
+    unsigned char *b = run_all(g, B, YQ_PLAN_REFERENCE, in, &l2);
+    unsigned char *c = run_all(g, B, 0, in, &l3);
+    CHECK(l1 == l2 && l1 == l3);
+    CHECK(!memcmp(a, b, l1));
+    CHECK(!memcmp(a, c, l1));
+    free(a);
+    free(b);
+    free(c);
+    /* act_table off: those convs stay in float */
+    yq_unquantize_graph(g);
+    qc.act_table = 0;
+    calibrate_quantize(g, in, B, &qc);
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_CONV && yq_act_is_table(g->nodes[i].act))
+            CHECKF(g->q[i].float_op && !g->q[i].lut, "node %d: act_table off, yet int8", i);
     free(in);
     yq_graph_free(g);
 }
@@ -548,9 +657,11 @@ int main(void)
     TEST(t_requant_model);
     TEST(t_add_model);
     TEST(t_rq_encode);
+    TEST(t_act_table);
     TEST(t_fp16_rounding);
     TEST(t_float_precision);
     TEST(t_ops_vs_float_sim);
+    TEST(t_table_vs_float_sim);
     TEST(t_deterministic_and_blas);
     TEST(t_blas_fastest_xl);
     TEST(t_blas_yolo_lite);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "tests/test.h"
 #include "ir/half.h"
+#include "ir/requant.h"
 #include "ir/ir.h"
 #include "quant/rewrite.h"
 #include "runtime/package.h"
@@ -175,12 +176,23 @@ static void reseal(const char *path)
 /* Temporaries (NAME.XXXXXX.tmp) left in the test folder. */
 static int count_tmp(void) { return test_count_tmp(tmpdir); }
 
-typedef struct variant { const char *name; const char *key[2], *val[2]; } variant;
+/* Table activations on int8 convs (a mish conv into a shortcut, a logistic one). */
+static const char table_cfg[] =
+    "[net]\nwidth=32\nheight=32\nchannels=3\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=mish\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=4\nsize=1\nstride=1\npad=1\nactivation=logistic\n"
+    "[shortcut]\nfrom=-2\nactivation=linear\n"
+    "[convolutional]\nfilters=21\nsize=1\nstride=1\npad=1\nactivation=linear\n"
+    "[yolo]\nmask=0,1,2\nanchors=10,14, 23,27, 37,58\nclasses=2\nnum=3\n";
+
+typedef struct variant { const char *name; const char *key[2], *val[2]; const char *cfg; } variant;
 static const variant variants[] = {
-    { "default (head conv in float)", { NULL, NULL }, { NULL, NULL } },
-    { "layer 2 in float", { "skip_layers", NULL }, { "2", NULL } },
-    { "head int8, first conv float", { "head", "first" }, { "int8", "float" } },
+    { "default (head conv in float)", { NULL, NULL }, { NULL, NULL }, NULL },
+    { "layer 2 in float", { "skip_layers", NULL }, { "2", NULL }, NULL },
+    { "head int8, first conv float", { "head", "first" }, { "int8", "float" }, NULL },
+    { "mish and logistic tables", { NULL, NULL }, { NULL, NULL }, table_cfg },
 };
+#define TABLE_VARIANT 3
 
 /* tiny.cfg with synthetic weights, quantized with thresholds 1.0. */
 static yq_graph *make_graph(const variant *v)
@@ -191,12 +203,17 @@ static yq_graph *make_graph(const variant *v)
     yq_graph *g = NULL;
     yq_error err = { 0 };
     const char *cfg = TINY;
-    if (!exists(TINY)) {
+    if (v->cfg) {
+        cfg = tpath("table.cfg");
+        FILE *f = fopen(cfg, "w");
+        CHECK(f && fputs(v->cfg, f) >= 0 && fclose(f) == 0);
+    } else if (!exists(TINY)) {
         cfg = tpath("tiny.cfg");
         FILE *f = fopen(cfg, "w");
         CHECK(f && fputs(tiny_cfg, f) >= 0 && fclose(f) == 0);
     }
     CHECKF(yq_darknet_load(cfg, NULL, &opt, &g, &err) == YQ_OK, "%s", err.msg);
+    if (v->cfg) remove(cfg);
     static yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     for (int k = 0; k < 2; k++)
@@ -371,7 +388,7 @@ static void t_roundtrip(void)
 
         /* The graph. */
         CHECK(h->n_nodes == g->n_nodes && h->q);
-        int n_float_conv = 0, n_int8_conv = 0;
+        int n_float_conv = 0, n_int8_conv = 0, n_table = 0;
         for (int i = 0; i < g->n_nodes; i++) {
             const yq_node *a = &g->nodes[i], *b = &h->nodes[i];
             CHECKF(a->op == b->op && a->layer == b->layer && a->line == b->line && a->act == b->act &&
@@ -408,10 +425,13 @@ static void t_roundtrip(void)
                 CHECK(!memcmp(qa->rq_pos, qb->rq_pos, sizeof(float) * (size_t)F));
                 CHECK(!memcmp(qa->rq_neg, qb->rq_neg, sizeof(float) * (size_t)F));
                 CHECK(!memcmp(qa->deq, qb->deq, sizeof(float) * (size_t)F));
+                CHECKF(!qa->lut == !qb->lut && (!qa->lut || !memcmp(qa->lut, qb->lut, YQ_LUT_N)), "node %d: the table", i);
+                n_table += qa->lut != NULL;
             }
         }
         CHECKF(n_float_conv >= 1 && n_int8_conv >= 1, "%s: %d float and %d int8 convs", variants[v].name,
                n_float_conv, n_int8_conv);
+        CHECKF(n_table == (v == TABLE_VARIANT ? 2 : 0), "%s: %d tables", variants[v].name, n_table);
         CHECK(!memcmp(g->model_sha256, h->model_sha256, 32));
         CHECK(!strcmp(g->cfg_path, h->cfg_path) && !strcmp(g->weights_path, h->weights_path));
         CHECK(h->letter_box == g->letter_box);
@@ -495,10 +515,11 @@ static void t_h5dump(void)
 static void t_version(void)
 {
     yq_graph_free(write_pkg("v.yqp"));
-    const char *p = tpath("v4.yqp");
+    char p[512];
+    snprintf(p, sizeof p, "%s", tpath("vx.yqp"));
     /* a newer one, and the two before the FP32 requantize (whose multipliers no kernel runs) */
     static const struct { int32_t v; const char *what; } cases[] = {
-        { 4, "this yquant reads versions 3 to 3" },
+        { 5, "this yquant reads versions 3 to 4" },
         { 2, "holds the 64-bit requantize of an older yquant, which this one no longer runs: quantize the model again" },
         { 1, "holds the 64-bit requantize" },
     };
@@ -516,8 +537,75 @@ static void t_version(void)
         expect_refused(p, YQ_ERR_UNSUPPORTED, want, cases[k].what);
         CHECK(yq_package_is(p) == 1);     /* still a package, just not one this yquant runs */
     }
+    /* version 3 (the same layout without tables): read as it is */
+    CHECK(copy_file(tpath("v.yqp"), p, -1) == 0);
+    {
+        hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+        int32_t v3 = 3;
+        hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+        CHECK(f >= 0 && a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &v3) >= 0);
+        H5Aclose(a);
+        CHECK(H5Fclose(f) >= 0);
+        reseal(p);
+        yq_graph *g = NULL;
+        yq_package_info *info = NULL;
+        yq_error err = { 0 };
+        CHECKF(yq_package_load(p, &g, &info, &err) == YQ_OK, "%s", err.msg);
+        CHECK(info->format_version == 3);
+        yq_package_info_free(info);
+        yq_graph_free(g);
+    }
     remove(p);
     remove(tpath("v.yqp"));
+}
+
+/* The activation table: required on an int8 table conv, refused on another conv, each
+ * entry within the output's range. */
+static void t_table_damaged(void)
+{
+    yq_graph *g = make_graph(&variants[TABLE_VARIANT]);
+    yq_package_meta m = make_meta();
+    yq_error err = { 0 };
+    const char *src = tpath("tab.yqp"), *p = tpath("bad.yqp");
+    CHECKF(yq_package_write(src, g, &m, &err) == YQ_OK, "%s", err.msg);
+    CHECK(g->nodes[1].act == YQ_ACT_MISH && g->q[1].lut);
+
+    CHECK(copy_file(src, p, -1) == 0);
+    {
+        hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+        CHECK(f >= 0 && H5Ldelete(f, "/quant/0/lut", H5P_DEFAULT) >= 0 && H5Fclose(f) >= 0);
+        reseal(p);
+    }
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "missing /quant/0/lut (an int8 mish conv needs its table)");
+
+    CHECK(copy_file(src, p, -1) == 0);
+    replace_array(p, "/quant/0/lut", H5T_STD_I8LE, YQ_LUT_N, -128);
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "/quant/0/lut[0] = -128 is outside the output range [-127, 127]");
+
+    CHECK(copy_file(src, p, -1) == 0);
+    replace_array(p, "/quant/0/lut", H5T_STD_I8LE, YQ_LUT_N - 1, 0);
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "/quant/0/lut");
+
+    /* a table on the leaky conv of the tiny network */
+    yq_graph_free(write_pkg("d.yqp"));
+    CHECK(copy_file(tpath("d.yqp"), p, -1) == 0);
+    {
+        hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+        hsize_t n = YQ_LUT_N;
+        int8_t *buf = calloc(YQ_LUT_N, 1);
+        hid_t sp = H5Screate_simple(1, &n, NULL);
+        hid_t d = H5Dcreate2(f, "/quant/0/lut", H5T_STD_I8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        CHECK(f >= 0 && d >= 0 && H5Dwrite(d, H5T_NATIVE_INT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+        free(buf);
+        H5Dclose(d); H5Sclose(sp);
+        CHECK(H5Fclose(f) >= 0);
+        reseal(p);
+    }
+    expect_refused(p, YQ_ERR_FORMAT, "node 1 (conv_0)", "unexpected /quant/0/lut (a leaky conv with s8 output has no table)");
+    remove(p);
+    remove(src);
+    remove(tpath("d.yqp"));
+    yq_graph_free(g);
 }
 
 /* Checksums: a flipped byte anywhere in a dataset's data is refused, naming the dataset; a
@@ -888,6 +976,7 @@ int main(void)
     TEST(t_minimal);
     TEST(t_h5dump);
     TEST(t_version);
+    TEST(t_table_damaged);
     TEST(t_checksums);
     TEST(t_disk_full);
     TEST(t_truncated);
