@@ -139,8 +139,9 @@ yq_conv_cfg yq_cuda_conv_get_cfg(const yq_cuda_conv *c);
 void        yq_conv_cfg_name(yq_conv_cfg cfg, char *buf, size_t cap);
 int         yq_conv_cfg_parse(const char *name, yq_conv_cfg *cfg);
 /* The conv's shape as a tuning key: "c256x52x52-f512-k3s2p1-g1-s8s8-b32" (input
- * channels x h x w, filters, kernel/stride/pad, groups, input and output types, batch). */
-void        yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int batch, char *buf, size_t cap);
+ * channels x h x w, filters, kernel/stride/pad, groups, input and output types, then "t"
+ * for a table activation and "r" when it runs with a fused shortcut (fused), batch). */
+void        yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int fused, int batch, char *buf, size_t cap);
 /* Integer operations of one run at this batch (2 x MACs, padding channels excluded). */
 double      yq_cuda_conv_ops(const yq_cuda_conv *c, int batch);
 /* The current device's compute capability as major*10+minor (90 for sm_90), 0 if none. */

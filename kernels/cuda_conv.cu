@@ -1423,11 +1423,11 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
 
 static const char *dtype_tag(yq_dtype t) { return t == YQ_F32 ? "f32" : t == YQ_U8 ? "u8" : "s8"; }
 
-extern "C" void yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int batch, char *buf, size_t cap)
+extern "C" void yq_cuda_conv_key(const yq_cuda_conv *c, yq_dtype in_dtype, int fused, int batch, char *buf, size_t cap)
 {
-    /* "t": a table activation's epilogue (its own timings) */
-    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s-b%d", c->cin, c->ih, c->iw, c->F, c->k, c->stride, c->pad,
-             c->groups, dtype_tag(in_dtype), dtype_tag(c->out_t), c->lut ? "t" : "", batch);
+    /* "t": a table activation's epilogue, "r": a fused shortcut's (each its own timings) */
+    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s%s-b%d", c->cin, c->ih, c->iw, c->F, c->k, c->stride, c->pad,
+             c->groups, dtype_tag(in_dtype), dtype_tag(c->out_t), c->lut ? "t" : "", fused ? "r" : "", batch);
 }
 
 extern "C" double yq_cuda_conv_ops(const yq_cuda_conv *c, int batch)

@@ -104,7 +104,7 @@ yq_status yq_mma_prepare(yq_error *err);
 yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
 
 /* The CUTLASS family (kernels/cuda_cutlass.cu): CUTLASS's sm80 main loop, our epilogue. */
-#define YQ_CUT_TILES 6
+#define YQ_CUT_TILES 7
 extern const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES];   /* { BM, BN, BK, WM, WN, STAGES } */
 /* Whether this build has the family's code for the current device (sm_80 and newer). */
 int yq_cut_built(void);

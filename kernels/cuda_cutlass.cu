@@ -267,6 +267,7 @@ using T2 = Cut<256, 128, 64, 64, 64, 3>;
 using T3 = Cut<128, 256, 64, 64, 64, 3>;
 using T4 = Cut<64, 64, 64, 32, 32, 6, 8>;   /* 8 per access: a 64-wide tile's thread map */
 using T5 = Cut<128, 64, 64, 64, 32, 4, 8>;
+using T6 = Cut<128, 32, 64, 64, 32, 4, 8>;   /* 32 filters: the 1x1s that halve 64 channels */
 
 template <class F>
 static auto dispatch(int tile, F f) -> decltype(f(Runner<T0>()))
@@ -277,7 +278,8 @@ static auto dispatch(int tile, F f) -> decltype(f(Runner<T0>()))
     case 2: return f(Runner<T2>());
     case 3: return f(Runner<T3>());
     case 4: return f(Runner<T4>());
-    default: return f(Runner<T5>());
+    case 5: return f(Runner<T5>());
+    default: return f(Runner<T6>());
     }
 }
 
@@ -290,6 +292,7 @@ const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES] = {
     { 128, 256, 64, 64, 64, 3 },
     { 64, 64, 64, 32, 32, 6 },
     { 128, 64, 64, 64, 32, 4 },
+    { 128, 32, 64, 64, 32, 4 },
 };
 
 int yq_cut_built(void)

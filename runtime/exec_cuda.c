@@ -188,23 +188,11 @@ static void find_fusions(const yq_graph *g, int on, int *fuse)
      * (YOLOv3-416, batch 32, tuned), 9.92 ms with separate adds, 8.94 ms fused.  Off with
      * YQ_PLAN_NO_FUSE (a fused conv's own output is never written). */
     if (!on) return;
-    for (int j = 1; j < n; j++) {
-        const yq_node *s = &g->nodes[j];
-        if (s->op != YQ_OP_SHORTCUT || s->n_src != 2 || g->q[j].float_op || yq_node_dtype(g, j) != YQ_S8) continue;
-        for (int k = 0; k < 2; k++) {
-            int i = s->src[k], other = s->src[1 - k];
-            const yq_node *c = &g->nodes[i];
-            if (c->op != YQ_OP_CONV || g->q[i].float_op || yq_node_dtype(g, i) != YQ_S8 || other >= i ||
-                yq_node_dtype(g, other) != YQ_S8 || fuse[i] >= 0)
-                continue;
-            int uses = 0;
-            for (int m = 1; m < n; m++)
-                for (int q = 0; q < g->nodes[m].n_src; q++) uses += g->nodes[m].src[q] == i;
-            if (uses != 1) continue;
-            fuse[i] = j;
-            fuse[j] = i;
-            break;
-        }
+    for (int i = 1; i < n; i++) {
+        int j = yq_plan_fused_shortcut(g, i, NULL);   /* the rule (runtime/plan.c), shared with the tuner */
+        if (j < 0) continue;
+        fuse[i] = j;
+        fuse[j] = i;
     }
 }
 

@@ -186,3 +186,40 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
     }
     return YQ_OK;
 }
+
+/* The conv as one source of shortcut j: whether its add can run in the conv's epilogue. */
+static int fusable_source(const yq_graph *g, int j, int k)
+{
+    const yq_node *s = &g->nodes[j];
+    int i = s->src[k], other = s->src[1 - k];
+    const yq_node *c = &g->nodes[i];
+    if (c->op != YQ_OP_CONV || g->q[i].float_op || yq_node_dtype(g, i) != YQ_S8 || other >= i ||
+        yq_node_dtype(g, other) != YQ_S8)
+        return 0;
+    int uses = 0;
+    for (int m = 1; m < g->n_nodes; m++)
+        for (int q = 0; q < g->nodes[m].n_src; q++) uses += g->nodes[m].src[q] == i;
+    return uses == 1;
+}
+
+int yq_plan_fused_shortcut(const yq_graph *g, int id, int *res_first)
+{
+    if (!g || !g->q || id < 1 || id >= g->n_nodes || g->nodes[id].op != YQ_OP_CONV) return -1;
+    int j = -1;                                   /* the conv's one consumer */
+    for (int m = id + 1; m < g->n_nodes; m++)
+        for (int q = 0; q < g->nodes[m].n_src; q++)
+            if (g->nodes[m].src[q] == id) {
+                if (j >= 0) return -1;
+                j = m;
+            }
+    if (j < 0) return -1;
+    const yq_node *s = &g->nodes[j];
+    if (s->op != YQ_OP_SHORTCUT || s->n_src != 2 || g->q[j].float_op || yq_node_dtype(g, j) != YQ_S8) return -1;
+    for (int k = 0; k < 2; k++) {
+        if (!fusable_source(g, j, k)) continue;
+        if (s->src[k] != id) return -1;           /* the shortcut fuses its other source */
+        if (res_first) *res_first = k == 1;
+        return j;
+    }
+    return -1;
+}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <cjson/cJSON.h>
+#include "runtime/plan.h"
 #include "runtime/tune_int.h"
 
 /* ---- names and defaults --------------------------------------------------------- */
@@ -75,8 +76,9 @@ int yq_tune_node_key(const yq_graph *g, int id, int batch, char *buf, size_t cap
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
     /* the format of yq_cuda_conv_key (kernels/cuda_conv.cu); yq_tune_gpu checks they agree */
-    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s-b%d", is.c, is.h, is.w, c->filters, c->size, c->stride,
-             c->pad, c->groups, dtype_tag(it), dtype_tag(ot), ot == YQ_S8 && g->q[id].lut ? "t" : "", batch);
+    snprintf(buf, cap, "c%dx%dx%d-f%d-k%ds%dp%d-g%d-%s%s%s%s-b%d", is.c, is.h, is.w, c->filters, c->size, c->stride,
+             c->pad, c->groups, dtype_tag(it), dtype_tag(ot), ot == YQ_S8 && g->q[id].lut ? "t" : "",
+             yq_plan_fused_shortcut(g, id, NULL) >= 0 ? "r" : "", batch);
     return 0;
 }
 
@@ -127,6 +129,7 @@ yq_status yq_tune_tasks(const yq_graph *g, const int *batches, int n_batches, yq
             x->ops = 2.0 * x->batch * x->oh * x->ow * (double)x->f * (x->cin / x->groups) * x->k * x->k;
             x->node = id;
             x->n_nodes = 1;
+            x->res_node = yq_plan_fused_shortcut(g, id, &x->res_first);
             x->def.split_k = 1;
             x->best = x->def;
         }

@@ -71,6 +71,7 @@ typedef struct yq_tune_task {
     yq_dtype in_t, out_t;
     double ops;                   /* integer operations of one run (2 x MACs) */
     int node, n_nodes;            /* the first node of this shape (the one measured), how many share it */
+    int res_node, res_first;      /* the [shortcut] fused into node's epilogue as the plan runs it (<= 0: none) */
     yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
     int n_cand;
     yq_conv_cfg def;              /* the untuned default */

@@ -1,6 +1,7 @@
 /* Tuning's measurement on the GPU (runtime/tune.h: yq_tune_gpu): each task's inputs and
  * reference output made once, every candidate run, checked byte for byte against the
- * default's bytes, and timed. */
+ * default's bytes, and timed.  A conv the plan fuses with its [shortcut] is measured as the
+ * plan runs it: with a residual, its epilogue writing the shortcut's output. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -19,10 +20,12 @@
 typedef struct gpu_ctx {
     const yq_graph *g;
     yq_cuda_conv *c;
-    void *din, *dout, *probe;
+    void *din, *dout, *dres, *probe;
     size_t out_bytes, all_bytes;
     unsigned char *ref, *host;
-    yq_dtensor in, out;
+    yq_dtensor in, out, res;
+    const yq_qnode *sq;           /* the fused shortcut's (NULL: none) */
+    int res_first;
     int batch;
     yq_status run_st;
     yq_error run_err;
@@ -35,17 +38,26 @@ static void gpu_end(void *ctx, yq_tune_task *t)
     yq_cuda_conv_free(c->c);
     yq_cuda_free(c->din);
     yq_cuda_free(c->dout);
+    yq_cuda_free(c->dres);
     free(c->ref);
     free(c->host);
     c->c = NULL;
-    c->din = c->dout = NULL;
+    c->din = c->dout = c->dres = NULL;
+    c->sq = NULL;
     c->ref = c->host = NULL;
+}
+
+/* One run of the conv as the plan runs it (with its fused shortcut's add, if any). */
+static yq_status conv_exec(gpu_ctx *c, yq_error *err)
+{
+    return c->sq ? yq_cuda_conv_run_add(c->c, &c->in, &c->res, c->sq, c->res_first, &c->out, c->batch, NULL, err)
+                 : yq_cuda_conv_run(c->c, &c->in, &c->out, c->batch, NULL, err);
 }
 
 static yq_status run_once(void *ctx)
 {
     gpu_ctx *c = ctx;
-    c->run_st = yq_cuda_conv_run(c->c, &c->in, &c->out, c->batch, NULL, &c->run_err);
+    c->run_st = conv_exec(c, &c->run_err);
     return c->run_st;
 }
 
@@ -77,16 +89,33 @@ static yq_status gpu_begin(void *ctx, yq_tune_task *t, yq_error *err)
     if (!st) st = yq_cuda_malloc(&c->din, in_bytes, err);
     if (!st) st = yq_cuda_malloc(&c->dout, c->all_bytes, err);
     if (!st) st = yq_cuda_h2d(c->din, pad, in_bytes, err);
+    if (!st && t->res_node > 0) {
+        /* the residual: int8 of the output's shape, dense NHWC4, its padding channels zero */
+        size_t onchw = (size_t)t->f * t->oh * t->ow * (size_t)t->batch;
+        unsigned char *r = malloc(onchw), *rp = malloc(c->out_bytes);
+        if (!r || !rp) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        uint32_t s = rng_seed(777, t->key);
+        for (size_t i = 0; !st && i < onchw; i++) r[i] = (unsigned char)(int8_t)((int)(rng_next(&s) % 255) - 127);
+        if (!st) yq_nchw_to_nhwc4(r, t->f, t->oh, t->ow, t->batch, rp);
+        if (!st) st = yq_cuda_malloc(&c->dres, c->out_bytes, err);
+        if (!st) st = yq_cuda_h2d(c->dres, rp, c->out_bytes, err);
+        free(r);
+        free(rp);
+        const yq_qnode *sq = &g->q[t->res_node];
+        c->res = (yq_dtensor){ c->dres, YQ_S8, t->f, t->oh, t->ow, sq->scale, sq->qmin, sq->qmax, 0 };
+        c->sq = sq;
+        c->res_first = t->res_first;
+    }
     free(h);
     free(pad);
     if (!st) {
         c->in = (yq_dtensor){ c->din, t->in_t, t->cin, t->ih, t->iw, g->q[n->src[0]].scale, g->q[n->src[0]].qmin,
                               g->q[n->src[0]].qmax, 0 };
-        c->out = (yq_dtensor){ c->dout, t->out_t, t->f, t->oh, t->ow, g->q[t->node].scale, g->q[t->node].qmin,
-                               g->q[t->node].qmax, 0 };
+        const yq_qnode *oq = c->sq ? c->sq : &g->q[t->node];    /* fused: the shortcut's output */
+        c->out = (yq_dtensor){ c->dout, t->out_t, t->f, t->oh, t->ow, oq->scale, oq->qmin, oq->qmax, 0 };
         /* the reference: the untuned default (a fresh conv runs its heuristic) */
         if (!(st = yq_cuda_memset(c->dout, GUARD_BYTE, c->all_bytes, err)) &&
-            !(st = yq_cuda_conv_run(c->c, &c->in, &c->out, t->batch, NULL, err)) && !(st = yq_cuda_sync(NULL, err)))
+            !(st = conv_exec(c, err)) && !(st = yq_cuda_sync(NULL, err)))
             st = yq_cuda_d2h(c->ref, c->dout, c->all_bytes, err);
     }
     if (st) gpu_end(c, t);
@@ -120,7 +149,7 @@ static void gpu_measure(void *ctx, const yq_tune_task *t, yq_conv_cfg cfg, yq_tr
         return;
     }
     yq_status st = yq_cuda_memset(c->dout, GUARD_BYTE, c->all_bytes, &e);
-    if (!st) st = yq_cuda_conv_run(c->c, &c->in, &c->out, t->batch, NULL, &e);
+    if (!st) st = conv_exec(c, &e);
     if (!st) st = yq_cuda_sync(NULL, &e);
     if (!st) st = yq_cuda_d2h(c->host, c->dout, c->all_bytes, &e);
     if (st) {
@@ -211,7 +240,7 @@ yq_status yq_tune_gpu(const yq_graph *g, yq_tune_task *t, int n, const yq_tune_o
         yq_status st = yq_cuda_conv_new(g, &g->nodes[x->node], &g->q[x->node], &c, err);
         if (st) return st;
         char key[96];
-        yq_cuda_conv_key(c, x->in_t, x->batch, key, sizeof key);
+        yq_cuda_conv_key(c, x->in_t, x->res_node > 0, x->batch, key, sizeof key);
         yq_conv_cfg all[YQ_CONV_MAX_CFGS];
         int m = yq_cuda_conv_candidates(c, x->batch, all, YQ_CONV_MAX_CFGS);
         x->def = yq_cuda_conv_default_cfg(c, x->batch);

@@ -182,6 +182,7 @@ static double rel_err(const float *ref, const float *got, long n)
 static int perf_mode;
 static long n_cfg_runs;    /* configurations run and compared */
 static long n_cut_runs;    /* of which CUTLASS-family ones */
+static long n_cut32_runs;  /* of those, on the 32-filter tile */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
@@ -401,6 +402,7 @@ static void conv_one(const conv_case *cc)
         }
         n_cfg_runs++;
         n_cut_runs += fam == YQ_CONV_CUTLASS;
+        n_cut32_runs += !strcmp(name, "cutlass_128x32x64_s4");
         n_const_runs += !strcmp(name, "dp4a_const");
     }
     free(raw);
@@ -466,11 +468,16 @@ static void t_conv_mma(void)
         { 3, 30, 26, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 4, 17, 19, 64, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 3, 21, 20, 24, 3, 2, 1, 3, YQ_U8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        /* CUTLASS's 32-filter tile: 32 filters (YOLOv3's 1x1 at 208 x 208), 48 (two N tiles) */
+        { 64, 33, 31, 32, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 32, 27, 25, 48, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
+    CHECKF(yq_cuda_arch() < 80 || n_cut32_runs >= 2, "sm_%d: the 32-filter CUTLASS tile ran %ld times", yq_cuda_arch(),
+           n_cut32_runs);
     CHECK(n_const_runs >= 6);
 }
 
