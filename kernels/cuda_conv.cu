@@ -56,6 +56,17 @@ static int mma_ok(const yq_cuda_conv *c);
 static int f16_ok(const yq_cuda_conv *c);
 static int cut_shape_ok(const yq_cuda_conv *c, int tile, int batch);
 
+/* An int8-output kernel launched as the instantiation of its epilogue: with the table
+ * (a.lut set) or without (cuda_conv.cuh: rq_out_t); an expression. */
+#define YQ_LAUNCH_LUT(K, G, B, SM, ST, ...) \
+    (a.lut ? K<__VA_ARGS__, true><<<G, B, SM, ST>>>(a) : K<__VA_ARGS__, false><<<G, B, SM, ST>>>(a))
+
+template <bool LUT>
+__device__ __forceinline__ int8_t rq_out_l(int32_t acc, int o, const ConvK &a)
+{
+    return (int8_t)rq_out_t<LUT>(acc, a.pos[o], a.neg[o], a);
+}
+
 template <bool U8>
 __device__ __forceinline__ int dot4(int x, int w, int c)
 {
@@ -71,7 +82,7 @@ __device__ __forceinline__ int dot4(int x, int w, int c)
 #define BN 64
 #define BK 8
 
-template <bool U8, bool FOUT>
+template <bool U8, bool FOUT, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
 {
     __shared__ __align__(16) int As[BK][BM + 4];
@@ -141,7 +152,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 int o = o0 + j;
-                int8_t v = o < a.F ? rq_out(acc[i][j] + a.bq[o], o, a) : 0;
+                int8_t v = o < a.F ? rq_out_l<LUT>(acc[i][j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
             long wi = (long)p * a.OPW + (o0 >> 2);
@@ -162,7 +173,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
 #define TK 16
 #define TPAD 4
 
-template <bool U8, bool FOUT, bool VEC>
+template <bool U8, bool FOUT, bool VEC, bool LUT = false>
 __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
 {
     __shared__ __align__(16) int As[2][TK][TM + TPAD];
@@ -283,7 +294,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     int o = o0 + j;
-                    int8_t v = o < a.F ? rq_out(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
+                    int8_t v = o < a.F ? rq_out_l<LUT>(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
                     word |= (unsigned)(uint8_t)v << (8 * j);
                 }
                 long wi = (long)pp * a.OPW + (o0 >> 2);
@@ -301,7 +312,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
 #define KS_KC 8
 #define KS_W 8
 
-template <bool U8, bool FOUT, bool VEC>
+template <bool U8, bool FOUT, bool VEC, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
 {
     __shared__ __align__(16) int sm[KS_W * KS_T * KS_T];   /* staging (16 KB), then the partial tiles (32 KB) */
@@ -401,7 +412,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             int o = o0 + j;
-            int8_t v = o < a.F ? rq_out(sum[j] + a.bq[o], o, a) : 0;
+            int8_t v = o < a.F ? rq_out_l<LUT>(sum[j] + a.bq[o], o, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
         long wi = (long)pp * a.OPW + (o0 >> 2);
@@ -435,7 +446,7 @@ static int dp4a_tile(long M, int nout, int K4)
 /* Depthwise k x k (3 or 5), stride 1 or 2, unrolled: a thread computes 4 channels (one
  * word) of one output pixel; consecutive threads take consecutive words of a pixel, so
  * every input and weight load of a warp is one contiguous run of words. */
-template <int K, int S, bool U8>
+template <int K, int S, bool U8, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
 {
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -465,7 +476,7 @@ __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const int c = c0 + j;
-        int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
+        int8_t v = c < a.F ? rq_out_l<LUT>(s[j] + a.bq[c], c, a) : 0;
         word |= (unsigned)(uint8_t)v << (8 * j);
     }
     const long wi = (long)p * a.OPW + w4;
@@ -474,7 +485,7 @@ __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
 
 /* The same on 16 channels a thread, every load and store 16 bytes (channels a multiple of
  * 16; pixel strides and starts 16-byte aligned): a quarter of the instructions per byte. */
-template <int K, int S, bool U8>
+template <int K, int S, bool U8, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
 {
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -519,7 +530,7 @@ __global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
         unsigned word = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            word |= (unsigned)(uint8_t)yq_requant_out(s[q * 4 + j] + bb[j], pp[j], nn[j], a.qmin, a.qmax, a.lut) << (8 * j);
+            word |= (unsigned)(uint8_t)rq_out_t<LUT>(s[q * 4 + j] + bb[j], pp[j], nn[j], a) << (8 * j);
         const long wi = (long)p * a.OPW + (c0 >> 2) + q;
         words[q] = res_word(word, wi, c0 + 4 * q, a);
     }
@@ -536,13 +547,13 @@ static void launch_dw_k(const ConvK &a, cudaStream_t st)
                !((uintptr_t)a.out & 15);
     if (v16) {
         unsigned g = yq_blocks((long)a.M * (a.F4 / 16), 256);
-        if (a.u8) conv_dw_k16<K, S, true><<<g, 256, 0, st>>>(a);
-        else conv_dw_k16<K, S, false><<<g, 256, 0, st>>>(a);
+        if (a.u8) YQ_LAUNCH_LUT(conv_dw_k16, g, 256, 0, st, K, S, true);
+        else YQ_LAUNCH_LUT(conv_dw_k16, g, 256, 0, st, K, S, false);
         return;
     }
     unsigned g = yq_blocks((long)a.M * (a.F4 / 4), 256);
-    if (a.u8) conv_dw_k<K, S, true><<<g, 256, 0, st>>>(a);
-    else conv_dw_k<K, S, false><<<g, 256, 0, st>>>(a);
+    if (a.u8) YQ_LAUNCH_LUT(conv_dw_k, g, 256, 0, st, K, S, true);
+    else YQ_LAUNCH_LUT(conv_dw_k, g, 256, 0, st, K, S, false);
 }
 
 /* Depthwise, any k and stride, and the float-output case. */
@@ -749,7 +760,7 @@ __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
 #define PX_KMAX 36
 #define PX_T 128
 
-template <bool U8>
+template <bool U8, bool LUT = false>
 __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 {
     extern __shared__ int wsm[];
@@ -792,7 +803,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 int o = o0 + j;
-                int8_t v = o < a.F ? rq_out(acc[j] + a.bq[o], o, a) : 0;
+                int8_t v = o < a.F ? rq_out_l<LUT>(acc[j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
             long wi = (long)p * a.OPW + (o0 >> 2);
@@ -892,34 +903,34 @@ static void launch_dp4a(const ConvK &a, int tile, cudaStream_t s)
     }
     if (tile == 3) {
         size_t sm = sizeof(int) * (size_t)a.F * a.K4;
-        if (a.u8) conv_dp4a_px<true><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
-        else conv_dp4a_px<false><<<yq_blocks(a.M, PX_T), PX_T, sm, s>>>(a);
+        if (a.u8) YQ_LAUNCH_LUT(conv_dp4a_px, yq_blocks(a.M, PX_T), PX_T, sm, s, true);
+        else YQ_LAUNCH_LUT(conv_dp4a_px, yq_blocks(a.M, PX_T), PX_T, sm, s, false);
         return;
     }
     if (tile == 2) {
         dim3 g1(yq_blocks(a.M, KS_T), yq_blocks(nout, KS_T));
         if (a.u8) {
             if (a.fout) vec ? conv_dp4a_ks<true, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, true, false><<<g1, 256, 0, s>>>(a);
-            else vec ? conv_dp4a_ks<true, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<true, false, false><<<g1, 256, 0, s>>>(a);
+            else vec ? YQ_LAUNCH_LUT(conv_dp4a_ks, g1, 256, 0, s, true, false, true) : YQ_LAUNCH_LUT(conv_dp4a_ks, g1, 256, 0, s, true, false, false);
         } else {
             if (a.fout) vec ? conv_dp4a_ks<false, true, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, true, false><<<g1, 256, 0, s>>>(a);
-            else vec ? conv_dp4a_ks<false, false, true><<<g1, 256, 0, s>>>(a) : conv_dp4a_ks<false, false, false><<<g1, 256, 0, s>>>(a);
+            else vec ? YQ_LAUNCH_LUT(conv_dp4a_ks, g1, 256, 0, s, false, false, true) : YQ_LAUNCH_LUT(conv_dp4a_ks, g1, 256, 0, s, false, false, false);
         }
     } else if (tile == 1) {
         dim3 g2(yq_blocks(a.M, TM), yq_blocks(nout, TN));
         if (a.u8) {
             if (a.fout) vec ? conv_dp4a_128<true, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, true, false><<<g2, 256, 0, s>>>(a);
-            else vec ? conv_dp4a_128<true, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<true, false, false><<<g2, 256, 0, s>>>(a);
+            else vec ? YQ_LAUNCH_LUT(conv_dp4a_128, g2, 256, 0, s, true, false, true) : YQ_LAUNCH_LUT(conv_dp4a_128, g2, 256, 0, s, true, false, false);
         } else {
             if (a.fout) vec ? conv_dp4a_128<false, true, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, true, false><<<g2, 256, 0, s>>>(a);
-            else vec ? conv_dp4a_128<false, false, true><<<g2, 256, 0, s>>>(a) : conv_dp4a_128<false, false, false><<<g2, 256, 0, s>>>(a);
+            else vec ? YQ_LAUNCH_LUT(conv_dp4a_128, g2, 256, 0, s, false, false, true) : YQ_LAUNCH_LUT(conv_dp4a_128, g2, 256, 0, s, false, false, false);
         }
     } else {
         dim3 grid(yq_blocks(a.M, BM), yq_blocks(nout, BN));
         if (a.u8 && a.fout) conv_dp4a<true, true><<<grid, 256, 0, s>>>(a);
-        else if (a.u8) conv_dp4a<true, false><<<grid, 256, 0, s>>>(a);
+        else if (a.u8) YQ_LAUNCH_LUT(conv_dp4a, grid, 256, 0, s, true, false);
         else if (a.fout) conv_dp4a<false, true><<<grid, 256, 0, s>>>(a);
-        else conv_dp4a<false, false><<<grid, 256, 0, s>>>(a);
+        else YQ_LAUNCH_LUT(conv_dp4a, grid, 256, 0, s, false, false);
     }
 }
 

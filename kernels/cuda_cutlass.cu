@@ -11,7 +11,7 @@
  * The epilogue is ours, not CUTLASS's: CUTLASS's EpilogueWithVisitor stages the int32
  * accumulators through shared memory into the output thread map and calls a visitor
  * with 16 consecutive channels of one output pixel at a time.  The visitor adds the
- * bias and requantizes through ir/requant.h (yq_requant_act: the CPU reference's
+ * bias and requantizes through ir/requant.h (yq_requant_act, or yq_requant_out with a table: the CPU reference's
  * function), optionally adds a [shortcut]'s residual (yq_add_requant) and stores the
  * 16 int8 outputs as one 16-byte vector.  The int32 sums are exact (|sum| < 2^31, as
  * for every family), so the bytes are the CPU reference's.
@@ -32,7 +32,7 @@
 namespace {
 
 /* The visitor: bias, requantize, residual, one 16-byte store per 16 channels. */
-template <class OutIt>
+template <class OutIt, bool LUT>
 struct RqVisitor {
     using ThreadMap = typename OutIt::ThreadMap;
     static int const kIterations = OutIt::kIterations;
@@ -106,7 +106,9 @@ struct RqVisitor {
         const float *sp = reinterpret_cast<const float *>(pv), *sn = reinterpret_cast<const float *>(nv);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kElementsPerAccess; i++) {
-            int32_t v = yq_requant_out(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax, p.lut);
+            /* the table decided at compile time (cuda_conv.cuh: rq_out_t) */
+            int32_t v = LUT ? yq_requant_out(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax, p.lut)
+                            : yq_requant_act(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax);
             if (p.res) {
                 int rv = r[i];
                 v = p.res_first ? yq_add_requant(rv, v, p.sa, p.sb, p.sneg, p.sqmin, p.sqmax)
@@ -127,7 +129,7 @@ struct RqVisitor {
 
 using Layout = cutlass::layout::TensorNHWC;
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int EV = 16>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int EV = 16, bool LUT = false>
 struct Cut {
     /* CUTLASS's kernel, of which the main loop and the epilogue's staging are used; its
      * own output operator only fixes the epilogue's types (EV int8 per access). */
@@ -140,7 +142,7 @@ struct Cut {
     using Mma = typename Base::Mma;
     using Swizzle = typename Base::ThreadblockSwizzle;
     using OutIt = typename Base::Epilogue::OutputTileIterator;
-    using Visitor = RqVisitor<OutIt>;
+    using Visitor = RqVisitor<OutIt, LUT>;
     using Epi = typename cutlass::epilogue::threadblock::EpilogueWithVisitorFromExistingEpilogue<
         Visitor, typename Base::Epilogue>::Epilogue;
     static int const kThreads = 32 * Mma::WarpCount::kCount;
@@ -261,26 +263,33 @@ struct Runner {
 };
 
 /* The instantiations: { BM, BN, BK, WM, WN, STAGES }, in the order of yq_cut_tiles. */
-using T0 = Cut<128, 128, 64, 64, 64, 3>;
-using T1 = Cut<128, 128, 128, 64, 64, 3>;
-using T2 = Cut<256, 128, 64, 64, 64, 3>;
-using T3 = Cut<128, 256, 64, 64, 64, 3>;
-using T4 = Cut<64, 64, 64, 32, 32, 6, 8>;   /* 8 per access: a 64-wide tile's thread map */
-using T5 = Cut<128, 64, 64, 64, 32, 4, 8>;
-using T6 = Cut<128, 32, 64, 64, 32, 4, 8>;   /* 32 filters: the 1x1s that halve 64 channels */
+template <bool L> using T0 = Cut<128, 128, 64, 64, 64, 3, 16, L>;
+template <bool L> using T1 = Cut<128, 128, 128, 64, 64, 3, 16, L>;
+template <bool L> using T2 = Cut<256, 128, 64, 64, 64, 3, 16, L>;
+template <bool L> using T3 = Cut<128, 256, 64, 64, 64, 3, 16, L>;
+template <bool L> using T4 = Cut<64, 64, 64, 32, 32, 6, 8, L>;   /* 8 per access: a 64-wide tile's thread map */
+template <bool L> using T5 = Cut<128, 64, 64, 64, 32, 4, 8, L>;
+template <bool L> using T6 = Cut<128, 32, 64, 64, 32, 4, 8, L>;  /* 32 filters: the 1x1s that halve 64 channels */
 
-template <class F>
-static auto dispatch(int tile, F f) -> decltype(f(Runner<T0>()))
+/* Tile t, with a table activation's epilogue (lut) or without: each its own kernel. */
+template <bool L, class F>
+static auto dispatch_l(int tile, F f) -> decltype(f(Runner<T0<L>>()))
 {
     switch (tile) {
-    case 0: return f(Runner<T0>());
-    case 1: return f(Runner<T1>());
-    case 2: return f(Runner<T2>());
-    case 3: return f(Runner<T3>());
-    case 4: return f(Runner<T4>());
-    case 5: return f(Runner<T5>());
-    default: return f(Runner<T6>());
+    case 0: return f(Runner<T0<L>>());
+    case 1: return f(Runner<T1<L>>());
+    case 2: return f(Runner<T2<L>>());
+    case 3: return f(Runner<T3<L>>());
+    case 4: return f(Runner<T4<L>>());
+    case 5: return f(Runner<T5<L>>());
+    default: return f(Runner<T6<L>>());
     }
+}
+
+template <class F>
+static auto dispatch(int tile, bool lut, F f) -> decltype(f(Runner<T0<false>>()))
+{
+    return lut ? dispatch_l<true>(tile, f) : dispatch_l<false>(tile, f);
 }
 
 } // namespace
@@ -298,7 +307,7 @@ const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES] = {
 int yq_cut_built(void)
 {
     cudaFuncAttributes fa;
-    int ok = cudaFuncGetAttributes(&fa, cut_kernel<T4>) == cudaSuccess && fa.binaryVersion >= 80;
+    int ok = cudaFuncGetAttributes(&fa, cut_kernel<T4<false>>) == cudaSuccess && fa.binaryVersion >= 80;
     (void)cudaGetLastError();
     return ok;
 }
@@ -309,7 +318,7 @@ int yq_cut_ok(const ConvK &a, int tile)
     /* 16-byte vectors: pixel strides and starts aligned (dense tensors always are) */
     if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
     if (a.res && ((uintptr_t)a.res & 15)) return 0;
-    return dispatch(tile, [&](auto r) { return decltype(r)::can(a); });
+    return dispatch(tile, a.lut != NULL, [&](auto r) { return decltype(r)::can(a); });
 }
 
 yq_status yq_cut_prepare(yq_error *err)
@@ -319,8 +328,10 @@ yq_status yq_cut_prepare(yq_error *err)
     YQ_CUDA_TRY(cudaGetDevice(&d));
     if (d < 32 && (done >> d & 1)) return YQ_OK;
     for (int t = 0; t < YQ_CUT_TILES; t++) {
-        yq_status st = dispatch(t, [&](auto r) { return decltype(r)::prepare(err); });
-        if (st) return st;
+        for (int lut = 0; lut < 2; lut++) {
+            yq_status st = dispatch(t, lut, [&](auto r) { return decltype(r)::prepare(err); });
+            if (st) return st;
+        }
     }
     if (d < 32) done |= 1u << d;
     return YQ_OK;
@@ -329,5 +340,5 @@ yq_status yq_cut_prepare(yq_error *err)
 yq_status yq_cut_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
 {
     if (!yq_cut_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "cutlass tile %d cannot run this conv", tile);
-    return dispatch(tile, [&](auto r) { return decltype(r)::launch(a, s, err); });
+    return dispatch(tile, a.lut != NULL, [&](auto r) { return decltype(r)::launch(a, s, err); });
 }

@@ -99,7 +99,7 @@ struct MmaCfg {
 
 /* One output tile.  z = blockIdx.z is the K split (its range by yq_split_range); with
  * ws set the int32 sums go to ws[z][M][F4] and yq_mma_reduce finishes them. */
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool LUT>
 __global__ void __launch_bounds__(MmaCfg<BM, BN, BK, WM, WN, STAGES>::THREADS)
 conv_mma(ConvK a, int32_t *ws, int n_split)
 {
@@ -258,8 +258,8 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
                 unsigned pk[2];
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int8_t v0 = o < a.F ? (int8_t)yq_requant_out(acc[i][j][2 * h] + b0, p0, q0, a.qmin, a.qmax, a.lut) : 0;
-                    int8_t v1 = o + 1 < a.F ? (int8_t)yq_requant_out(acc[i][j][2 * h + 1] + b1, p1, q1, a.qmin, a.qmax, a.lut) : 0;
+                    int8_t v0 = o < a.F ? (int8_t)rq_out_t<LUT>(acc[i][j][2 * h] + b0, p0, q0, a) : 0;
+                    int8_t v1 = o + 1 < a.F ? (int8_t)rq_out_t<LUT>(acc[i][j][2 * h + 1] + b1, p1, q1, a) : 0;
                     pk[h] = (unsigned)(uint8_t)v0 | (unsigned)(uint8_t)v1 << 8;
                 }
                 /* even tq keeps row gid and takes its partner's; odd tq row gid + 8 */
@@ -310,7 +310,8 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, yq_error *err)
 {
     typedef MmaCfg<BM, BN, BK, WM, WN, STAGES> C;
-    auto kern = conv_mma<BM, BN, BK, WM, WN, STAGES>;
+    /* a table activation's epilogue is its own instantiation (cuda_conv.cuh: rq_out_t) */
+    auto kern = a.lut ? conv_mma<BM, BN, BK, WM, WN, STAGES, true> : conv_mma<BM, BN, BK, WM, WN, STAGES, false>;
     int nout = a.fout ? a.F : a.F4;
     dim3 grid(yq_blocks(a.M, BM), yq_blocks(nout, BN), split);
     kern<<<grid, C::THREADS, C::SMEM, s>>>(a, split > 1 ? ws : NULL, split);
@@ -325,7 +326,9 @@ static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static yq_status prepare(yq_error *err)
 {
-    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     MmaCfg<BM, BN, BK, WM, WN, STAGES>::SMEM));
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      MmaCfg<BM, BN, BK, WM, WN, STAGES>::SMEM));
     return YQ_OK;
 }
