@@ -205,7 +205,8 @@ int cmd_inspect(int argc, char **argv)
             size_t dl = strlen(d);
             const yq_qnode *q = &g->q[i];
             snprintf(d + dl, sizeof d - dl, " [%s%s s=%.3g]", q->float_op ? "float" : q->dtype == YQ_S8 ? "int8" : q->dtype == YQ_U8 ? "uint8" : "i8>f32",
-                     q->float_op && n->op == YQ_OP_CONV ? (q->fp16w ? " fp16w" : " fp32") : "", (double)q->scale);
+                     q->float_op && n->op == YQ_OP_CONV ? (q->fp16w ? " fp16w" : " fp32") : q->lut ? " table" : "",
+                     (double)q->scale);
         }
         double f = yq_node_flops(g, n);
         long p = yq_node_params(n);
@@ -232,6 +233,8 @@ int cmd_inspect(int argc, char **argv)
             cJSON_AddNumberToObject(l, "gflops", f * 1e-9);
             if (g->q && n->op == YQ_OP_CONV)    /* what every engine computes it with */
                 cJSON_AddStringToObject(l, "precision", !g->q[i].float_op ? "int8" : g->q[i].fp16w ? "fp16w" : "fp32");
+            if (g->q && n->op == YQ_OP_CONV && g->q[i].lut)   /* its activation through a table (quant/table.c) */
+                cJSON_AddBoolToObject(l, "activation_table", 1);
             cJSON_AddItemToArray(layers, l);
         }
     }

@@ -1,8 +1,9 @@
 /* Writes the seed packages of fuzz_package into the folder given (fuzz/corpus/package):
  * random bytes stop at the HDF5 signature, so the fuzzer needs real packages to mutate.
  * tests/fixtures/tiny.cfg with synthetic weights, quantized without calibration
- * (thresholds 1.0) in four qconfig variants, as tests/test_package.c makes them; plus
- * a truncated copy.  Each package is a few tens of KB.  Built with the normal compiler
+ * (thresholds 1.0) in four qconfig variants, as tests/test_package.c makes them, and
+ * tests/fixtures/tiny_table.cfg (mish and logistic convs: activation tables); plus a
+ * truncated copy.  Each package is a few tens of KB.  Built with the normal compiler
  * (no sanitizers) by `make -f fuzz/Makefile seeds`; run from the repository root.
  *
  * (Format versions 1 and 2, the 64-bit requantize, are refused at the version check
@@ -21,6 +22,7 @@ typedef struct variant {
     const char *file;
     const char *key[2], *val[2];
     int meta;                     /* 0: meta NULL and no class names (the optional parts absent) */
+    const char *cfg;              /* NULL: TINY */
 } variant;
 
 static const variant variants[] = {
@@ -28,6 +30,7 @@ static const variant variants[] = {
     { "minimal.h5", { NULL, NULL }, { NULL, NULL }, 0 },
     { "layer2_float.h5", { "skip_layers", NULL }, { "2", NULL }, 1 },
     { "head_int8_first_float.h5", { "head", "first" }, { "int8", "float" }, 1 },
+    { "tables.h5", { NULL, NULL }, { NULL, NULL }, 1, "tests/fixtures/tiny_table.cfg" },
 };
 
 static void die(const char *what, const yq_error *err)
@@ -43,7 +46,8 @@ static void write_variant(const char *dir, const variant *v)
     opt.seed = 7;
     yq_graph *g = NULL;
     yq_error err = { 0 };
-    if (yq_darknet_load(TINY, NULL, &opt, &g, &err) != YQ_OK) die(TINY, &err);
+    const char *cfg = v->cfg ? v->cfg : TINY;
+    if (yq_darknet_load(cfg, NULL, &opt, &g, &err) != YQ_OK) die(cfg, &err);
     static yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     for (int k = 0; k < 2; k++)
