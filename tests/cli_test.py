@@ -216,6 +216,28 @@ def check_yolov3():
     report("FAIL" if why else "PASS", "inspect_yolov3_json_stdout", why or "")
 
 
+def check_tables():
+    """inspect on a package with activation tables (the fuzzer's seed of tiny_table.cfg): its mish and
+    logistic convs are int8 with a table, in the text and in the JSON; the head conv is not."""
+    pkg = os.path.join(ROOT, "fuzz", "corpus", "package", "tables.h5")
+    rc, out, err = run(["inspect", pkg, "--json", "-"])
+    why = "exit %d, stderr %r" % (rc, err[:300]) if rc or err else None
+    if not why:
+        try:
+            convs = [l for l in json.loads(out)["layers"] if l["type"] == "conv"]
+            got = [(l["index"], l.get("precision"), l.get("activation_table", False)) for l in convs]
+            if got != [(0, "int8", True), (1, "int8", True), (3, "fp16w", False)]:
+                why = "convs %r" % got
+        except (ValueError, KeyError) as e:
+            why = "bad JSON: %s" % e
+    if not why:
+        rc, out, err = run(["inspect", pkg])
+        tab = [l for l in out.splitlines() if "[int8 table " in l]
+        if rc or len(tab) != 2 or "mish" not in tab[0] or "logistic" not in tab[1]:
+            why = "text: exit %d, table lines %r" % (rc, tab)
+    report("FAIL" if why else "PASS", "inspect_tables", why or "")
+
+
 def check_usage():
     for name, args in (("help", ["--help"]), ("inspect_help", ["inspect", "--help"])):
         rc, out, err = run(args)
@@ -397,6 +419,7 @@ def main():
             for name, _, _, _ in cases:
                 report("SKIP", "valgrind_" + name, "valgrind not installed")
     check_yolov3()
+    check_tables()
     check_usage()
     check_tune()
     check_hardening()
