@@ -14,9 +14,8 @@ struct yq_arena { yq_block *head; };
 
 static size_t block_hdr(void) { return (sizeof(yq_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
 
-void *yq_arena_alloc(yq_graph *g, size_t bytes)
+static void *arena_alloc(yq_arena *a, size_t bytes)
 {
-    yq_arena *a = g->arena;
     bytes = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (bytes == 0) bytes = ARENA_ALIGN;
     yq_block *b = a->head;
@@ -42,24 +41,56 @@ void *yq_arena_alloc(yq_graph *g, size_t bytes)
     return p;
 }
 
+void *yq_arena_alloc(yq_graph *g, size_t bytes) { return arena_alloc(g->arena, bytes); }
+void *yq_qarena_alloc(yq_graph *g, size_t bytes) { return arena_alloc(g->qarena, bytes); }
+
+static void arena_clear(yq_arena *a)
+{
+    for (yq_block *b = a->head; b;) {
+        yq_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    a->head = NULL;
+}
+
+static size_t arena_bytes(const yq_arena *a)
+{
+    size_t n = 0;
+    for (const yq_block *b = a->head; b; b = b->next) n += b->used;
+    return n;
+}
+
+size_t yq_graph_bytes(const yq_graph *g) { return arena_bytes(g->arena) + arena_bytes(g->qarena); }
+
+void yq_graph_drop_q(yq_graph *g)
+{
+    g->q = NULL;
+    arena_clear(g->qarena);
+}
+
 yq_graph *yq_graph_new(void)
 {
     yq_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->arena = calloc(1, sizeof *g->arena);
-    if (!g->arena) { free(g); return NULL; }
+    g->qarena = calloc(1, sizeof *g->qarena);
+    if (!g->arena || !g->qarena) {
+        free(g->arena);
+        free(g->qarena);
+        free(g);
+        return NULL;
+    }
     return g;
 }
 
 void yq_graph_free(yq_graph *g)
 {
     if (!g) return;
-    for (yq_block *b = g->arena->head; b;) {
-        yq_block *n = b->next;
-        free(b);
-        b = n;
-    }
+    arena_clear(g->arena);
+    arena_clear(g->qarena);
     free(g->arena);
+    free(g->qarena);
     free(g->nodes);
     free(g);
 }

@@ -126,6 +126,7 @@ typedef struct yq_graph {
     int n_nodes, cap_nodes;
     yq_node *nodes;
     yq_arena *arena;
+    yq_arena *qarena;             /* the rewrite's int8 side (yq_qarena_alloc), freed by yq_graph_drop_q */
     int letter_box;               /* [net] letter_box=1 */
     char cfg_path[512], weights_path[512];
     char **class_names;           /* NULL, or classes entries (from a .names file) */
@@ -139,6 +140,12 @@ yq_graph *yq_graph_new(void);
 void      yq_graph_free(yq_graph *g);                 /* NULL is a no-op */
 yq_node  *yq_graph_add(yq_graph *g, yq_op op, yq_error *err); /* NULL on NOMEM */
 void     *yq_arena_alloc(yq_graph *g, size_t bytes);  /* zeroed, 64-byte aligned; NULL on NOMEM */
+/* The same from the graph's second arena, which holds what a rewrite (quant/rewrite.c) adds:
+ * yq_graph_drop_q frees it and clears g->q, so that quantizing a graph again and again (a
+ * sweep) reuses the memory instead of growing. */
+void     *yq_qarena_alloc(yq_graph *g, size_t bytes);
+void      yq_graph_drop_q(yq_graph *g);
+size_t    yq_graph_bytes(const yq_graph *g);          /* bytes allocated in both arenas */
 int       yq_graph_find(const yq_graph *g, const char *name);  /* node id or -1 */
 const char *yq_op_name(yq_op op);
 const char *yq_act_name(yq_act a);

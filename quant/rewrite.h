@@ -12,7 +12,9 @@
 #include "quant/qconfig.h"
 
 yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err);
-/* Drops g->q (back to FP32); the arena keeps the memory until the graph is freed. */
+/* Drops g->q (back to FP32) and frees what the rewrite allocated (ir.h: yq_graph_drop_q): a
+ * graph quantized again and again stays the same size.  Every pointer into the old int8
+ * side (qnodes, their arrays, plans made from it) must be gone first. */
 void yq_unquantize_graph(yq_graph *g);
 
 /* The scale classes: nodes whose outputs share one scale (route, maxpool, upsample,

@@ -59,6 +59,8 @@ if [ "$ASAN" = 1 ]; then
         cli_case detect_empty 0 "$Y" detect "$M" fuzz/corpus/image/gray.png
         cli_case detect_damaged nz "$Y" detect "$M" fuzz/corpus/image/adobe-error-midway.bin
         cli_case quantize 0 "$Y" quantize "$M" --calib "$S" --no-val --layers 0 --set keep_float=0 -o "$tmp/m.yqp"
+        # keep_float's choice rewrites the graph again (the first rewrite's memory freed)
+        cli_case quantize_keep_float 0 "$Y" quantize "$M" --calib "$S" --no-val --layers 0 --set keep_float=2 -o "$tmp/k.yqp"
         cli_case detect_int8 0 "$Y" detect "$tmp/m.yqp" "$S" --json "$tmp/q.json"
         cli_case inspect_package 0 "$Y" inspect "$tmp/m.yqp"
     else

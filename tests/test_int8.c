@@ -493,6 +493,44 @@ static void t_table_vs_float_sim(void)
     yq_graph_free(g);
 }
 
+/* Quantized again and again (a sweep's points): the graph's memory stays that of one rewrite
+ * (yq_unquantize_graph frees the int8 side), and the rewrite is the same each time. */
+static void t_requantize_memory(void)
+{
+    yq_graph *g = small_graph(5);
+    int B = 2;
+    long in_n = yq_shape_size(g->nodes[0].out) * B;
+    float *in = malloc(sizeof(float) * (size_t)in_n);
+    fill_input(in, in_n, 17);
+    yq_qconfig qc;
+    yq_qconfig_defaults(&qc);
+    size_t fp32 = yq_graph_bytes(g), first = 0;
+    unsigned char *ref = NULL;
+    size_t len = 0;
+    for (int k = 0; k < 30; k++) {
+        if (k) yq_unquantize_graph(g);
+        CHECK(g->q == NULL);
+        calibrate_quantize(g, in, B, &qc);
+        size_t l2;
+        unsigned char *out = run_all(g, B, 0, in, &l2);
+        if (!k) {
+            first = yq_graph_bytes(g);
+            ref = out;
+            len = l2;
+            continue;
+        }
+        CHECK(l2 == len && !memcmp(out, ref, len));
+        free(out);
+        CHECKF(yq_graph_bytes(g) == first, "round %d: %zu bytes, %zu after the first rewrite", k, yq_graph_bytes(g), first);
+    }
+    printf("# 30 rewrites: the graph holds %zu bytes after each (FP32: %zu; a rewrite adds %zu)\n", first, fp32, first - fp32);
+    yq_unquantize_graph(g);
+    CHECKF(yq_graph_bytes(g) == fp32, "unquantized: %zu bytes, %zu before any rewrite", yq_graph_bytes(g), fp32);
+    free(ref);
+    free(in);
+    yq_graph_free(g);
+}
+
 /* Runs g's int8 plan (flags) on in; returns a malloc'ed concatenation of every node's bytes. */
 static unsigned char *run_all(const yq_graph *g, int B, int flags, const float *in, size_t *len)
 {
@@ -663,6 +701,7 @@ int main(void)
     TEST(t_ops_vs_float_sim);
     TEST(t_table_vs_float_sim);
     TEST(t_deterministic_and_blas);
+    TEST(t_requantize_memory);
     TEST(t_blas_fastest_xl);
     TEST(t_blas_yolo_lite);
     TEST(t_blas_yolov3_tiny);
