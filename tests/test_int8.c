@@ -451,6 +451,21 @@ static void t_ops_vs_float_sim(void) { ops_vs_float_sim(net_cfg, 14, 7); }
 
 static unsigned char *run_all(const yq_graph *g, int B, int flags, const float *in, size_t *len);
 
+/* Every node's bytes: the reference twice (deterministic), then the dgemm path, all equal. */
+static void same_on_both_paths(const yq_graph *g, int B, const float *in)
+{
+    size_t l1, l2, l3;
+    unsigned char *a = run_all(g, B, YQ_PLAN_REFERENCE, in, &l1);
+    unsigned char *b = run_all(g, B, YQ_PLAN_REFERENCE, in, &l2);
+    unsigned char *c = run_all(g, B, 0, in, &l3);
+    CHECK(l1 == l2 && l1 == l3);
+    CHECK(!memcmp(a, b, l1));
+    CHECK(!memcmp(a, c, l1));
+    free(a);
+    free(b);
+    free(c);
+}
+
 /* The table activations: every table conv is int8 (act_table on, the default), within
  * one step of the float simulation, deterministic and equal on both CPU paths. */
 static void t_table_vs_float_sim(void)
@@ -472,16 +487,7 @@ static void t_table_vs_float_sim(void)
             tables++;
         }
     CHECK(tables == 4);
-    size_t l1, l2, l3;
-    unsigned char *a = run_all(g, B, YQ_PLAN_REFERENCE, in, &l1);
-    unsigned char *b = run_all(g, B, YQ_PLAN_REFERENCE, in, &l2);
-    unsigned char *c = run_all(g, B, 0, in, &l3);
-    CHECK(l1 == l2 && l1 == l3);
-    CHECK(!memcmp(a, b, l1));
-    CHECK(!memcmp(a, c, l1));
-    free(a);
-    free(b);
-    free(c);
+    same_on_both_paths(g, B, in);
     /* act_table off: those convs stay in float */
     yq_unquantize_graph(g);
     qc.act_table = 0;
@@ -561,16 +567,7 @@ static void t_deterministic_and_blas(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     calibrate_quantize(g, in, B, &qc);
-    size_t l1, l2, l3;
-    unsigned char *a = run_all(g, B, YQ_PLAN_REFERENCE, in, &l1);
-    unsigned char *b = run_all(g, B, YQ_PLAN_REFERENCE, in, &l2);
-    unsigned char *c = run_all(g, B, 0, in, &l3);
-    CHECK(l1 == l2 && l1 == l3);
-    CHECK(!memcmp(a, b, l1));
-    CHECK(!memcmp(a, c, l1));
-    free(a);
-    free(b);
-    free(c);
+    same_on_both_paths(g, B, in);
     free(in);
     yq_graph_free(g);
 }
