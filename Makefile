@@ -246,6 +246,22 @@ CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr
 .PHONY: gpu-bench
 gpu-bench: $(B)/gpu/yqgpu
 
+# ---- gpu-anchors: CUTLASS's own kernels timed beside yquant's (diagnostics, not in CI) ------
+#   cutlass_ab    yquant's CUTLASS family against CUTLASS's stock epilogue, same tiles (sm_80+)
+#   cutlass_sm90  CUTLASS 3.x's sm90 wgmma/TMA int8 conv (sm_90a code)
+CUTLASS_UTIL := $(CUTLASS_INC)/../tools/util/include
+.PHONY: gpu-anchors
+gpu-anchors: $(B)/gpu/cutlass_ab $(B)/gpu/cutlass_sm90
+$(B)/gpu/cutlass_ab: bench/gpu/cutlass_ab.cu kernels/cuda_cutlass.cu $(LIB)
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 $(or $(CUT_ARCHS),$(NVCC_ARCHS)) -Iinclude -I. -isystem $(CUTLASS_INC) --expt-relaxed-constexpr \
+	    $< -o $@ $(LIB) $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) -ljpeg -lpng -lcrypto -lm \
+	    -lpthread -lcudart_static -ldl -lrt
+$(B)/gpu/cutlass_sm90: bench/gpu/cutlass_sm90.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -isystem $(CUTLASS_INC) -isystem $(CUTLASS_UTIL) \
+	    --expt-relaxed-constexpr $< -o $@
+
 $(B)/gpu/mc/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -Dmain=yqgpu_$* -MMD -MP -c $< -o $@

@@ -99,11 +99,17 @@ YQ_HD int32_t yq_requant_act(int32_t acc, float pos, float neg, int32_t qmin, in
 #define YQ_LUT_HALF 2048
 #define YQ_LUT_N (2 * YQ_LUT_HALF)   /* int8 entries of an activation table */
 
+/* A table activation's entry for acc: the grid point, in [0, YQ_LUT_N). */
+YQ_HD int32_t yq_lut_index(int32_t acc, float pos, float neg)
+{
+    return yq_requant_act(acc, pos, neg, -YQ_LUT_HALF, YQ_LUT_HALF - 1) + YQ_LUT_HALF;
+}
+
 /* The epilogue of an int8-output conv: the fused activation, or a table when lut is set. */
 YQ_HD int32_t yq_requant_out(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax, const int8_t *lut)
 {
     if (!lut) return yq_requant_act(acc, pos, neg, qmin, qmax);
-    int32_t t = yq_requant_act(acc, pos, neg, -YQ_LUT_HALF, YQ_LUT_HALF - 1) + YQ_LUT_HALF;
+    int32_t t = yq_lut_index(acc, pos, neg);
 #ifdef __CUDA_ARCH__
     return __ldg(lut + t);
 #else

@@ -56,13 +56,16 @@ __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
  * adds them; padding channels stay 0. */
 __device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0, const ConvK &a)
 {
+    /* yq_add_requant(conv, res) with the shortcut's scales ordered for the conv's side:
+     * IEEE addition commutes, so a shortcut whose first source is the residual gives the
+     * same bits with its scales swapped (no second copy of the code for res_first) */
+    const float sc = a.res_first ? a.ssb : a.ssa, sr = a.res_first ? a.ssa : a.ssb;
     unsigned y = 0;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         if (o0 + j >= a.F) break;
         int v = (int8_t)(word >> (8 * j)), rv = (int8_t)(r >> (8 * j));
-        int s = a.res_first ? yq_add_requant(rv, v, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax)
-                            : yq_add_requant(v, rv, a.ssa, a.ssb, a.ssneg, a.sqmin, a.sqmax);
+        int s = yq_add_requant(v, rv, sc, sr, a.ssneg, a.sqmin, a.sqmax);
         y |= (unsigned)(uint8_t)s << (8 * j);
     }
     return y;

@@ -11,10 +11,12 @@
  * The epilogue is ours, not CUTLASS's: CUTLASS's EpilogueWithVisitor stages the int32
  * accumulators through shared memory into the output thread map and calls a visitor
  * with 16 consecutive channels of one output pixel at a time.  The visitor adds the
- * bias and requantizes through ir/requant.h (yq_requant_act, or yq_requant_out with a table: the CPU reference's
- * function), optionally adds a [shortcut]'s residual (yq_add_requant) and stores the
- * 16 int8 outputs as one 16-byte vector.  The int32 sums are exact (|sum| < 2^31, as
- * for every family), so the bytes are the CPU reference's.
+ * bias and requantizes through ir/requant.h (yq_requant_act, or a table's entry by
+ * yq_lut_index: the CPU reference's functions), optionally adds a [shortcut]'s residual
+ * (yq_add_requant) and stores the 16 int8 outputs as one 16-byte vector.  The block's
+ * per-channel parameters (and the table) are copied to shared memory before the main
+ * loop, and each thread keeps its own channels' in registers.  The int32 sums are exact
+ * (|sum| < 2^31, as for every family), so the bytes are the CPU reference's.
  *
  * Constraints: groups == 1, input channels and filters multiples of 16, int8 output
  * (the dequantizing head convs run the other families), no K split.  Each tile of
@@ -31,17 +33,51 @@
 
 namespace {
 
-/* The visitor: bias, requantize, residual, one 16-byte store per 16 channels. */
-template <class OutIt, bool LUT>
+/* What the epilogue reads per output channel, staged in shared memory for the block's BN
+ * filters before the main loop (and the table, for a table activation): read from global
+ * memory at each visit instead, these dependent loads made every tile 1.2-2.4x slower than
+ * CUTLASS's own epilogue (H200, batch 32: 52x52 128->256 3x3 150 us against 89 us). */
+template <int BN, bool LUT>
+struct alignas(16) RqShared {
+    int32_t b[BN];
+    float pos[BN], neg[BN];
+    int8_t lut[LUT ? YQ_LUT_N : 16];
+
+    /* all threads of the block: the channels from col0 (F of them exist) */
+    CUTLASS_DEVICE void load(const int32_t *bq, const float *ps, const float *ns, const int8_t *tab, int col0, int F,
+                             int tid, int nthreads)
+    {
+        for (int i = tid; i < BN; i += nthreads) {
+            int c = col0 + i;
+            bool ok = c < F;
+            b[i] = ok ? __ldg(bq + c) : 0;
+            pos[i] = ok ? __ldg(ps + c) : 0.0f;
+            neg[i] = ok ? __ldg(ns + c) : 0.0f;
+        }
+        if (LUT)
+            for (int i = tid; i < YQ_LUT_N / 16; i += nthreads)
+                reinterpret_cast<int4 *>(lut)[i] = __ldg(reinterpret_cast<const int4 *>(tab) + i);
+    }
+};
+
+/* The visitor: bias, requantize, residual, one 16-byte store per 16 channels.  RES: a
+ * [shortcut] fused (a template parameter, as LUT: a run-time test in the unrolled epilogue
+ * made nvcc emit it three times over, 8500 instructions against 2800, and the tile 1.7x
+ * slower).  A thread's channels are the same at every step: their parameters are read from
+ * shared memory once, into registers, when they are few (kCols x kElementsPerAccess <= 16). */
+template <class OutIt, int BN, bool LUT, bool RES>
 struct RqVisitor {
     using ThreadMap = typename OutIt::ThreadMap;
     static int const kIterations = OutIt::kIterations;
     static int const kElementsPerAccess = ThreadMap::kElementsPerAccess;
+    static int const kCols = ThreadMap::Iterations::kColumn;
+    static bool const kRegs = kCols * kElementsPerAccess <= 16;
     using ElementAccumulator = int32_t;
     using ElementOutput = int8_t;
     using AccumulatorFragment = cutlass::Array<int32_t, kElementsPerAccess>;
     using OutputVector = cutlass::Array<int8_t, kElementsPerAccess>;
     using Fragment = typename OutIt::Fragment;
+    static_assert(kElementsPerAccess % 4 == 0, "whole int4 / float4 loads");
 
     struct Params {
         typename OutIt::Params out_p, res_p;
@@ -51,30 +87,50 @@ struct RqVisitor {
         const float *pos, *neg;
         const int8_t *lut;
         int F, qmin, qmax;
-        int res_first;
-        float sa, sb, sneg;
+        /* the residual add as yq_add_requant(conv, res, sc, sr, ...): the shortcut's scales
+         * ordered for the conv's side (IEEE addition commutes, so a shortcut whose first
+         * source is the residual gives the same bits with its scales swapped) */
+        float sc, sr, sneg;
         int32_t sqmin, sqmax;
     };
-    struct SharedStorage {};
+    using SharedStorage = RqShared<BN, LUT>;
 
     Params const &p;
+    SharedStorage const &sh;
+    int col0;                     /* the block's first filter */
     OutIt it_d, it_r;
     Fragment frag_d, frag_r;
+    int32_t rb[kRegs ? kCols : 1][kElementsPerAccess];
+    float rp[kRegs ? kCols : 1][kElementsPerAccess], rn[kRegs ? kCols : 1][kElementsPerAccess];
 
-    CUTLASS_DEVICE RqVisitor(Params const &params, SharedStorage &, cutlass::MatrixCoord const &extent, int thread_idx,
-                             int, int, cutlass::MatrixCoord const &tb_offset)
-        : p(params), it_d(params.out_p, params.out, extent, thread_idx, tb_offset),
+    CUTLASS_DEVICE RqVisitor(Params const &params, SharedStorage const &shared, cutlass::MatrixCoord const &extent,
+                             int thread_idx, int, int, cutlass::MatrixCoord const &tb_offset)
+        : p(params), sh(shared), col0(tb_offset.column()), it_d(params.out_p, params.out, extent, thread_idx, tb_offset),
           it_r(params.res_p, const_cast<int8_t *>(params.res), extent, thread_idx, tb_offset)
     {
-        if (!params.res) it_r.clear_mask();
+        if (!RES) it_r.clear_mask();
     }
 
     CUTLASS_DEVICE void set_k_partition(int, int) {}
     CUTLASS_DEVICE void set_batch_index(int) {}
-    CUTLASS_DEVICE void begin_epilogue() {}
+    CUTLASS_DEVICE void begin_epilogue()
+    {
+        if constexpr (kRegs) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int c = 0; c < kCols; c++) {
+                int j0 = it_d.thread_start_column() + c * ThreadMap::Delta::kColumn - col0;
+                CUTLASS_PRAGMA_UNROLL
+                for (int i = 0; i < kElementsPerAccess; i++) {
+                    rb[c][i] = sh.b[j0 + i];
+                    rp[c][i] = sh.pos[j0 + i];
+                    rn[c][i] = sh.neg[j0 + i];
+                }
+            }
+        }
+    }
     CUTLASS_DEVICE void begin_step(int)
     {
-        if (p.res) {
+        if constexpr (RES) {
             frag_r.clear();
             it_r.load(frag_r);
             ++it_r;
@@ -83,10 +139,9 @@ struct RqVisitor {
     CUTLASS_DEVICE void begin_row(int) {}
 
     /* kElementsPerAccess channels from col (a multiple of it, as F is: all of them are
-     * channels or none); the per-channel parameters in 16-byte loads */
+     * channels or none) */
     CUTLASS_DEVICE void visit(int, int, int, int frag_idx, AccumulatorFragment const &acc)
     {
-        static_assert(kElementsPerAccess % 4 == 0, "whole int4 / float4 loads");
         int col = it_d.thread_start_column() + ThreadMap::iteration_offset(frag_idx).column();
         OutputVector &o = reinterpret_cast<OutputVector *>(&frag_d)[frag_idx];
         OutputVector const &r = reinterpret_cast<OutputVector const *>(&frag_r)[frag_idx];
@@ -94,26 +149,33 @@ struct RqVisitor {
             o.clear();
             return;
         }
+        const int32_t *b;
+        const float *sp, *sn;
         int4 bv[kElementsPerAccess / 4];
         float4 pv[kElementsPerAccess / 4], nv[kElementsPerAccess / 4];
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kElementsPerAccess / 4; j++) {
-            bv[j] = __ldg(reinterpret_cast<const int4 *>(p.bq + col) + j);
-            pv[j] = __ldg(reinterpret_cast<const float4 *>(p.pos + col) + j);
-            nv[j] = __ldg(reinterpret_cast<const float4 *>(p.neg + col) + j);
+        if constexpr (kRegs) {
+            int c = frag_idx % kCols;   /* the iteration's column (OutputTileThreadMap's order) */
+            b = rb[c];
+            sp = rp[c];
+            sn = rn[c];
+        } else {
+            CUTLASS_PRAGMA_UNROLL
+            for (int j = 0; j < kElementsPerAccess / 4; j++) {
+                bv[j] = reinterpret_cast<const int4 *>(sh.b + (col - col0))[j];
+                pv[j] = reinterpret_cast<const float4 *>(sh.pos + (col - col0))[j];
+                nv[j] = reinterpret_cast<const float4 *>(sh.neg + (col - col0))[j];
+            }
+            b = reinterpret_cast<const int32_t *>(bv);
+            sp = reinterpret_cast<const float *>(pv);
+            sn = reinterpret_cast<const float *>(nv);
         }
-        const int32_t *b = reinterpret_cast<const int32_t *>(bv);
-        const float *sp = reinterpret_cast<const float *>(pv), *sn = reinterpret_cast<const float *>(nv);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kElementsPerAccess; i++) {
-            /* the table decided at compile time (cuda_conv.cuh: rq_out_t) */
-            int32_t v = LUT ? yq_requant_out(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax, p.lut)
+            /* the table decided at compile time (cuda_conv.cuh: rq_out_t), read from shared
+             * memory: yq_requant_out's entry */
+            int32_t v = LUT ? sh.lut[yq_lut_index(acc[i] + b[i], sp[i], sn[i])]
                             : yq_requant_act(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax);
-            if (p.res) {
-                int rv = r[i];
-                v = p.res_first ? yq_add_requant(rv, v, p.sa, p.sb, p.sneg, p.sqmin, p.sqmax)
-                                : yq_add_requant(v, rv, p.sa, p.sb, p.sneg, p.sqmin, p.sqmax);
-            }
+            if constexpr (RES) v = yq_add_requant(v, r[i], p.sc, p.sr, p.sneg, p.sqmin, p.sqmax);
             o[i] = (int8_t)v;
         }
     }
@@ -129,7 +191,7 @@ struct RqVisitor {
 
 using Layout = cutlass::layout::TensorNHWC;
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int EV = 16, bool LUT = false>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int EV = 16, bool LUT = false, bool RES = false>
 struct Cut {
     /* CUTLASS's kernel, of which the main loop and the epilogue's staging are used; its
      * own output operator only fixes the epilogue's types (EV int8 per access). */
@@ -142,14 +204,17 @@ struct Cut {
     using Mma = typename Base::Mma;
     using Swizzle = typename Base::ThreadblockSwizzle;
     using OutIt = typename Base::Epilogue::OutputTileIterator;
-    using Visitor = RqVisitor<OutIt, LUT>;
+    using Visitor = RqVisitor<OutIt, BN, LUT, RES>;
     using Epi = typename cutlass::epilogue::threadblock::EpilogueWithVisitorFromExistingEpilogue<
         Visitor, typename Base::Epilogue>::Epilogue;
     static int const kThreads = 32 * Mma::WarpCount::kCount;
 
-    union SharedStorage {
-        typename Mma::SharedStorage main_loop;
-        typename Epi::SharedStorage epilogue;
+    struct SharedStorage {
+        union {
+            typename Mma::SharedStorage main_loop;
+            typename Epi::SharedStorage epilogue;
+        } u;
+        typename Visitor::SharedStorage vis;   /* apart: written before the main loop */
     };
 
     struct Params {
@@ -179,14 +244,17 @@ __global__ void __launch_bounds__(C::kThreads) cut_kernel(typename C::Params p)
     typename C::Mma::IteratorB it_b(p.it_b, p.ps, p.b, thread_idx, cutlass::MatrixCoord(0, tb.n() * C::Mma::Shape::kN));
     int warp_idx = cutlass::canonical_warp_idx_sync();
     int lane_idx = threadIdx.x % 32;
-    typename C::Mma mma(ss.main_loop, thread_idx, warp_idx, lane_idx);
+    /* the epilogue's parameters, their loads in flight during the main loop (whose barriers,
+     * and the epilogue's before its first visit, order them before any read) */
+    ss.vis.load(p.vis.bq, p.vis.pos, p.vis.neg, p.vis.lut, tb.n() * C::Mma::Shape::kN, p.vis.F, thread_idx,
+                C::kThreads);
+    typename C::Mma mma(ss.u.main_loop, thread_idx, warp_idx, lane_idx);
     typename C::Mma::FragmentC acc;
     acc.clear();
     mma(p.k_iters, acc, it_a, it_b, acc, p.k_iters_per_channel);
     cutlass::MatrixCoord off(tb.m() * C::Mma::Shape::kM, tb.n() * C::Mma::Shape::kN);
-    typename C::Epi epi(ss.epilogue, thread_idx, warp_idx, lane_idx);
-    typename C::Visitor::SharedStorage vss;
-    typename C::Visitor vis(p.vis, vss, p.extent, thread_idx, warp_idx, lane_idx, off);
+    typename C::Epi epi(ss.u.epilogue, thread_idx, warp_idx, lane_idx);
+    typename C::Visitor vis(p.vis, ss.vis, p.extent, thread_idx, warp_idx, lane_idx, off);
     epi(vis, acc);
 #else
     (void)p;
@@ -253,8 +321,9 @@ struct Runner {
         v.F = a.F;
         v.qmin = a.qmin;
         v.qmax = a.qmax;
-        v.res_first = a.res_first;
-        v.sa = a.ssa; v.sb = a.ssb; v.sneg = a.ssneg; v.sqmin = a.sqmin; v.sqmax = a.sqmax;
+        v.sc = a.res_first ? a.ssb : a.ssa;
+        v.sr = a.res_first ? a.ssa : a.ssb;
+        v.sneg = a.ssneg; v.sqmin = a.sqmin; v.sqmax = a.sqmax;
         dim3 grid = swz.get_grid_shape(p.grid);
         cut_kernel<C><<<grid, C::kThreads, smem(), s>>>(p);
         YQ_CUDA_TRY(cudaGetLastError());
@@ -263,33 +332,35 @@ struct Runner {
 };
 
 /* The instantiations: { BM, BN, BK, WM, WN, STAGES }, in the order of yq_cut_tiles. */
-template <bool L> using T0 = Cut<128, 128, 64, 64, 64, 3, 16, L>;
-template <bool L> using T1 = Cut<128, 128, 128, 64, 64, 3, 16, L>;
-template <bool L> using T2 = Cut<256, 128, 64, 64, 64, 3, 16, L>;
-template <bool L> using T3 = Cut<128, 256, 64, 64, 64, 3, 16, L>;
-template <bool L> using T4 = Cut<64, 64, 64, 32, 32, 6, 8, L>;   /* 8 per access: a 64-wide tile's thread map */
-template <bool L> using T5 = Cut<128, 64, 64, 64, 32, 4, 8, L>;
-template <bool L> using T6 = Cut<128, 32, 64, 64, 32, 4, 8, L>;  /* 32 filters: the 1x1s that halve 64 channels */
+template <bool L, bool R> using T0 = Cut<128, 128, 64, 64, 64, 3, 16, L, R>;
+template <bool L, bool R> using T1 = Cut<128, 128, 128, 64, 64, 3, 16, L, R>;
+template <bool L, bool R> using T2 = Cut<256, 128, 64, 64, 64, 3, 16, L, R>;
+template <bool L, bool R> using T3 = Cut<128, 256, 64, 64, 64, 3, 16, L, R>;
+template <bool L, bool R> using T4 = Cut<64, 64, 64, 32, 32, 6, 8, L, R>;   /* 8 per access: a 64-wide tile's thread map */
+template <bool L, bool R> using T5 = Cut<128, 64, 64, 64, 32, 4, 8, L, R>;
+template <bool L, bool R> using T6 = Cut<128, 32, 64, 64, 32, 4, 8, L, R>;  /* 32 filters: the 1x1s that halve 64 channels */
 
-/* Tile t, with a table activation's epilogue (lut) or without: each its own kernel. */
-template <bool L, class F>
-static auto dispatch_l(int tile, F f) -> decltype(f(Runner<T0<L>>()))
+/* Tile t, with a table activation's epilogue (L) or without, a fused residual (R) or not:
+ * each its own kernel. */
+template <bool L, bool R, class F>
+static auto dispatch_lr(int tile, F f) -> decltype(f(Runner<T0<L, R>>()))
 {
     switch (tile) {
-    case 0: return f(Runner<T0<L>>());
-    case 1: return f(Runner<T1<L>>());
-    case 2: return f(Runner<T2<L>>());
-    case 3: return f(Runner<T3<L>>());
-    case 4: return f(Runner<T4<L>>());
-    case 5: return f(Runner<T5<L>>());
-    default: return f(Runner<T6<L>>());
+    case 0: return f(Runner<T0<L, R>>());
+    case 1: return f(Runner<T1<L, R>>());
+    case 2: return f(Runner<T2<L, R>>());
+    case 3: return f(Runner<T3<L, R>>());
+    case 4: return f(Runner<T4<L, R>>());
+    case 5: return f(Runner<T5<L, R>>());
+    default: return f(Runner<T6<L, R>>());
     }
 }
 
 template <class F>
-static auto dispatch(int tile, bool lut, F f) -> decltype(f(Runner<T0<false>>()))
+static auto dispatch(int tile, bool lut, bool res, F f) -> decltype(f(Runner<T0<false, false>>()))
 {
-    return lut ? dispatch_l<true>(tile, f) : dispatch_l<false>(tile, f);
+    if (lut) return res ? dispatch_lr<true, true>(tile, f) : dispatch_lr<true, false>(tile, f);
+    return res ? dispatch_lr<false, true>(tile, f) : dispatch_lr<false, false>(tile, f);
 }
 
 } // namespace
@@ -307,7 +378,7 @@ const yq_mma_tile yq_cut_tiles[YQ_CUT_TILES] = {
 int yq_cut_built(void)
 {
     cudaFuncAttributes fa;
-    int ok = cudaFuncGetAttributes(&fa, cut_kernel<T4<false>>) == cudaSuccess && fa.binaryVersion >= 80;
+    int ok = cudaFuncGetAttributes(&fa, cut_kernel<T4<false, false>>) == cudaSuccess && fa.binaryVersion >= 80;
     (void)cudaGetLastError();
     return ok;
 }
@@ -318,7 +389,7 @@ int yq_cut_ok(const ConvK &a, int tile)
     /* 16-byte vectors: pixel strides and starts aligned (dense tensors always are) */
     if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
     if (a.res && ((uintptr_t)a.res & 15)) return 0;
-    return dispatch(tile, a.lut != NULL, [&](auto r) { return decltype(r)::can(a); });
+    return dispatch(tile, a.lut != NULL, a.res != NULL, [&](auto r) { return decltype(r)::can(a); });
 }
 
 yq_status yq_cut_prepare(yq_error *err)
@@ -328,8 +399,8 @@ yq_status yq_cut_prepare(yq_error *err)
     YQ_CUDA_TRY(cudaGetDevice(&d));
     if (d < 32 && (done >> d & 1)) return YQ_OK;
     for (int t = 0; t < YQ_CUT_TILES; t++) {
-        for (int lut = 0; lut < 2; lut++) {
-            yq_status st = dispatch(t, lut, [&](auto r) { return decltype(r)::prepare(err); });
+        for (int v = 0; v < 4; v++) {
+            yq_status st = dispatch(t, v & 1, v >> 1, [&](auto r) { return decltype(r)::prepare(err); });
             if (st) return st;
         }
     }
@@ -340,5 +411,5 @@ yq_status yq_cut_prepare(yq_error *err)
 yq_status yq_cut_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
 {
     if (!yq_cut_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "cutlass tile %d cannot run this conv", tile);
-    return dispatch(tile, a.lut != NULL, [&](auto r) { return decltype(r)::launch(a, s, err); });
+    return dispatch(tile, a.lut != NULL, a.res != NULL, [&](auto r) { return decltype(r)::launch(a, s, err); });
 }

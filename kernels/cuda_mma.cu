@@ -97,9 +97,15 @@ struct MmaCfg {
     static_assert(BM * CPR % THREADS == 0 && BN * CPR % THREADS == 0, "loader shape");
 };
 
+/* The epilogue, a template parameter: each run-time test in the unrolled epilogue made
+ * nvcc emit it once more (CUTLASS's family measured 1.7x slower for it). */
+enum { EP_S8 = 0,     /* int8 output */
+       EP_RES = 1,    /* int8 output plus a fused [shortcut]'s residual */
+       EP_WIDE = 2 }; /* int32 partial sums of a K split (ws), or a float output: tested at run time */
+
 /* One output tile.  z = blockIdx.z is the K split (its range by yq_split_range); with
  * ws set the int32 sums go to ws[z][M][F4] and yq_mma_reduce finishes them. */
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool LUT>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool LUT, int EP>
 __global__ void __launch_bounds__(MmaCfg<BM, BN, BK, WM, WN, STAGES>::THREADS)
 conv_mma(ConvK a, int32_t *ws, int n_split)
 {
@@ -215,7 +221,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
     /* a fused shortcut: every residual word this thread will add, loaded up front so
      * that the loads overlap (one at a time, each would stall the epilogue) */
     unsigned rw[C::NI][C::MI];
-    const bool fused = a.res && !ws && !a.fout;
+    constexpr bool fused = EP == EP_RES;
     if (fused) {
 #pragma unroll
         for (int j = 0; j < C::NI; j++)
@@ -230,21 +236,21 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
         const int o = n0 + wn * WN + j * 8 + tq * 2;
         int32_t b0 = 0, b1 = 0;
         float p0 = 0, p1 = 0, q0 = 0, q1 = 0;
-        if (!ws) {
+        if (EP != EP_WIDE || !ws) {
             if (o < a.F) { b0 = a.bq[o]; p0 = a.pos[o]; q0 = a.neg[o]; }
             if (o + 1 < a.F) { b1 = a.bq[o + 1]; p1 = a.pos[o + 1]; q1 = a.neg[o + 1]; }
         }
 #pragma unroll
         for (int i = 0; i < C::MI; i++) {
             const int pr = m0 + wm * WM + i * 16 + gid;
-            if (ws) {
+            if (EP == EP_WIDE && ws) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     int p = pr + h * 8;
                     if (p < a.M && o < a.F4)
                         *(int2 *)(ws + ((long)blockIdx.z * a.M + p) * a.F4 + o) = make_int2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 }
-            } else if (a.fout) {
+            } else if (EP == EP_WIDE) {   /* a.fout */
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     int p = pr + h * 8;
@@ -310,8 +316,13 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, yq_error *err)
 {
     typedef MmaCfg<BM, BN, BK, WM, WN, STAGES> C;
-    /* a table activation's epilogue is its own instantiation (cuda_conv.cuh: rq_out_t) */
-    auto kern = a.lut ? conv_mma<BM, BN, BK, WM, WN, STAGES, true> : conv_mma<BM, BN, BK, WM, WN, STAGES, false>;
+    /* a table activation's epilogue is its own instantiation (cuda_conv.cuh: rq_out_t), as
+     * is a fused residual's; split-K partials and float outputs share one */
+    auto kern = split > 1 || a.fout ? conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_WIDE>
+                : a.res ? (a.lut ? conv_mma<BM, BN, BK, WM, WN, STAGES, true, EP_RES>
+                                 : conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_RES>)
+                        : (a.lut ? conv_mma<BM, BN, BK, WM, WN, STAGES, true, EP_S8>
+                                 : conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_S8>);
     int nout = a.fout ? a.F : a.F4;
     dim3 grid(yq_blocks(a.M, BM), yq_blocks(nout, BN), split);
     kern<<<grid, C::THREADS, C::SMEM, s>>>(a, split > 1 ? ws : NULL, split);
@@ -326,10 +337,13 @@ static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static yq_status prepare(yq_error *err)
 {
-    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     MmaCfg<BM, BN, BK, WM, WN, STAGES>::SMEM));
-    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     MmaCfg<BM, BN, BK, WM, WN, STAGES>::SMEM));
+    const int sm = MmaCfg<BM, BN, BK, WM, WN, STAGES>::SMEM;
+    const cudaFuncAttribute at = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_S8>, at, sm));
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, true, EP_S8>, at, sm));
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_RES>, at, sm));
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, true, EP_RES>, at, sm));
+    YQ_CUDA_TRY(cudaFuncSetAttribute(conv_mma<BM, BN, BK, WM, WN, STAGES, false, EP_WIDE>, at, sm));
     return YQ_OK;
 }
 
