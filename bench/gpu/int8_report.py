@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The table of bench/gpu/int8_gpu.sh: yquant int8 tuned against yquant FP16 per model and
-batch (from the RESULT lines of each bench log), issue 13's targets marked met or not, and
-YOLOv3's batch-32 layer table with % of the int8 mma.sync peak (1300 TOPS measured)."""
+batch (from the RESULT lines of each bench log), PyTorch FP16 (CUDA graph) and cuDNN's int8
+convs from the same run where they were measured, issue 13's targets marked met or not,
+YOLOv3's batch-32 layer table with % of the int8 mma.sync peak (1300 TOPS measured) and its
+1x1 convs' bandwidth, and yolo-fastest-1.1-xl's depthwise convs' bandwidth (4.2 TB/s copy)."""
+import json
 import os
 import re
 import sys
@@ -10,6 +13,77 @@ MODELS = [("yolov3", "YOLOv3-416 (synthetic weights)"), ("yolov4", "YOLOv4-416 (
           ("yolov4-tiny", "YOLOv4-tiny-416 (synthetic weights)"), ("fastest-1.1-xl", "yolo-fastest-1.1-xl (its weights)"),
           ("fastest-1.1", "yolo-fastest-1.1 (its weights)")]
 PEAK = 1300.0
+COPY_GBS = 4200.0   # device-to-device copy bandwidth measured on this H200 (GB/s)
+
+
+def torch_fp16(path):
+    """{batch: best ms} of PyTorch FP16 (the graph replay where it was captured)."""
+    try:
+        d = json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for r in d.get("results", []):
+        if r.get("precision") != "fp16":
+            continue
+        ms = [v for v in (r.get("median_ms"), r.get("graph_median_ms")) if v and v > 0]
+        if ms:
+            out[r["batch"]] = min(ms)
+    return out
+
+
+def cudnn_int8(path):
+    """{batch: ms} of cuDNN's fastest int8 configuration that ran every conv (convs only)."""
+    try:
+        d = json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for c in d.get("configs", []):
+        if c.get("layers_ran", 0) > 0 and c.get("layers_ran") == c.get("layers") and c.get("sum_ms", 0) > 0:
+            b = c["batch"]
+            out[b] = min(out.get(b, 1e30), c["sum_ms"])
+    return out
+
+
+def shape_bytes(shape, batch):
+    """int8 bytes a conv reads and writes: 'CxHxW -> FxOHxOW ...' at this batch."""
+    m = re.match(r"(\d+)x(\d+)x(\d+) -> (\d+)x(\d+)x(\d+)", shape)
+    if not m:
+        return 0
+    c, h, w, f, oh, ow = (int(g) for g in m.groups())
+    return batch * (c * h * w + f * oh * ow)
+
+
+def profile_convs(path):
+    """(header, [(layer, us, tops, shape)]) of the tuned int8 profile of a bench --profile run:
+    every conv from its --json (PATH with .json for .txt) where it exists, else the log's
+    table (its 30 slowest nodes)."""
+    rows, head, on = [], None, False
+    try:
+        d = json.load(open(path[:-4] + ".json"))
+        for r in d.get("results", []):
+            if r.get("precision") == "int8" and r.get("kernels") == "tuned" and r.get("profile"):
+                return ("json", [(e["layer"], e["us"], e.get("tops", 0), e["shape"]) for e in r["profile"]
+                                 if e.get("op") == "conv"])
+    except (OSError, ValueError, KeyError):
+        pass
+    if not os.path.exists(path):
+        return head, rows
+    for line in open(path):
+        if line.startswith("profile:"):
+            on = line.startswith("profile: int8 yquant int8 tuned")
+            if on:
+                head = line.strip()
+            continue
+        if not on:
+            continue
+        m = re.match(r"\s+(\d+)\s+conv\s+([\d.]+)\s+[\d.]+%\s+([\d.]+)\s+(.*\S)", line)
+        if m:
+            rows.append((int(m.group(1)), float(m.group(2)), float(m.group(3)), m.group(4)))
+        if line.startswith("  by op:"):
+            on = False
+    return head, rows
 
 
 def results(path):
@@ -32,17 +106,26 @@ def results(path):
 def main(d):
     print(open(os.path.join(d, "env.txt")).read().strip() if os.path.exists(os.path.join(d, "env.txt")) else "")
     print()
-    print("| model | batch | FP16 ms | int8 tuned ms | int8 img/s | x FP16 (> 1: int8 faster) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    ratios = {}
+    print("| model | batch | yquant FP16 ms | yquant int8 tuned ms | int8 img/s | PyTorch FP16 graph ms | "
+          "cuDNN int8 convs ms | int8 x yquant FP16 | int8 x PyTorch FP16 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ratios, vs_torch = {}, {}
     for key, label in MODELS:
         r = results(os.path.join(d, key + ".txt"))
+        th = torch_fp16(os.path.join(d, key + ".torch.json"))
+        dn = cudnn_int8(os.path.join(d, key + ".cudnn8.json"))
         for b in sorted({k[1] for k in r}):
             f, i = r.get(("fp16", b, "")), r.get(("int8", b, "tuned"))
             if not f or not i:
                 continue
             ratios[(key, b)] = (f, i)
-            print(f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | {f / i:.2f} |")
+            t = th.get(b)
+            if t:
+                vs_torch[(key, b)] = t / i
+            fmt = lambda v: f"{v:.3f}" if v else "-"
+            print(f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | {fmt(t)} | {fmt(dn.get(b))} | {f / i:.2f} | "
+                  f"{t / i:.2f} |" if t else
+                  f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | - | {fmt(dn.get(b))} | {f / i:.2f} | - |")
     print()
     print("Targets (issue 13):")
     for key, label in MODELS:
@@ -53,6 +136,13 @@ def main(d):
         if (key, 1) in ratios:
             f, i = ratios[(key, 1)]
             print(f"- {label}, batch 1: int8 {f / i:.2f}x FP16 (target: never slower): {'met' if i <= f else 'NOT met'}")
+        for b in (8, 32, 128):
+            if (key, b) in vs_torch:
+                x = vs_torch[(key, b)]
+                print(f"- {label}, batch {b}: int8 {x:.2f}x PyTorch FP16 (target 2x): {'met' if x >= 2 else 'NOT met'}")
+        if (key, 1) in vs_torch:
+            x = vs_torch[(key, 1)]
+            print(f"- {label}, batch 1: int8 {x:.2f}x PyTorch FP16 (target: never slower): {'met' if x >= 1 else 'NOT met'}")
     for key, b, ms, what in (("yolov3", 32, 4.5, "at most 4.5 ms"), ("yolov3", 1, 0.70, "at most 0.70 ms"),
                              ("fastest-1.1-xl", 1, 0.40, "at most 0.40 ms")):
         if (key, b) in ratios:
@@ -96,5 +186,25 @@ def main(d):
                   f"{'met' if min(big) >= 0.6 * PEAK else 'NOT met'}")
 
 
+def bandwidth(d):
+    """1x1 convs of YOLOv3 and depthwise convs of yolo-fastest-1.1-xl at batch 32: GB/s."""
+    for key, what, pick in (("yolov3", "1x1 convs", lambda sh: " 1x1/" in sh),
+                            ("fastest-1.1-xl", "depthwise convs", lambda sh: sh.endswith(" dw"))):
+        head, rows = profile_convs(os.path.join(d, key + ".profile.txt"))
+        rows = [r for r in rows if pick(r[3])]
+        if not rows:
+            continue
+        print()
+        print(f"{key}, batch 32, int8 tuned, {what} (each alone; int8 in and out, the weights left out; "
+              f"heads write float: 4 bytes an output, counted as 1 here):")
+        print()
+        print("| layer | shape | us | GB/s | % of 4.2 TB/s |")
+        print("|---:|---|---:|---:|---:|")
+        for layer, us, _, shape in rows:
+            gbs = shape_bytes(shape, 32) / (us * 1e-6) / 1e9
+            print(f"| {layer} | {shape} | {us:.1f} | {gbs:.0f} | {100 * gbs / COPY_GBS:.0f}% |")
+
+
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else ".")
+    bandwidth(sys.argv[1] if len(sys.argv) > 1 else ".")
