@@ -174,8 +174,11 @@ int cmd_inspect(int argc, char **argv)
         fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " (not measured)");
         for (cJSON *r = cJSON_IsArray(acc) ? acc->child : NULL; r; r = r->next) {
             cJSON *nm = cJSON_GetObjectItem(r, "name"), *m = cJSON_GetObjectItem(r, "map"), *m50 = cJSON_GetObjectItem(r, "map50");
+            cJSON *eng = cJSON_GetObjectItem(r, "engine");
             if (!cJSON_IsString(nm) || !cJSON_IsNumber(m) || !cJSON_IsNumber(m50)) continue;
-            fprintf(t, "  %-10s mAP %6.2f  mAP50 %6.2f\n", nm->valuestring, 100 * m->valuedouble, 100 * m50->valuedouble);
+            fprintf(t, "  %-10s mAP %6.2f  mAP50 %6.2f", nm->valuestring, 100 * m->valuedouble, 100 * m50->valuedouble);
+            /* the engine it was measured on (packages before --target: cpu for every row) */
+            fprintf(t, "  on %s\n", cJSON_IsString(eng) ? eng->valuestring : "cpu");
         }
         cJSON_Delete(acc);
     } else

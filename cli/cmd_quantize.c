@@ -25,6 +25,11 @@ static const char *help =
     "first), and writes the int8 deploy package (default: MODELNAME-int8.yqp).\n"
     "  --val DIR         labelled images; follow with --ann COCO.json or --labels DIR\n"
     "  --no-val          skip the accuracy check (the package records none)\n"
+    "  --target T        the engine the package is validated on, as it will run: cuda or cuda:N\n"
+    "                    (the GPU int8 engine: int8 layers bit-exact, float layers as it runs\n"
+    "                    them; default when a GPU is present) or cpu (the int8 reference engine).\n"
+    "                    The table, the package's accuracy and --max-drop's budget are that\n"
+    "                    engine's (FP32 stays the CPU's)\n"
     "  --bootstrap N     resamples for the 95% interval of the drop (default 200, 0: none)\n"
     "  --layers N        rows of the per-layer error report (default 10)\n"
     "  --max-drop P      accuracy-aware: from every layer in int8 (head and first conv too), keep\n"
@@ -39,9 +44,9 @@ static const char *help =
     "                    layer float) or map (the mAP gain on the validation sets: slow)\n"
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
     "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
-    "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): cuda\n"
-    "                    (default when a GPU is present: tuned kernels, CUDA-graph replays), cuda:N\n"
-    "                    or cpu (the int8 reference engine); a GPU that fails falls back to cpu.\n"
+    "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): the\n"
+    "                    target's engine (cuda: tuned kernels, CUDA-graph replays; cpu: the int8\n"
+    "                    reference engine); given, it must name the target's engine.\n"
     "                    On cuda the mAP of each step is measured there too, as the package will\n"
     "                    run: int8 layers bit-exact, float layers on FP16 tensor cores\n"
     "  --tune-log F      --max-drop on cuda: the tuning log reused and extended (default: OUT's\n"
@@ -85,6 +90,42 @@ static int default_vals(valset *v, char bufs[][1024])
 
 typedef struct acc { double s[YQ_COCO_NSTATS]; double ms; yq_det *dets; int n, gpu; } acc;   /* gpu: on the GPU int8 engine */
 
+/* The engine the package is validated on (--target): device -1 the CPU int8 reference,
+ * else that CUDA device; name: the GPU as the runtime names it. */
+typedef struct target { int device; char spec[16], name[160]; } target;
+
+/* --target's value, or the default (the first GPU when there is one); 0, or 2 after the
+ * error line. */
+static int target_pick(target *t, const char *v)
+{
+    int ngpu = yq_cuda_device_count();
+    memset(t, 0, sizeof *t);
+    t->device = ngpu > 0 ? 0 : -1;
+    if (v) {
+        cli_lat p;
+        cli_lat_init(&p);
+        if (cli_lat_device(&p, "quantize: --target", v) < 0) return 2;
+        t->device = p.want ? p.device : -1;
+        if (p.want && ngpu == 0)
+            return cli_usage_error("quantize: --target %s: no CUDA device here (no NVIDIA driver or no GPU); "
+                                   "--target cpu validates on the CPU int8 reference", v);
+        if (p.want && t->device >= ngpu)
+            return cli_usage_error("quantize: --target %s: this machine has %d CUDA device%s", v, ngpu, ngpu == 1 ? "" : "s");
+    }
+    if (t->device < 0) {
+        snprintf(t->spec, sizeof t->spec, "cpu");
+        snprintf(t->name, sizeof t->name, "the CPU int8 reference engine");
+        return 0;
+    }
+    yq_error e;
+    snprintf(t->spec, sizeof t->spec, "cuda:%d", t->device);
+    if (yq_cuda_set_device(t->device, &e) != YQ_OK || yq_cuda_device_name(t->name, sizeof t->name, &e) != YQ_OK) {
+        cli_error(&e);
+        return 2;
+    }
+    return 0;
+}
+
 static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox, const char *label, acc *a, yq_error *err)
 {
     yq_eval_opt eo = yq_eval_defaults();
@@ -101,15 +142,33 @@ static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox
     return st;
 }
 
-static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, const double ci[2][2])
+/* An int8 graph evaluated on the target's engine (the CPU's is evaluate's). */
+static yq_status evaluate_on(const yq_graph *g, const yq_dataset *ds, int letterbox, const target *t, const char *label,
+                             acc *a, yq_error *err)
+{
+    if (t->device < 0) return evaluate(g, ds, letterbox, label, a, err);
+    cli_bar bar;
+    cli_progress_start(&bar, label);
+    cli_timed_eval r;
+    yq_status st = cli_eval_timed_on(g, ds, letterbox, t->device, cli_progress, &bar, &r, err);
+    if (st != YQ_OK) return st;
+    memcpy(a->s, r.s, sizeof a->s);
+    a->ms = r.ms_wall;
+    a->dets = r.dets;
+    a->n = r.n;
+    a->gpu = r.gpu;
+    return YQ_OK;
+}
+
+static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, const double ci[2][2], const target *t)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "name", name);
     cJSON_AddNumberToObject(r, "map", a->s[YQ_COCO_AP]);
     cJSON_AddNumberToObject(r, "map50", a->s[YQ_COCO_AP50]);
-    if (a->gpu) {   /* --max-drop with the GPU's latency: evaluated on the engine it measured */
-        char eng[64];
-        snprintf(eng, sizeof eng, "cuda int8, float layers %s", yq_cuda_float_precision());
+    if (a->gpu) {   /* evaluated on the GPU int8 engine (--target cuda) */
+        char eng[256];
+        snprintf(eng, sizeof eng, "%s int8 (%s), float layers %s", t->spec, t->name, yq_cuda_float_precision());
         cJSON_AddStringToObject(r, "engine", eng);
         cJSON_AddNumberToObject(r, "ms_per_image", a->ms);
     } else {
@@ -154,7 +213,7 @@ int cmd_quantize(int argc, char **argv)
     valset vals[16];
     char defbufs[6][1024];
     int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
-    const char *out = NULL, *json = NULL, *rank = "tensor";
+    const char *out = NULL, *json = NULL, *rank = "tensor", *target_arg = NULL;
     double max_drop = -1;
     int max_float = 0, no_tune = 0;
     cli_lat lat;
@@ -186,6 +245,7 @@ int cmd_quantize(int argc, char **argv)
         } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
         else if (!strcmp(a, "--max-float") && has) max_float = atoi(argv[++i]);
         else if (!strcmp(a, "--no-tune")) no_tune = 1;
+        else if (!strcmp(a, "--target") && has) target_arg = argv[++i];
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
@@ -209,6 +269,15 @@ int cmd_quantize(int argc, char **argv)
         if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map") && strcmp(rank, "tensor"))
             return cli_usage_error("quantize: --rank head, sqnr, map or tensor");
     }
+    /* the engine the accuracy is measured on, and --max-drop's with it */
+    target tgt;
+    if (target_pick(&tgt, target_arg)) return 2;
+    if (lat.want < 0) {
+        lat.want = tgt.device >= 0;
+        lat.device = tgt.device >= 0 ? tgt.device : 0;
+    } else if (max_drop >= 0 && (lat.want != (tgt.device >= 0) || (lat.want && lat.device != tgt.device)))
+        return cli_usage_error("quantize: --lat-device names another engine than --target %s: --max-drop judges its budget "
+                               "on the target's engine", tgt.spec);
 
     yq_error err;
     yq_graph *g = NULL;
@@ -283,12 +352,12 @@ int cmd_quantize(int argc, char **argv)
         all.qc.head_float = all.qc.first_float = all.qc.keep_float = 0;
         for (int i = 0; i < all.qc.n_layers; i++) all.qc.layer[i].skip = -1;
         if (cli_quantize_graph(&all, g, cs, letterbox, &err) != YQ_OK) goto fail;
-        if (evaluate(g, ds, letterbox, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
+        if (evaluate_on(g, ds, letterbox, &tgt, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
         have_all8 = 1;
         yq_unquantize_graph(g);
     }
     if (cli_quantize_graph(&qo, g, cs, letterbox, &err) != YQ_OK) goto fail;
-    if (ds && !have_q8 && evaluate(g, ds, letterbox, "int8", &q8, &err) != YQ_OK) goto fail;
+    if (ds && !have_q8 && evaluate_on(g, ds, letterbox, &tgt, "int8", &q8, &err) != YQ_OK) goto fail;
     if (ds && boots > 0) {
         fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
         if (yq_bootstrap_drop(ds, fp.dets, fp.n, q8.dets, q8.n, boots, 1, ci, &err) != YQ_OK) goto fail;
@@ -315,20 +384,21 @@ int cmd_quantize(int argc, char **argv)
     printf("%s\n", n_float ? "" : " none");
     if (ds) {
         if (q8.gpu || all8.gpu)
-            printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the GPU int8 engine, float layers %s):\n",
-                   ds->n_images, letterbox ? "letterbox" : "plain resize", yq_cuda_float_precision());
+            printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the target, %s, %s: int8 layers as the "
+                   "CPU reference, float layers %s):\n", ds->n_images, letterbox ? "letterbox" : "plain resize", tgt.spec,
+                   tgt.name, yq_cuda_float_precision());
         else
-            printf("\naccuracy on %d images (COCO, %s; CPU engines: FP32 OpenBLAS, int8 reference with the package's "
-                   "float layers as every engine runs them, fp16w: FP16 weights):\n", ds->n_images,
+            printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 reference with the "
+                   "package's float layers as every engine runs them, fp16w: FP16 weights):\n", ds->n_images,
                    letterbox ? "letterbox" : "plain resize");
         printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
                boots ? "95% CI of the drops (paired)" : "", "ms/img");
         print_row("FP32", &fp, NULL, NULL);
         print_row(keeps_float ? "int8 (package)" : "int8 (package, all int8)", &q8, &fp, boots ? ci : NULL);
         if (have_all8) print_row("int8, every layer int8", &all8, &fp, boots ? ci_all : NULL);
-        add_row(rows, "fp32", &fp, NULL, NULL);
-        add_row(rows, "int8", &q8, &fp, boots ? ci : NULL);
-        if (have_all8) add_row(rows, "int8_all", &all8, &fp, boots ? ci_all : NULL);
+        add_row(rows, "fp32", &fp, NULL, NULL, &tgt);
+        add_row(rows, "int8", &q8, &fp, boots ? ci : NULL, &tgt);
+        if (have_all8) add_row(rows, "int8_all", &all8, &fp, boots ? ci_all : NULL, &tgt);
         cJSON_AddNumberToObject(root, "images", ds->n_images);
     }
     printf("\n");
@@ -350,6 +420,8 @@ int cmd_quantize(int argc, char **argv)
     /* The package. */
     qtext = yq_qconfig_text(&qo.qc);
     if (!qtext) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    cJSON_AddStringToObject(root, "target", tgt.spec);
+    cJSON_AddStringToObject(root, "target_engine", tgt.name);
     cJSON_AddStringToObject(root, "model", g->cfg_path);
     cJSON_AddStringToObject(root, "package", out);
     cJSON_AddStringToObject(root, "qconfig", qtext);
@@ -362,12 +434,14 @@ int cmd_quantize(int argc, char **argv)
     struct stat sb;
     printf("wrote %s (%.1f KB)\n", out, stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);
     if (!no_tune && yq_cuda_device_count() > 0) {
-        /* a GPU here: its kernels chosen per layer now, stored in the package (yquant tune) */
-        char batches[] = "1,32", opt[] = "--batch";
-        char *targv[] = { (char *)out, opt, batches, NULL };
-        printf("tuning the int8 kernels on this GPU: yquant tune %s --batch 1,32 (--no-tune skips it)\n", out);
+        /* a GPU here: its kernels chosen per layer now, stored in the package (yquant tune),
+         * on the target's GPU (the first one for a cpu target) */
+        char batches[] = "1,32", opt[] = "--batch", dopt[] = "--device", dev[16];
+        snprintf(dev, sizeof dev, "cuda:%d", tgt.device >= 0 ? tgt.device : 0);
+        char *targv[] = { (char *)out, opt, batches, dopt, dev, NULL };
+        printf("tuning the int8 kernels on this GPU: yquant tune %s --batch 1,32 --device %s (--no-tune skips it)\n", out, dev);
         fflush(stdout);
-        if (cmd_tune(3, targv) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);
+        if (cmd_tune(5, targv) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);
     }
     rc = met ? 0 : 3;
     if (json && cli_write_json(json, root)) rc = 1;

@@ -628,6 +628,59 @@ def check_max_drop(d):
     report("FAIL" if why else "PASS", name, "; ".join(why))
 
 
+def has_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def check_target(d):
+    """quantize --target: the accuracy is the named engine's, in the table, the JSON, the package
+    (inspect shows it); a target that is not here is refused before any work, nothing written."""
+    base = ["quantize"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"], "--bootstrap", "0",
+                                       "--layers", "0", "--no-tune"]
+    name = "quantize_target_cpu_named"
+    pkg, js = os.path.join(d["tmp"], "tcpu.yqp"), os.path.join(d["tmp"], "tcpu.json")
+    rc, so, se, _ = run(base + ["--target", "cpu", "-o", pkg, "--json", js])
+    why = []
+    if rc != 0:
+        why.append("rc %d: %s" % (rc, se[-300:]))
+    else:
+        j = json.load(open(js))
+        if j.get("target") != "cpu" or "CPU" not in j.get("target_engine", ""):
+            why.append("target %r / %r" % (j.get("target"), j.get("target_engine")))
+        eng = {r["name"]: r.get("engine") for r in j.get("rows", [])}
+        if eng.get("int8") != "cpu":
+            why.append("int8 row engine %r" % eng.get("int8"))
+        if "target cpu" not in so:
+            why.append("the table does not name the target: %r" % so[-300:])
+        rc2, so2, se2, _ = run(["inspect", pkg])
+        m = re.search(r"^  int8 +mAP +([0-9.]+) +mAP50 +([0-9.]+) +on (\S+)", so2, re.M)
+        if rc2 != 0 or not m or m.group(3) != "cpu":
+            why.append("inspect: rc %d, int8 row %r" % (rc2, m.group(0) if m else None))
+        elif abs(float(m.group(1)) - 100 * next(r["map"] for r in j["rows"] if r["name"] == "int8")) > 0.006:
+            why.append("inspect's int8 mAP %s is not the JSON's" % m.group(1))
+    report("FAIL" if why else "PASS", name, "; ".join(why))
+
+    name = "quantize_target_refused"
+    why = []
+    cases = [(["--target", "bogus"], "--target bogus: expected cpu, cuda or cuda:N"), (["--target", "cuda:64"], "--target")]
+    if not has_gpu():
+        cases.append((["--target", "cuda"], "no CUDA device"))
+    for extra, what in cases:
+        out = os.path.join(d["tmp"], "tref.yqp")
+        rc, so, se, dt = run(base + extra + ["-o", out])
+        if rc != 2 or what not in se or os.path.exists(out) or dt > 20:
+            why.append("%s: rc %d in %.1f s, %r%s" % (" ".join(extra), rc, dt, se[-200:],
+                                                     ", wrote the package" if os.path.exists(out) else ""))
+    # --max-drop judges its budget on the target's engine: another --lat-device is refused
+    rc, so, se, _ = run(base + ["--target", "cpu", "--lat-device", "cuda", "--max-drop", "1"])
+    if rc != 2 or "--lat-device" not in se:
+        why.append("--target cpu --lat-device cuda --max-drop: rc %d %r" % (rc, se[-200:]))
+    report("FAIL" if why else "PASS", name, "; ".join(why))
+
+
 def main():
     if not os.access(YQ, os.X_OK):
         print("FAIL sweep_binary: %s not built (make build/yquant)" % YQ)
@@ -637,7 +690,7 @@ def main():
     missing = [p for p in need if not os.path.isdir(p)]
     if missing:
         for n in ("sweep_ci_16_points", "sweep_resume", "sweep_device_cuda_labels_cpu_without_gpu", "sweep_report_chromium",
-                  "sensitivity_layers_2", "quantize_max_drop"):
+                  "sensitivity_layers_2", "quantize_max_drop", "quantize_target"):
             report("SKIP", n, "%s not found (set YQ_DATA)" % missing[0])
         return 0
     with tempfile.TemporaryDirectory(prefix="yq_sweep_test.") as tmp:
@@ -651,6 +704,7 @@ def main():
         check_chromium(d, out)
         check_sensitivity(d)
         check_max_drop(d)
+        check_target(d)
         print("# sweep_test: %.1f s in all" % (time.time() - t0))
     return 1 if any(s == "FAIL" for s, _, _ in results) else 0
 
