@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/sweep_grid.h"
 #include "datasets/chart.h"
 #include "datasets/labels.h"
 #include "quant/rewrite.h"
@@ -63,271 +64,6 @@ static const char *help =
     "                    starts empty\n"
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
     "The chosen point is the best mAP on the Pareto front (mAP up, latency down).\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* ---- the timed evaluation shared by sweep, sensitivity and --max-drop ---- */
-
-#define MAX_HEADS 16
-
-yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
-                         cli_timed_eval *r, yq_error *err)
-{
-    return cli_eval_timed_on(g, ds, letterbox, -1, progress, pctx, r, err);
-}
-
-yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
-                            void *pctx, cli_timed_eval *r, yq_error *err)
-{
-    memset(r, 0, sizeof *r);
-    yq_eval_opt eo = yq_eval_defaults();
-    int heads[MAX_HEADS], nh = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
-            if (nh == MAX_HEADS) return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS);
-            heads[nh++] = i;
-        }
-    if (!nh) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path);
-    /* the GPU int8 engine: the CPU reference's bytes for every int8 layer (float layers
-     * on FP16 tensor cores, YQ_GPU_FLOAT=fp32: FP32); the heads come back to the host for the same post-processing */
-    yq_plan *p = NULL;
-    yq_cuda_plan *gp = NULL;
-    float *gin = NULL, *gh[MAX_HEADS] = { 0 };
-    yq_status st;
-    if (device >= 0 && g->q) {
-        r->gpu = 1;
-        st = yq_cuda_plan_new(g, 1, device, &gp, err);
-        if (st == YQ_OK && !(gin = malloc(sizeof *gin * (size_t)yq_shape_size(g->nodes[0].out))))
-            st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-        for (int h = 0; h < nh && st == YQ_OK; h++)
-            if (!(gh[h] = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[heads[h]].out))))
-                st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    } else {
-        st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &p, err);
-    }
-    int cap = 1024, n = 0, bad = 0, timed = 0;
-    yq_det *dets = malloc(sizeof *dets * (size_t)cap);
-    yq_detection *one = malloc(sizeof *one * (size_t)eo.post.max_dets);
-    double *ms = malloc(sizeof *ms * (size_t)(ds->n_images ? ds->n_images : 1)), wall = 0;
-    if (st == YQ_OK && (!dets || !one || !ms)) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < ds->n_images && st == YQ_OK; i++) {
-        char path[2048];
-        yq_image im;
-        yq_error e2;
-        double t0 = now_s();
-        if ((st = yq_dataset_image_path(ds, i, path, sizeof path, err)) != YQ_OK) break;
-        if (yq_image_load(path, &im, &e2) != YQ_OK) {
-            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
-            bad++;
-            if (progress) progress(pctx, i + 1, ds->n_images);
-            continue;
-        }
-        st = yq_preprocess(g, &im, letterbox, gp ? gin : yq_plan_input(p), err);
-        double t1 = now_s();
-        if (st == YQ_OK && gp) {
-            st = yq_cuda_run(gp, gin, err);
-            for (int h = 0; h < nh && st == YQ_OK; h++) st = yq_cuda_download(gp, heads[h], gh[h], err);
-        } else if (st == YQ_OK) {
-            st = g->q ? yq_exec_int8(p, NULL, NULL, NULL, err) : yq_exec_fp32(p, NULL, NULL, NULL, err);
-        }
-        double t2 = now_s();
-        int k = 0;
-        if (st == YQ_OK) {
-            const float *hp[MAX_HEADS];
-            for (int h = 0; h < nh; h++) hp[h] = gp ? gh[h] : yq_plan_tensor(p, heads[h]);
-            k = yq_postprocess(g, hp, 0, im.w, im.h, letterbox, &eo.post, one, eo.post.max_dets);
-            if (k < 0) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
-        }
-        yq_image_free(&im);
-        if (st != YQ_OK) break;
-        ms[timed++] = 1e3 * (t2 - t1);
-        wall += now_s() - t0;
-        if (n + k > cap) {
-            while (n + k > cap) cap *= 2;
-            yq_det *nd = realloc(dets, sizeof *nd * (size_t)cap);
-            if (!nd) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); break; }
-            dets = nd;
-        }
-        for (int j = 0; j < k; j++) {
-            int cat = yq_coco_category_id(one[j].cls);
-            dets[n++] = (yq_det){ ds->images[i].id, cat > 0 ? cat : one[j].cls,
-                                  { one[j].x, one[j].y, one[j].w, one[j].h }, one[j].score };
-        }
-        if (progress) progress(pctx, i + 1, ds->n_images);
-    }
-    if (st == YQ_OK && !timed) st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
-    if (st == YQ_OK) st = yq_coco_eval(ds, dets, n, r->s, NULL, NULL, err);
-    if (st == YQ_OK) {
-        double sum = 0;
-        for (int i = 0; i < timed; i++) sum += ms[i];
-        qsort(ms, (size_t)timed, sizeof *ms, cmp_double);
-        r->ms_median = timed % 2 ? ms[timed / 2] : 0.5 * (ms[timed / 2 - 1] + ms[timed / 2]);
-        r->ms_mean = sum / timed;
-        r->ms_wall = 1e3 * wall / timed;
-        r->dets = dets;
-        r->n = n;
-        r->images = timed;
-        dets = NULL;
-    }
-    if (bad && st == YQ_OK) fprintf(stderr, "warning: %d of %d images could not be read and were skipped\n", bad, ds->n_images);
-    free(dets);
-    free(one);
-    free(ms);
-    yq_plan_free(p);
-    yq_cuda_plan_free(gp);
-    free(gin);
-    for (int h = 0; h < nh; h++) free(gh[h]);
-    return st;
-}
-
-double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e)
-{
-    double sig = 0, noise = 0;
-    for (int i = 1; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
-            int s = g->nodes[i].src[0];
-            sig += e[s].sig;
-            noise += e[s].noise;
-        }
-    if (!(noise > 0)) return 200;
-    return 10 * log10(sig / noise);
-}
-
-/* ---- the grid ---- */
-
-#define GRID_KEYS 16
-#define GRID_VALS 64
-#define GRID_POINTS 4096
-
-typedef struct grid {
-    int n;
-    struct { char *key; int n; char *val[GRID_VALS]; } k[GRID_KEYS];
-    char *buf;
-    int points;
-} grid;
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\n') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) *--e = 0;
-    return s;
-}
-
-/* Parses "key=v1,v2; key=..." and tries every value on a scratch qconfig, so a typo
- * fails before any work. */
-static yq_status grid_parse(grid *G, const char *text, yq_error *err)
-{
-    memset(G, 0, sizeof *G);
-    G->points = 1;
-    G->buf = strdup(text ? text : "");
-    yq_qconfig *scratch = malloc(sizeof *scratch);
-    if (!G->buf || !scratch) { free(scratch); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
-    yq_status st = YQ_OK;
-    char *save = NULL;
-    for (char *part = strtok_r(G->buf, ";", &save); part && st == YQ_OK; part = strtok_r(NULL, ";", &save)) {
-        part = trim(part);
-        if (!*part) continue;
-        char *eq = strchr(part, '=');
-        if (!eq) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: '%s': expected key=v1,v2,...", part); break; }
-        *eq = 0;
-        char *key = trim(part), *vals = eq + 1;
-        if (!*key) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: a value list without a key"); break; }
-        for (int j = 0; j < G->n; j++)
-            if (!strcmp(G->k[j].key, key)) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: key '%s' given twice", key);
-        if (st != YQ_OK) break;
-        if (G->n == GRID_KEYS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: at most %d keys", GRID_KEYS); break; }
-        int j = G->n++;
-        G->k[j].key = key;
-        char sep = strchr(vals, '|') ? '|' : ',';
-        for (char *v = vals;;) {
-            char *e = strchr(v, sep);
-            if (e) *e = 0;
-            if (G->k[j].n == GRID_VALS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: %s: at most %d values", key, GRID_VALS); break; }
-            char *tv = trim(v);
-            G->k[j].val[G->k[j].n++] = tv;
-            char origin[96];
-            snprintf(origin, sizeof origin, "--grid %.80s", key);
-            yq_qconfig_defaults(scratch);
-            if ((st = yq_qconfig_set(scratch, key, tv, origin, err)) != YQ_OK) break;
-            if (!e) break;
-            v = e + 1;
-        }
-        if (st == YQ_OK) {
-            G->points *= G->k[j].n;
-            if (G->points > GRID_POINTS) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: more than %d points", GRID_POINTS);
-        }
-    }
-    free(scratch);
-    return st;
-}
-
-/* The qconfig of point p: base, then the grid's values in the order the keys came. */
-static yq_status grid_point(const grid *G, int p, const yq_qconfig *base, yq_qconfig *qc, int *idx, yq_error *err)
-{
-    *qc = *base;
-    int rest = p;
-    for (int j = G->n - 1; j >= 0; j--) {        /* the first key varies slowest */
-        idx[j] = (int)(rest % G->k[j].n);
-        rest /= G->k[j].n;
-    }
-    for (int j = 0; j < G->n; j++) {
-        yq_status st = yq_qconfig_set(qc, G->k[j].key, G->k[j].val[idx[j]], "--grid", err);
-        if (st != YQ_OK) return st;
-    }
-    return YQ_OK;
-}
-
-/* A short token for one grid value, for chart labels: "8b", "p99.99", "pc", "hf". */
-static void short_value(const char *key, const char *v, char *buf, size_t cap)
-{
-    if (!strcmp(key, "bits")) snprintf(buf, cap, "%sb", v);
-    else if (!strcmp(key, "calib")) snprintf(buf, cap, "%s", !strncmp(v, "percentile:", 11) ? "" : v);
-    else if (!strcmp(key, "weights")) snprintf(buf, cap, "%s", !strcmp(v, "per_channel") ? "pc" : !strcmp(v, "per_tensor") ? "pt" : v);
-    else if (!strcmp(key, "head") || !strcmp(key, "first"))
-        snprintf(buf, cap, "%c%s", key[0], !strcmp(v, "float") ? "f" : !strcmp(v, "int8") ? "8" : v);
-    else if (!strcmp(key, "equalize"))
-        snprintf(buf, cap, "%s", !strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "true") ? "eq" : "noeq");
-    else if (!strcmp(key, "bias_correction"))
-        snprintf(buf, cap, "bc%s", !strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false") ? "0" : !strcmp(v, "data") ? "d" : "w");
-    else if (!strcmp(key, "weight_scale")) snprintf(buf, cap, "ws%s", v);
-    else if (!strcmp(key, "rounding")) snprintf(buf, cap, "r%s", !strcmp(v, "even") ? "e" : "n");
-    else if (!strcmp(key, "keep_float")) snprintf(buf, cap, "kf%s", v);
-    else if (!strcmp(key, "skip_layers")) {
-        snprintf(buf, cap, "%s%s", *v ? "skip" : "noskip", v);
-        for (char *s = buf; *s; s++) if (*s == ',') *s = '+';
-    } else if (!strncmp(key, "layer.", 6)) {
-        const char *dot = strchr(key + 6, '.');
-        char inner[48];
-        short_value(dot ? dot + 1 : "", v, inner, sizeof inner);
-        snprintf(buf, cap, "L%.*s:%s", dot ? (int)(dot - key - 6) : 0, key + 6, inner);
-    } else snprintf(buf, cap, "%s=%s", key, v);
-    if (!strcmp(key, "calib") && !strncmp(v, "percentile:", 11)) snprintf(buf, cap, "p%s", v + 11);
-}
-
-static void point_name(const grid *G, const int *idx, char *buf, size_t cap)
-{
-    size_t n = 0;
-    buf[0] = 0;
-    for (int j = 0; j < G->n && n < cap; j++) {
-        if (G->k[j].n < 2) continue;
-        char t[96];
-        short_value(G->k[j].key, G->k[j].val[idx[j]], t, sizeof t);
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "-" : "", t);
-    }
-    if (!buf[0]) snprintf(buf, cap, "int8");
-}
 
 /* ---- points ---- */
 
@@ -845,7 +581,7 @@ int cmd_sweep(int argc, char **argv)
     char outbuf[1024], path[1100], png[1100];
     rc = 1;
     X.fp.dets = NULL;
-    if (grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
+    if (sweep_grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
     if (cli_load_model(&mo, &spare, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
     yq_graph *g0 = spare;     /* borrowed from then on: a graph state takes it over */
     if (letterbox < 0) letterbox = g0->letter_box;
@@ -879,9 +615,9 @@ int cmd_sweep(int argc, char **argv)
     if (!pts) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     /* Every point's qconfig must fit the model before anything runs. */
     for (int p = 0; p < G.points; p++) {
-        if (grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
+        if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
             goto fail;
-        point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
+        sweep_point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
     }
     fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
             letterbox ? "letterbox" : "plain resize", lat.label,
@@ -909,7 +645,7 @@ int cmd_sweep(int argc, char **argv)
         point *pt = &pts[p];
         sweep_bar sb = { &bar, p, G.points };
         *pq = *qo;
-        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
+        if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
         char *asked = qconfig_line(&pq->qc);
         if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
         if (saved && point_load(saved, asked, pt)) {
@@ -1008,7 +744,7 @@ int cmd_sweep(int argc, char **argv)
     if (X.chosen >= 0) {
         int idx[GRID_KEYS];
         *pq = *qo;
-        if (grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
+        if (sweep_grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
         if (state_ready(s, &spare, &mo, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;

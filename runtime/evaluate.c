@@ -14,6 +14,24 @@ yq_eval_opt yq_eval_defaults(void)
     return o;
 }
 
+yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int image_id, const yq_detection *one, int k, yq_error *err)
+{
+    if (*n + k > *cap) {
+        int c = *cap > 0 ? *cap : 1024;
+        while (*n + k > c) c *= 2;
+        yq_det *nd = realloc(*dets, sizeof *nd * (size_t)c);
+        if (!nd) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        *dets = nd;
+        *cap = c;
+    }
+    for (int j = 0; j < k; j++) {
+        int cat = yq_coco_category_id(one[j].cls);
+        (*dets)[(*n)++] = (yq_det){ image_id, cat > 0 ? cat : one[j].cls, { one[j].x, one[j].y, one[j].w, one[j].h },
+                                    one[j].score };
+    }
+    return YQ_OK;
+}
+
 yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *o,
                          yq_det **dets_out, int *n_out, int *skipped, yq_error *err)
 {
@@ -39,17 +57,7 @@ yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_
         st = yq_detector_run(d, &im, o->letterbox, &o->post, one, o->post.max_dets, &k, err);
         yq_image_free(&im);
         if (st != YQ_OK) break;
-        if (n + k > cap) {
-            while (n + k > cap) cap *= 2;
-            yq_det *nd = realloc(dets, sizeof *nd * (size_t)cap);
-            if (!nd) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); break; }
-            dets = nd;
-        }
-        for (int j = 0; j < k; j++) {
-            int cat = yq_coco_category_id(one[j].cls);
-            dets[n++] = (yq_det){ ds->images[i].id, cat > 0 ? cat : one[j].cls,
-                                  { one[j].x, one[j].y, one[j].w, one[j].h }, one[j].score };
-        }
+        if ((st = yq_dets_append(&dets, &n, &cap, ds->images[i].id, one, k, err)) != YQ_OK) break;
         if (o->progress) o->progress(o->progress_ctx, i + 1, ds->n_images);
     }
     if (st == YQ_OK && bad == ds->n_images)
