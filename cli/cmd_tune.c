@@ -195,13 +195,9 @@ int cmd_tune(int argc, char **argv)
     }
     yq_error err;
     int dev = 0;
-    if (!strncmp(device, "cuda:", 5)) {
-        long v;
-        if (parse_int(device + 5, 0, 1023, &v)) return cli_usage_error("--device %s: expected cuda or cuda:N", device);
-        dev = (int)v;
-    } else if (strcmp(device, "cuda")) {
-        return cli_usage_error("--device %s: tuning measures kernels on a GPU (cuda or cuda:N)", device);
-    }
+    if (yq_device_parse(device, &dev, &err) != YQ_OK)
+        return cli_usage_error("--device %s: expected cuda or cuda:N", device);
+    if (dev < 0) return cli_usage_error("--device %s: tuning measures kernels on a GPU (cuda or cuda:N)", device);
 
     /* The model first: a missing or broken file is the error to report, GPU or not. */
     yq_graph *g = NULL;

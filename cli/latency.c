@@ -27,21 +27,15 @@ void cli_lat_init(cli_lat *l)
 
 int cli_lat_device(cli_lat *l, const char *opt, const char *v)
 {
-    if (!strcmp(v, "cpu")) l->want = 0, l->device = 0;
-    else if (!strcmp(v, "cuda") || !strcmp(v, "gpu")) l->want = 1, l->device = 0;
-    else if (!strncmp(v, "cuda:", 5) && v[5]) {
-        char *end;
-        long d = strtol(v + 5, &end, 10);
-        if (*end || d < 0 || d > 63) {
-            cli_usage_error("%s %s: expected cpu, cuda or cuda:N", opt, v);
-            return -1;
-        }
-        l->want = 1;
-        l->device = (int)d;
-    } else {
+    yq_error e;
+    int d;
+    if (!strcmp(v, "gpu")) v = "cuda";
+    if (yq_device_parse(v, &d, &e) != YQ_OK) {   /* the library's parser: one set of bounds */
         cli_usage_error("%s %s: expected cpu, cuda or cuda:N", opt, v);
         return -1;
     }
+    l->want = d >= 0;
+    l->device = d < 0 ? 0 : d;
     return 1;
 }
 

@@ -21,20 +21,14 @@ void cli_quant_init(cli_quant_opt *q)
     yq_qconfig_defaults(&q->qc);
 }
 
-/* --calib-device: 0 cpu, 1 cuda (*dev the index), -1 not a device. */
+/* --calib-device: 0 cpu, 1 cuda (*dev the index), -1 not a device (yq_device_parse's). */
 static int calib_device_parse(const char *v, int *dev)
 {
-    if (dev) *dev = 0;
-    if (!strcmp(v, "cpu")) return 0;
-    if (!strcmp(v, "cuda")) return 1;
-    if (!strncmp(v, "cuda:", 5) && v[5]) {
-        char *end;
-        long d = strtol(v + 5, &end, 10);
-        if (*end || d < 0 || d > 1024) return -1;
-        if (dev) *dev = (int)d;
-        return 1;
-    }
-    return -1;
+    yq_error e;
+    int d;
+    if (yq_device_parse(v, &d, &e) != YQ_OK) return -1;
+    if (dev) *dev = d < 0 ? 0 : d;
+    return d >= 0;
 }
 
 int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)

@@ -90,6 +90,10 @@ typedef struct yq_session_opt {
 
 yq_session_opt yq_session_defaults(void);
 
+/* A device string: "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N (N < 1024); YQ_ERR_INVALID_ARG
+ * for anything else.  The one parser of every device option. */
+yq_status yq_device_parse(const char *device, int *index, yq_error *err);
+
 /* device: "cpu", "cuda" (= "cuda:0") or "cuda:N".  On cuda the session plans once
  * (activations in one device allocation, buffers for max_batch images) and runs
  * the whole forward, decode and NMS on the GPU; only the final detections come

@@ -23,9 +23,6 @@ const yq_package_info *yq_model_info(const yq_model *m);    /* NULL unless opene
 /* Convs of a cuda session that run a package's tuned kernel choice (0 on cpu). */
 int yq_session_tuned_convs(const yq_session *s);
 
-/* "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N; YQ_ERR_INVALID_ARG for anything else. */
-yq_status yq_device_parse(const char *device, int *index, yq_error *err);
-
 /* The sm a package's /tuning record names ("sm": "sm_90", "sm": 90, "arch": "sm_86",
  * "compute_capability": "8.6"), as major*10+minor; 0 when it names none. */
 int yq_tuning_sm(const char *tuning_json);

@@ -257,6 +257,24 @@ def check_usage():
             report("PASS", name)
 
 
+def check_device_strings():
+    """Every device option goes through the one parser (yq_device_parse): the same values are
+    refused with one usage line (exit 2) before any work, whichever command reads them."""
+    cfg = "tests/fixtures/tiny.cfg"
+    why = []
+    for bad in ("cuda:1024", "cuda:-1", "cuda:1x", "CPU", "cuda:"):
+        for args in (["bench", cfg, "--device", bad], ["tune", cfg, "--device", bad],
+                     ["quantize", cfg, "--calib", "tests/fixtures", "--calib-device", bad, "--no-val"],
+                     ["quantize", cfg, "--calib", "tests/fixtures", "--target", bad, "--no-val"],
+                     ["sweep", cfg, "--calib", "tests/fixtures", "--val", "tests/fixtures", "--labels", "tests/fixtures",
+                      "--grid", "bits=8", "--device", bad]):
+            rc, out, err = run(args, timeout=60)
+            lines = err.strip().splitlines()
+            if rc != 2 or len(lines) != 1 or bad not in lines[0]:
+                why.append("%s: exit %d, %r" % (" ".join(args[:1] + args[-2:]), rc, err[-160:]))
+    report("FAIL" if why else "PASS", "device_strings_one_parser", "; ".join(why[:4]))
+
+
 def check_tune():
     """`yquant tune`: its help, and one clear line (exit 1; 2 for usage) for a missing or
     damaged package, a bad tuning log, and no GPU; with a GPU, a tiny model tunes."""
@@ -421,6 +439,7 @@ def main():
     check_yolov3()
     check_tables()
     check_usage()
+    check_device_strings()
     check_tune()
     check_hardening()
     for status, name, why in results:
