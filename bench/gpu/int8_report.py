@@ -16,14 +16,19 @@ PEAK = 1300.0
 COPY_GBS = 4200.0   # device-to-device copy bandwidth measured on this H200 (GB/s)
 
 
-def torch_fp16(path):
-    """{batch: best ms} of PyTorch FP16 (the graph replay where it was captured)."""
+def load_json(path):
+    """The JSON at path, or {} when it is missing or unreadable (a step that did not run)."""
     try:
-        d = json.load(open(path))
+        with open(path) as f:
+            return json.load(f)
     except (OSError, ValueError):
         return {}
+
+
+def torch_fp16(path):
+    """{batch: best ms} of PyTorch FP16 (the graph replay where it was captured)."""
     out = {}
-    for r in d.get("results", []):
+    for r in load_json(path).get("results", []):
         if r.get("precision") != "fp16":
             continue
         ms = [v for v in (r.get("median_ms"), r.get("graph_median_ms")) if v and v > 0]
@@ -34,12 +39,8 @@ def torch_fp16(path):
 
 def cudnn_int8(path):
     """{batch: ms} of cuDNN's fastest int8 configuration that ran every conv (convs only)."""
-    try:
-        d = json.load(open(path))
-    except (OSError, ValueError):
-        return {}
     out = {}
-    for c in d.get("configs", []):
+    for c in load_json(path).get("configs", []):
         if c.get("layers_ran", 0) > 0 and c.get("layers_ran") == c.get("layers") and c.get("sum_ms", 0) > 0:
             b = c["batch"]
             out[b] = min(out.get(b, 1e30), c["sum_ms"])
@@ -60,14 +61,10 @@ def profile_convs(path):
     every conv from its --json (PATH with .json for .txt) where it exists, else the log's
     table (its 30 slowest nodes)."""
     rows, head, on = [], None, False
-    try:
-        d = json.load(open(path[:-4] + ".json"))
-        for r in d.get("results", []):
-            if r.get("precision") == "int8" and r.get("kernels") == "tuned" and r.get("profile"):
-                return ("json", [(e["layer"], e["us"], e.get("tops", 0), e["shape"]) for e in r["profile"]
-                                 if e.get("op") == "conv"])
-    except (OSError, ValueError, KeyError):
-        pass
+    for r in load_json(path[:-4] + ".json").get("results", []):
+        if r.get("precision") == "int8" and r.get("kernels") == "tuned" and r.get("profile"):
+            return ("json", [(e["layer"], e["us"], e.get("tops", 0), e["shape"]) for e in r["profile"]
+                             if e.get("op") == "conv"])
     if not os.path.exists(path):
         return head, rows
     for line in open(path):
@@ -122,10 +119,9 @@ def main(d):
             t = th.get(b)
             if t:
                 vs_torch[(key, b)] = t / i
-            fmt = lambda v: f"{v:.3f}" if v else "-"
-            print(f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | {fmt(t)} | {fmt(dn.get(b))} | {f / i:.2f} | "
-                  f"{t / i:.2f} |" if t else
-                  f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | - | {fmt(dn.get(b))} | {f / i:.2f} | - |")
+            ms = lambda v: f"{v:.3f}" if v else "-"
+            xt = f"{t / i:.2f}" if t else "-"
+            print(f"| {label} | {b} | {f:.3f} | {i:.3f} | {b / i * 1e3:.0f} | {ms(t)} | {ms(dn.get(b))} | {f / i:.2f} | {xt} |")
     print()
     print("Targets (issue 13):")
     for key, label in MODELS:
