@@ -67,6 +67,8 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# the halo family (kernels/cuda_halo.cu) is mma.sync and cp.async too: the same architectures
+$(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCCFLAGS += -isystem $(CUTLASS_INC) --expt-relaxed-constexpr
 $(CU_B)/kernels/cuda_cutlass.cu.o: kernels/cuda_cutlass.cu
@@ -296,7 +298,7 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
-                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
                       kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)

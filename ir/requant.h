@@ -68,19 +68,59 @@ YQ_HD float yq_i2f(int32_t x)
 #endif
 }
 
+/* x as a float for |x| < 2^22 (int8 and uint8 values): exact.  On the GPU without a
+ * conversion instruction (those run at a quarter of the float rate or less on sm_80 and
+ * sm_90, and an epilogue made two or three per output): the bits of 1.5 * 2^23 plus x
+ * are the float 1.5 * 2^23 + x (floats in [2^23, 2^24) are the integers), and the
+ * subtraction of 1.5 * 2^23 is exact. */
+YQ_HD float yq_i2f_small(int32_t x)
+{
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(__int_as_float(0x4B400000 + x), 12582912.0f);
+#else
+    return (float)x;
+#endif
+}
+
+/* v clamped to [lo, hi], NaN to lo.  (On the GPU fmaxf and fminf, one instruction each:
+ * the same value, but for the sign of a zero, which no rounding below tells apart.) */
+YQ_HD float yq_clamp_f(float v, int32_t lo, int32_t hi)
+{
+    float flo = (float)lo, fhi = (float)hi;
+#ifdef __CUDA_ARCH__
+    return fminf(fmaxf(v, flo), fhi);
+#else
+    v = v >= flo ? v : flo;
+    return v <= fhi ? v : fhi;
+#endif
+}
+
 /* sat(rne(v)): v clamped to [lo, hi] (NaN to lo), then rounded to the nearest integer,
  * ties to even.  |lo|, |hi| < 2^22. */
 YQ_HD int32_t yq_rne_sat(float v, int32_t lo, int32_t hi)
 {
-    float flo = (float)lo, fhi = (float)hi;
-    v = v >= flo ? v : flo;
-    v = v <= fhi ? v : fhi;
-#ifdef __CUDA_ARCH__
-    return __float2int_rn(v);
-#else
+    v = yq_clamp_f(v, lo, hi);
     /* 1.5 * 2^23 + v lies in [2^23, 2^24), where floats are the integers: the add rounds
-     * v to an integer, ties to even (1.5 * 2^23 is even), and the subtraction is exact */
+     * v to an integer, ties to even (1.5 * 2^23 is even); its bits less those of 1.5 *
+     * 2^23 are that integer (what __float2int_rn gives, without a conversion
+     * instruction), as is the exact subtraction on the CPU */
+#ifdef __CUDA_ARCH__
+    return __float_as_int(yq_fadd(v, 12582912.0f)) - 0x4B400000;
+#else
     return (int32_t)(yq_fadd(v, 12582912.0f) - 12582912.0f);
+#endif
+}
+
+/* yq_rne_sat's result in the low byte of the word returned (its other bytes are not the
+ * result's sign): for packing int8 outputs.  On the GPU the word is the rounded float's
+ * bits, 1.5 * 2^23 + y, whose low byte is y's (the bits of 1.5 * 2^23 end in a zero byte):
+ * yq_rne_sat less its subtraction. */
+YQ_HD uint32_t yq_rne_sat_lo8(float v, int32_t lo, int32_t hi)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(yq_fadd(yq_clamp_f(v, lo, hi), 12582912.0f));
+#else
+    return (uint32_t)yq_rne_sat(v, lo, hi);
 #endif
 }
 
@@ -94,6 +134,12 @@ YQ_HD int32_t yq_requant(int32_t acc, float s, int32_t qmin, int32_t qmax)
 YQ_HD int32_t yq_requant_act(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax)
 {
     return yq_requant(acc, acc >= 0 ? pos : neg, qmin, qmax);
+}
+
+/* yq_requant_act with the int8 result in the low byte (yq_rne_sat_lo8). */
+YQ_HD uint32_t yq_requant_act_lo8(int32_t acc, float pos, float neg, int32_t qmin, int32_t qmax)
+{
+    return yq_rne_sat_lo8(yq_fmul(yq_i2f(acc), acc >= 0 ? pos : neg), qmin, qmax);
 }
 
 #define YQ_LUT_HALF 2048
@@ -117,12 +163,23 @@ YQ_HD int32_t yq_requant_out(int32_t acc, float pos, float neg, int32_t qmin, in
 #endif
 }
 
-/* Residual add: y = sat(rne(f32(a) * sa + f32(b) * sb)), negative sums times sneg first. */
+/* Residual add: y = sat(rne(f32(a) * sa + f32(b) * sb)), negative sums times sneg first;
+ * a and b are int8 (or uint8) values.  yq_add_f is the sum before the rounding. */
+YQ_HD float yq_add_f(int32_t a, int32_t b, float sa, float sb, float sneg)
+{
+    float v = yq_fadd(yq_fmul(yq_i2f_small(a), sa), yq_fmul(yq_i2f_small(b), sb));
+    return v < 0 ? yq_fmul(v, sneg) : v;
+}
+
 YQ_HD int32_t yq_add_requant(int32_t a, int32_t b, float sa, float sb, float sneg, int32_t qmin, int32_t qmax)
 {
-    float v = yq_fadd(yq_fmul(yq_i2f(a), sa), yq_fmul(yq_i2f(b), sb));
-    if (v < 0) v = yq_fmul(v, sneg);
-    return yq_rne_sat(v, qmin, qmax);
+    return yq_rne_sat(yq_add_f(a, b, sa, sb, sneg), qmin, qmax);
+}
+
+/* yq_add_requant with the int8 result in the low byte (yq_rne_sat_lo8). */
+YQ_HD uint32_t yq_add_requant_lo8(int32_t a, int32_t b, float sa, float sb, float sneg, int32_t qmin, int32_t qmax)
+{
+    return yq_rne_sat_lo8(yq_add_f(a, b, sa, sb, sneg), qmin, qmax);
 }
 
 #ifndef __CUDA_ARCH__

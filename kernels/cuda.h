@@ -88,8 +88,12 @@ typedef enum yq_conv_variant {
     YQ_CONV_CUTLASS    /* implicit GEMM on CUTLASS's sm_80 main loop (kernels/cuda_cutlass.cu)
                           with our epilogue: groups == 1, channels and filters multiples of 16,
                           int8 output; tensors it cannot take (unaligned views) run the
-                          MMA family's default instead (the same bytes) */
+                          MMA family's default instead (the same bytes) */,
+    YQ_CONV_HALO       /* 3x3 convs over 16, 32 or 64 channel bytes on int8 tensor cores
+                          (kernels/cuda_halo.cu): persistent blocks, each tile's input window
+                          staged once in shared memory; groups == 1, int8 in and out, sm_80+ */
 } yq_conv_variant;
+#define YQ_CONV_LAST YQ_CONV_HALO
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or
@@ -109,7 +113,7 @@ yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
  * the same epilogue, so all give the same bytes; they differ only in speed (a float
  * layer's configurations keep its precision; their FP32 sums differ in order only).  The
  * names ("dp4a_128x128", "mma_128x128x64_s3", "mma_64x64x64_s4_k4", "dw", "direct",
- * "f32", "f16_k2", "cutlass_128x128x64_s3") are stable: tuning logs and packages store them.
+ * "f32", "f16_k2", "cutlass_128x128x64_s3", "halo_8x16x64") are stable: tuning logs and packages store them.
  *
  *     yq_conv_cfg cand[YQ_CONV_MAX_CFGS];
  *     int n = yq_cuda_conv_candidates(c, batch, cand, YQ_CONV_MAX_CFGS);

@@ -48,6 +48,7 @@ struct yq_cuda_conv {
     __half *wh;                   /* float_op, groups == 1: the weights as FP16 (F16 family) */
     int arch, sms;                /* the device's, at creation */
     int cut;                      /* the CUTLASS family can run this conv's shape here */
+    int halo;                     /* the halo family can (some of its tiles) */
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
 };
@@ -1046,6 +1047,9 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             }
             c->cut = mma_ok(c) && c->out_t == YQ_S8 && is.c % 16 == 0 && F % 16 == 0 && yq_cut_built();
             if (c->cut && (st = yq_cut_prepare(err))) goto fail;
+            for (int t = 0; t < YQ_HALO_TILES && mma_ok(c) && c->out_t == YQ_S8 && yq_halo_built(); t++)
+                c->halo |= yq_halo_shape_ok(t, c4, k, cp->stride, cp->groups, F);
+            if (c->halo && (st = yq_halo_prepare(err))) goto fail;
         } else if (cp->groups == is.c && F == is.c) {
             c->var = YQ_CONV_DW;
             /* [tap][c4] bytes: one word holds a tap's weights of 4 channels */
@@ -1150,7 +1154,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     }
     cudaStream_t s = YQ_STREAM(stream);
     yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
-    if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
+    if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS || cfg.family == YQ_CONV_HALO) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
@@ -1177,6 +1181,13 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
          * 64 x 64 tile, unsplit (the same bytes) */
         yq_status st = yq_cut_ok(a, cfg.tile) ? yq_cut_launch(a, cfg.tile, s, err)
                                               : yq_mma_launch(a, 3, 1, NULL, s, err);
+        if (st) return st;
+        break;
+    }
+    case YQ_CONV_HALO: {
+        /* tensors it cannot take (input pixels not 16-byte aligned): as the CUTLASS family */
+        yq_status st = yq_halo_ok(a, cfg.tile) ? yq_halo_launch(a, cfg.tile, c->sms, s, err)
+                                               : yq_mma_launch(a, 3, 1, NULL, s, err);
         if (st) return st;
         break;
     }
@@ -1288,6 +1299,8 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
                (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 <= 48 * 1024) ||
                 (g.tile == 4 && c->cw));
     case YQ_CONV_CUTLASS: return g.split_k == 1 && cut_shape_ok(c, g.tile, batch);
+    case YQ_CONV_HALO:
+        return c->halo && g.split_k == 1 && yq_halo_shape_ok(g.tile, (c->cin + 3) & ~3, c->k, c->stride, c->groups, c->F);
     case YQ_CONV_MMA: {
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         if (g.split_k == 1) return 1;
@@ -1318,6 +1331,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
     for (int t = 0; t < YQ_MMA_TILES; t++)
         for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
+    for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
     for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     add(YQ_CONV_DW, 0, 1);
     if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
@@ -1412,6 +1426,11 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
         n = t ? snprintf(buf, cap, "%s_%dx%dx%d_s%d", fam, t->bm, t->bn, t->bk, t->stages) : snprintf(buf, cap, "%s_?", fam);
         break;
     }
+    case YQ_CONV_HALO: {
+        const yq_halo_tile *t = g.tile < YQ_HALO_TILES ? &yq_halo_tiles[g.tile] : NULL;
+        n = t ? snprintf(buf, cap, "halo_%dx%dx%d", t->th, t->tw, t->bn) : snprintf(buf, cap, "halo_?");
+        break;
+    }
     default: n = snprintf(buf, cap, "?"); break;
     }
     if (g.split_k > 1 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "_k%d", g.split_k);
@@ -1421,9 +1440,9 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
 {
     /* Every name a build can produce is enumerated and compared: no second grammar. */
     char buf[64];
-    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_CUTLASS; fam++)
+    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
-                             : fam == YQ_CONV_DP4A ? DP4A_TILES : 1); t++)
+                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
                 yq_conv_cfg_name(g, buf, sizeof buf);

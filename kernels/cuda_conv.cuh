@@ -43,7 +43,18 @@ __device__ __forceinline__ int8_t rq_out(int32_t acc, int o, const ConvK &a)
 template <bool LUT>
 __device__ __forceinline__ int32_t rq_out_t(int32_t acc, float pos, float neg, const ConvK &a)
 {
-    return LUT ? yq_requant_out(acc, pos, neg, a.qmin, a.qmax, a.lut) : yq_requant_act(acc, pos, neg, a.qmin, a.qmax);
+    /* yq_requant_out without its test of the table pointer */
+    return LUT ? __ldg(a.lut + yq_lut_index(acc, pos, neg)) : yq_requant_act(acc, pos, neg, a.qmin, a.qmax);
+}
+
+/* Two outputs (accumulators a0, a1 with their scales) requantized into the low 16 bits
+ * of a word, first in the low byte: rq_out_t's values, packed without branches or sign
+ * extensions (yq_requant_act_lo8) where there is no table. */
+template <bool LUT>
+__device__ __forceinline__ unsigned rq_pair(int32_t a0, float p0, float n0, int32_t a1, float p1, float n1, const ConvK &a)
+{
+    if (LUT) return (unsigned)(uint8_t)rq_out_t<true>(a0, p0, n0, a) | (unsigned)(uint8_t)rq_out_t<true>(a1, p1, n1, a) << 8;
+    return __byte_perm(yq_requant_act_lo8(a0, p0, n0, a.qmin, a.qmax), yq_requant_act_lo8(a1, p1, n1, a.qmin, a.qmax), 0x0040);
 }
 
 __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
@@ -51,24 +62,22 @@ __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
     return yq_act_f(__fmul_rn((float)acc, a.deq[o]), a.act);
 }
 
-/* The fused shortcut on a word of 4 int8 outputs (channels o0..o0+3; word index widx
- * of the NHWC4 tensor): each channel < F is added to the residual as yq_ref_shortcut
- * adds them; padding channels stay 0. */
+/* The fused shortcut on a word of 4 int8 outputs (channels o0..o0+3): each channel < F
+ * is added to the residual as yq_ref_shortcut adds them; padding channels stay 0.  All
+ * four computed and the padding masked after (a test per byte made nvcc branch per byte). */
 __device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0, const ConvK &a)
 {
     /* yq_add_requant(conv, res) with the shortcut's scales ordered for the conv's side:
      * IEEE addition commutes, so a shortcut whose first source is the residual gives the
      * same bits with its scales swapped (no second copy of the code for res_first) */
     const float sc = a.res_first ? a.ssb : a.ssa, sr = a.res_first ? a.ssa : a.ssb;
-    unsigned y = 0;
+    unsigned s[4];
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        if (o0 + j >= a.F) break;
-        int v = (int8_t)(word >> (8 * j)), rv = (int8_t)(r >> (8 * j));
-        int s = yq_add_requant(v, rv, sc, sr, a.ssneg, a.sqmin, a.sqmax);
-        y |= (unsigned)(uint8_t)s << (8 * j);
-    }
-    return y;
+    for (int j = 0; j < 4; j++)
+        s[j] = yq_add_requant_lo8((int8_t)(word >> (8 * j)), (int8_t)(r >> (8 * j)), sc, sr, a.ssneg, a.sqmin, a.sqmax);
+    unsigned y = __byte_perm(__byte_perm(s[0], s[1], 0x0040), __byte_perm(s[2], s[3], 0x0040), 0x5410);
+    int left = a.F - o0;          /* channels of the word that exist */
+    return left >= 4 ? y : left <= 0 ? 0u : y & ((1u << (8 * left)) - 1u);
 }
 
 __device__ __forceinline__ unsigned res_word(unsigned word, long widx, int o0, const ConvK &a)
@@ -107,6 +116,12 @@ struct yq_const_w {
     float pos[YQ_CONST_MAXF], neg[YQ_CONST_MAXF];
 };
 
+/* The epilogue, a template parameter: each run-time test in the unrolled epilogue made
+ * nvcc emit it once more (CUTLASS's family measured 1.7x slower for it). */
+enum { EP_S8 = 0,     /* int8 output */
+       EP_RES = 1,    /* int8 output plus a fused [shortcut]'s residual */
+       EP_WIDE = 2 }; /* int32 partial sums of a K split (ws), or a float output: tested at run time */
+
 /* The tensor-core family (kernels/cuda_mma.cu). */
 #define YQ_MMA_TILES 8
 struct yq_mma_tile { int bm, bn, bk, wm, wn, stages; };
@@ -127,6 +142,22 @@ int yq_cut_ok(const ConvK &a, int tile);
 /* Raises the shared-memory limit of every tile's kernel on the current device (once). */
 yq_status yq_cut_prepare(yq_error *err);
 yq_status yq_cut_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
+
+/* The halo family (kernels/cuda_halo.cu): 3x3 convs over 16, 32 or 64 channel bytes, the
+ * input window staged once per output tile of TH x TW pixels, BN filters per block. */
+#define YQ_HALO_TILES 3
+struct yq_halo_tile { int th, tw, bn; };
+extern const yq_halo_tile yq_halo_tiles[YQ_HALO_TILES];
+/* Whether this build has the family's code for the current device (sm_80 and newer). */
+int yq_halo_built(void);
+/* Whether tile t has code for this shape (c4: input channel bytes per pixel) and its
+ * shared memory fits the current device. */
+int yq_halo_shape_ok(int tile, int c4, int k, int s, int groups, int F);
+/* ... and these tensors (int8 in and out, 16-byte aligned input pixels). */
+int yq_halo_ok(const ConvK &a, int tile);
+/* Raises the shared-memory limit of every instantiation on the current device (once). */
+yq_status yq_halo_prepare(yq_error *err);
+yq_status yq_halo_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err);
 
 /* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
  * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */

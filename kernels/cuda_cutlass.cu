@@ -183,10 +183,15 @@ struct RqVisitor {
         for (int i = 0; i < kElementsPerAccess; i++) {
             /* the table decided at compile time (cuda_conv.cuh: rq_out_t), read from shared
              * memory: yq_requant_out's entry */
-            int32_t v = LUT ? sh.lut[yq_lut_index(acc[i] + b[i], sp[i], sn[i])]
-                            : yq_requant_act(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax);
-            if constexpr (RES) v = yq_add_requant(v, r[i], p.sc, p.sr, p.sneg, p.sqmin, p.sqmax);
-            o[i] = (int8_t)v;
+            if constexpr (RES) {
+                int32_t v = LUT ? sh.lut[yq_lut_index(acc[i] + b[i], sp[i], sn[i])]
+                                : yq_requant_act(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax);
+                o[i] = (int8_t)yq_add_requant_lo8(v, r[i], p.sc, p.sr, p.sneg, p.sqmin, p.sqmax);
+            } else {
+                /* the low byte is the output (yq_requant_act_lo8: no sign extension) */
+                o[i] = (int8_t)(LUT ? (uint32_t)sh.lut[yq_lut_index(acc[i] + b[i], sp[i], sn[i])]
+                                    : yq_requant_act_lo8(acc[i] + b[i], sp[i], sn[i], p.qmin, p.qmax));
+            }
         }
     }
 

@@ -22,6 +22,7 @@
  *
  * The family is a table of tiles (yq_mma_tiles); a tuner picks one per layer. */
 #include "kernels/cuda_conv.cuh"
+#include "kernels/cuda_ptx.cuh"
 
 /* { BM, BN, BK, WM, WN, STAGES } */
 const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES] = {
@@ -37,51 +38,6 @@ const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES] = {
 
 #define ROWPAD 16
 
-__device__ __forceinline__ unsigned smem_addr(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void cp16(unsigned dst, const void *src, bool valid)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-#endif
-}
-
-__device__ __forceinline__ void cp_commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void cp_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
-__device__ __forceinline__ void ldm_x4(unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-#endif
-}
-
-__device__ __forceinline__ void mma_s8(int *c, const unsigned *a, const unsigned *b)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 struct MmaCfg {
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -96,12 +52,6 @@ struct MmaCfg {
     static_assert(THREADS % CPR == 0 && A_IT >= 1 && B_IT >= 1, "loader shape");
     static_assert(BM * CPR % THREADS == 0 && BN * CPR % THREADS == 0, "loader shape");
 };
-
-/* The epilogue, a template parameter: each run-time test in the unrolled epilogue made
- * nvcc emit it once more (CUTLASS's family measured 1.7x slower for it). */
-enum { EP_S8 = 0,     /* int8 output */
-       EP_RES = 1,    /* int8 output plus a fused [shortcut]'s residual */
-       EP_WIDE = 2 }; /* int32 partial sums of a K split (ws), or a float output: tested at run time */
 
 /* One output tile.  z = blockIdx.z is the K split (its range by yq_split_range); with
  * ws set the int32 sums go to ws[z][M][F4] and yq_mma_reduce finishes them. */
@@ -261,13 +211,13 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
                     if (o + 1 < a.F) out[((long)b * a.F + o + 1) * ohw + pix] = deq_out(acc[i][j][2 * h + 1] + b1, o + 1, a);
                 }
             } else {
+                /* both outputs of a pair computed, the padding masked after (a test per
+                 * output made nvcc branch per output) */
+                const unsigned m01 = (o < a.F ? 0xFFu : 0u) | (o + 1 < a.F ? 0xFF00u : 0u);
                 unsigned pk[2];
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int8_t v0 = o < a.F ? (int8_t)rq_out_t<LUT>(acc[i][j][2 * h] + b0, p0, q0, a) : 0;
-                    int8_t v1 = o + 1 < a.F ? (int8_t)rq_out_t<LUT>(acc[i][j][2 * h + 1] + b1, p1, q1, a) : 0;
-                    pk[h] = (unsigned)(uint8_t)v0 | (unsigned)(uint8_t)v1 << 8;
-                }
+                for (int h = 0; h < 2; h++)
+                    pk[h] = rq_pair<LUT>(acc[i][j][2 * h] + b0, p0, q0, acc[i][j][2 * h + 1] + b1, p1, q1, a) & m01;
                 /* even tq keeps row gid and takes its partner's; odd tq row gid + 8 */
                 unsigned give = (tq & 1) ? pk[0] : pk[1];
                 unsigned got = __shfl_xor_sync(0xffffffffu, give, 1);

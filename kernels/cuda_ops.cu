@@ -4,6 +4,7 @@
  * yq_ld_f and write NCHW floats.  Each int8 result equals kernels/cpu_ref.c's. */
 #include <float.h>
 #include "kernels/cuda_common.cuh"
+#include <type_traits>
 
 #define NT 256
 
@@ -130,6 +131,36 @@ __global__ void route_s8(RouteSrc r, yq_dtensor out, long n)
         v = ((const int8_t *)s.p)[pix * yq_ps(s) + r.part_off[k] + c - c0];
     }
     ((int8_t *)out.p)[pix * yq_ps(out) + c] = v;
+}
+
+/* The same copy W bytes at a time (W = 16 or 4), where every source's slice, offset and
+ * pixel stride and the output's are whole W-byte pieces (YOLOv3's concats: 16): a thread
+ * per piece.  Byte by byte, one thread each, the copy ran at 0.26 TB/s on the H200. */
+template <int W>
+__global__ void route_s8_vec(RouteSrc r, yq_dtensor out, int pieces, long n)
+{
+    typedef typename std::conditional<W == 16, uint4, unsigned>::type T;
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    long pix = t / pieces;
+    int c = (int)(t - pix * pieces) * W;
+    int k = 0, c0 = 0;
+    while (c >= r.c_end[k]) c0 = r.c_end[k++];
+    const yq_dtensor &s = r.t[k];
+    T v = *(const T *)((const int8_t *)s.p + pix * yq_ps(s) + r.part_off[k] + c - c0);
+    *(T *)((int8_t *)out.p + pix * yq_ps(out) + c) = v;
+}
+
+/* The widest piece (16, 4 or 1 bytes) that every slice of the copy is made of. */
+static int route_piece(const RouteSrc &r, const yq_dtensor &out)
+{
+    for (int w = 16; w > 1; w /= 4) {
+        bool ok = out.c % w == 0 && yq_ps(out) % w == 0 && (uintptr_t)out.p % w == 0;
+        for (int k = 0, c0 = 0; ok && k < r.n; c0 = r.c_end[k++])
+            ok = (r.c_end[k] - c0) % w == 0 && r.part_off[k] % w == 0 && yq_ps(r.t[k]) % w == 0 && (uintptr_t)r.t[k].p % w == 0;
+        if (ok) return w;
+    }
+    return 1;
 }
 
 __global__ void route_f32(RouteSrc r, yq_dtensor out, long n)
@@ -292,7 +323,13 @@ extern "C" yq_status yq_cuda_route(const yq_dtensor *src, int n_src, const yq_ro
     if (c != out->c) return yq_fail(err, YQ_ERR_SHAPE, "route: sources give %d channels, output has %d", c, out->c);
     long n = elems(out, batch);
     if (out->dtype == YQ_F32) route_f32<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, n);
-    else route_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, n);
+    else {
+        int w = route_piece(rs, *out);
+        long pixels = (long)batch * out->h * out->w, nv = pixels * (out->c / w);
+        if (w == 16) route_s8_vec<16><<<yq_blocks(nv, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, out->c / 16, nv);
+        else if (w == 4) route_s8_vec<4><<<yq_blocks(nv, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, out->c / 4, nv);
+        else route_s8<<<yq_blocks(n, NT), NT, 0, YQ_STREAM(stream)>>>(rs, *out, n);
+    }
     YQ_CUDA_LAUNCHED();
     return YQ_OK;
 }

@@ -183,6 +183,7 @@ static int perf_mode;
 static long n_cfg_runs;    /* configurations run and compared */
 static long n_cut_runs;    /* of which CUTLASS-family ones */
 static long n_cut32_runs;  /* of those, on the 32-filter tile */
+static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
@@ -403,6 +404,7 @@ static void conv_one(const conv_case *cc)
         n_cfg_runs++;
         n_cut_runs += fam == YQ_CONV_CUTLASS;
         n_cut32_runs += !strcmp(name, "cutlass_128x32x64_s4");
+        n_halo_runs += fam == YQ_CONV_HALO;
         n_const_runs += !strcmp(name, "dp4a_const");
     }
     free(raw);
@@ -471,9 +473,19 @@ static void t_conv_mma(void)
         /* CUTLASS's 32-filter tile: 32 filters (YOLOv3's 1x1 at 208 x 208), 48 (two N tiles) */
         { 64, 33, 31, 32, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 32, 27, 25, 48, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        /* the halo family (3x3 over 16, 32 or 64 channels): tiles cut by the image's rows
+         * and columns, several tiles per block, a second filter block cut short (80
+         * filters), 16-byte and word stores (24 filters) */
+        { 64, 30, 34, 128, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 32, 40, 37, 64, 3, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 16, 23, 50, 80, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 32, 45, 19, 24, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
     };
+    long halo_before = n_halo_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
-    printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS tiles, dp4a tiles, direct)\n",
+    CHECKF(yq_cuda_arch() < 80 || n_halo_runs - halo_before >= 12, "sm_%d: %ld halo-family configurations ran",
+           yq_cuda_arch(), n_halo_runs - halo_before);
+    printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS and halo tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
     CHECKF(yq_cuda_arch() < 80 || n_cut32_runs >= 2, "sm_%d: the 32-filter CUTLASS tile ran %ld times", yq_cuda_arch(),
@@ -526,13 +538,14 @@ static void t_conv_table(void)
 {
     need_gpu();
     rng_state = 4242;
-    long cut_before = n_cut_runs, runs_before = n_cfg_runs;
+    long cut_before = n_cut_runs, halo_before = n_halo_runs, runs_before = n_cfg_runs;
     static const conv_case cs[] = {
         { 3, 20, 18, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_MISH, 0 },
         { 13, 11, 9, 21, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
         { 8, 12, 12, 16, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
         { 48, 13, 13, 64, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
         { 64, 26, 26, 128, 3, 2, 1, 4, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 32, 17, 33, 64, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
         { 128, 13, 13, 64, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
         { 64, 10, 10, 64, 3, 1, 64, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
         { 12, 9, 9, 12, 5, 2, 12, 1, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
@@ -540,7 +553,7 @@ static void t_conv_table(void)
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     if (yq_cuda_arch() >= 80)
-        CHECKF(n_cut_runs > cut_before, "no CUTLASS configuration ran a table");
+        CHECKF(n_cut_runs > cut_before && n_halo_runs > halo_before, "no CUTLASS or halo configuration ran a table");
     printf("# table activations: %ld configurations compared\n", n_cfg_runs - runs_before);
 }
 
@@ -788,6 +801,13 @@ static void t_route(void)
     route_one(2, c, 2, 0, 1);
     int d[] = { 255, 3, 48 };
     route_one(3, d, 1, 0, 1);
+    /* the 16-byte copy (every slice whole 16-byte pieces) and the 4-byte one */
+    int e[] = { 32, 16, 48 };
+    route_one(3, e, 1, 0, 3);
+    int f[] = { 64, 128 };
+    route_one(2, f, 2, 1, 2);
+    int g[] = { 8, 12 };
+    route_one(2, g, 1, 0, 2);
 }
 
 static void t_convert(void)
@@ -1117,6 +1137,8 @@ static void t_perf(void)
 {
     rng_state = 1;
     conv_case cs[] = {
+        { 32, 208, 208, 64, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },  /* yolov3 at 416, batch 32: 32 channels */
+        { 32, 416, 416, 64, 3, 2, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 128, 104, 104, 256, 3, 2, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 }, /* yolov3 at 416, batch 32: large 3x3 */
         { 128, 52, 52, 256, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 256, 26, 26, 512, 3, 1, 1, 32, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },

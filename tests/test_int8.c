@@ -109,6 +109,48 @@ static void t_rne_sat(void)
     CHECK(n == 512L * 65536);
 }
 
+/* The GPU's conversion-free forms in ir/requant.h (the device branches), written here
+ * with the same IEEE float operations through the bits: int -> float for |x| < 2^22,
+ * and float -> int after the clamp, against the conversions they replace. */
+static float dev_i2f_small(int32_t x)
+{
+    uint32_t u = 0x4B400000u + (uint32_t)x;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f - 12582912.0f;
+}
+
+static int32_t dev_rne_clamped(float v)
+{
+    float t = v + 12582912.0f;
+    int32_t u;
+    memcpy(&u, &t, sizeof u);
+    return u - 0x4B400000;
+}
+
+static void t_conversion_free(void)
+{
+    /* every integer of the range: the float of the bits is the conversion's, exactly */
+    long bad = 0;
+    for (int32_t x = -(1 << 22) + 1; x < (1 << 22); x++) bad += dev_i2f_small(x) != (float)x;
+    CHECKF(bad == 0, "%ld integers converted differently", bad);
+    CHECK(dev_i2f_small(-127) == -127.0f && dev_i2f_small(255) == 255.0f && dev_i2f_small(0) == 0.0f);
+    /* rounding after the clamp: every float in [-256, 256] with 16 fraction bits, the
+     * halfway points and their neighbours, against rint in double (ties to even) */
+    bad = 0;
+    for (int32_t k = -256 * 65536; k <= 256 * 65536; k++) {
+        float v = (float)k / 65536.0f;
+        bad += dev_rne_clamped(v) != (int32_t)rint((double)v);
+    }
+    for (int32_t i = -300; i <= 300; i++) {
+        float h = (float)i + 0.5f, lo = nextafterf(h, -1e9f), hi = nextafterf(h, 1e9f);
+        bad += dev_rne_clamped(h) != (int32_t)rint((double)h) || dev_rne_clamped(lo) != (int32_t)rint((double)lo) ||
+               dev_rne_clamped(hi) != (int32_t)rint((double)hi);
+    }
+    CHECKF(bad == 0, "%ld floats rounded differently", bad);
+    CHECK(dev_rne_clamped(-0.0f) == 0 && dev_rne_clamped(2.5f) == 2 && dev_rne_clamped(-2.5f) == -2);
+}
+
 static void t_requant_edges(void)
 {
     CHECK(yq_requant(100, 1.0f, -127, 127) == 100);
@@ -688,6 +730,7 @@ static void t_float_precision(void)
 int main(void)
 {
     TEST(t_rne_sat);
+    TEST(t_conversion_free);
     TEST(t_requant_edges);
     TEST(t_requant_model);
     TEST(t_add_model);

@@ -206,15 +206,15 @@ static const char *K1 = "c256x26x26-f512-k3s1p1-g1-s8s8-b1";
 static void t_cfg_names(void)
 {
     char name[64];
-    int n = 0, mma = 0, cut = 0;
-    for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_CUTLASS; fam++)
+    int n = 0, mma = 0, cut = 0, halo = 0;
+    for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_LAST; fam++)
         for (int tile = 0; tile < 32; tile++) {
             static const int splits[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
             for (unsigned k = 0; k < sizeof splits / sizeof *splits; k++) {
                 yq_conv_cfg c = { (uint8_t)fam, (uint8_t)tile, (uint8_t)splits[k], 0 }, back;
                 name_of(c, name);
                 int float_fam = fam == YQ_CONV_F32 || fam == YQ_CONV_F16;   /* one tile, K splits */
-                int tiled = fam == YQ_CONV_MMA || fam == YQ_CONV_DP4A || fam == YQ_CONV_CUTLASS;
+                int tiled = fam == YQ_CONV_MMA || fam == YQ_CONV_DP4A || fam == YQ_CONV_CUTLASS || fam == YQ_CONV_HALO;
                 if (strchr(name, '?') || (!tiled && (tile || (splits[k] > 1 && !float_fam))))
                     continue;
                 CHECKF(yq_conv_cfg_parse(name, &back) == 0, "%s does not parse", name);
@@ -222,11 +222,13 @@ static void t_cfg_names(void)
                 n++;
                 mma += fam == YQ_CONV_MMA;
                 cut += fam == YQ_CONV_CUTLASS && splits[k] == 1;
+                halo += fam == YQ_CONV_HALO && splits[k] == 1;
             }
         }
-    CHECKF(n > 20 && mma >= 8 && cut == 7, "%d names, %d mma, %d cutlass", n, mma, cut);
+    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3, "%d names, %d mma, %d cutlass, %d halo", n, mma, cut, halo);
     yq_conv_cfg c;
     CHECK(yq_conv_cfg_parse("cutlass_128x128x64_s3", &c) == 0 && c.family == YQ_CONV_CUTLASS && c.tile == 0);
+    CHECK(yq_conv_cfg_parse("halo_16x16x64", &c) == 0 && c.family == YQ_CONV_HALO && c.tile == 1);
     CHECK(yq_conv_cfg_parse("dp4a_const", &c) == 0 && c.family == YQ_CONV_DP4A && c.tile == 4);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);

@@ -12,7 +12,10 @@
 #
 # Environment: YQGPU (default build/gpu/yqgpu), YQ_DATA (default ../shared: models/),
 # YQ_GPU_RUNS (timed runs per configuration, default 30), YQ_GPU_BATCHES (default
-# 1,8,32,128), YQ_GPU_PEERS (default 1; 0: yquant only), YQ_GPU_LOG and OUT (below).
+# 1,8,32,128), YQ_GPU_PEERS (default 1; 0: yquant only), YQ_GPU_MODELS (default all five:
+# yolov3,yolov4,yolov4-tiny,fastest-1.1-xl,fastest-1.1; a run split over two device calls
+# gives each a part, and int8_report.py reads both parts' logs from one folder),
+# YQ_GPU_LOG and OUT (below).
 # bench/gpu/run_gpu.sh adds yquant FP32, the untuned kernels and the tuning log's reuse.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,6 +24,8 @@ DATA="${YQ_DATA:-../shared}"
 RUNS="${YQ_GPU_RUNS:-30}"
 BATCHES="${YQ_GPU_BATCHES:-1,8,32,128}"
 PEERS="${YQ_GPU_PEERS:-1}"
+MODELS=",${YQ_GPU_MODELS:-yolov3,yolov4,yolov4-tiny,fastest-1.1-xl,fastest-1.1},"
+want() { [[ "$MODELS" == *",$1,"* ]]; }
 # the logs: $YQ_GPU_LOG, default a temporary folder; with $OUT set (the lent device machine,
 # which returns few files) packed into $OUT/int8_logs.tgz at exit, the table copied there
 OUTD="${YQ_GPU_LOG:-$(mktemp -d)}"
@@ -39,6 +44,7 @@ cat "$OUTD/env.txt"
 
 run() {   # run NAME CFG WEIGHTS SIZE: one bench over every batch, then the peers, logged
     local name=$1 cfg=$2 weights=$3 size=$4
+    want "$name" || return 0
     local sz=()
     [ "$size" != - ] && sz=(--size "$size")
     echo "== $name"
@@ -64,15 +70,17 @@ run yolov4-tiny "$CFG/yolov4-tiny.cfg" synthetic 416
 run fastest-1.1-xl "$XL/yolo-fastest-1.1-xl.cfg" "$XL/yolo-fastest-1.1-xl.weights" -
 run fastest-1.1 "$F11/yolo-fastest-1.1.cfg" "$F11/yolo-fastest-1.1.weights" -
 # YOLOv3's layers at batch 32, each on its tuned kernel (fused shortcuts included)
-echo "== yolov3 profile, batch 32"
-timeout 200 "$BIN" bench --device cuda "$CFG/yolov3.cfg" --weights synthetic --size 416 --batch 32 --precision int8 \
-    --head int8 --tune --log "$OUTD/yolov3.tune.jsonl" --runs "$RUNS" --profile --json "$OUTD/yolov3.profile.json" \
-    > "$OUTD/yolov3.profile.txt" 2>&1 ||
-    echo "!! profile exited $?"
+if want yolov3; then
+    echo "== yolov3 profile, batch 32"
+    timeout 200 "$BIN" bench --device cuda "$CFG/yolov3.cfg" --weights synthetic --size 416 --batch 32 --precision int8 \
+        --head int8 --tune --log "$OUTD/yolov3.tune.jsonl" --runs "$RUNS" --profile --json "$OUTD/yolov3.profile.json" \
+        > "$OUTD/yolov3.profile.txt" 2>&1 || echo "!! profile exited $?"
+fi
 # yolo-fastest-1.1-xl's, for its depthwise convs' bandwidth
-echo "== fastest-1.1-xl profile, batch 32"
-timeout 200 "$BIN" bench --device cuda "$XL/yolo-fastest-1.1-xl.cfg" --weights "$XL/yolo-fastest-1.1-xl.weights" --batch 32 \
-    --precision int8 --head int8 --tune --log "$OUTD/fastest-1.1-xl.tune.jsonl" --runs "$RUNS" --profile \
-    --json "$OUTD/fastest-1.1-xl.profile.json" \
-    > "$OUTD/fastest-1.1-xl.profile.txt" 2>&1 || echo "!! profile exited $?"
+if want fastest-1.1-xl; then
+    echo "== fastest-1.1-xl profile, batch 32"
+    timeout 200 "$BIN" bench --device cuda "$XL/yolo-fastest-1.1-xl.cfg" --weights "$XL/yolo-fastest-1.1-xl.weights" \
+        --batch 32 --precision int8 --head int8 --tune --log "$OUTD/fastest-1.1-xl.tune.jsonl" --runs "$RUNS" --profile \
+        --json "$OUTD/fastest-1.1-xl.profile.json" > "$OUTD/fastest-1.1-xl.profile.txt" 2>&1 || echo "!! profile exited $?"
+fi
 python3 bench/gpu/int8_report.py "$OUTD" | tee "$OUTD/int8_gpu.md"
