@@ -150,13 +150,13 @@ static geom cfg_geom(yq_conv_cfg c)
     char name[64];
     cfg_str(c, name, sizeof name);
     geom g = { c.family, 0, 0, 0, 1, c.split_k ? c.split_k : 1 };
-    int bm, bn, bk, st;
+    int bm, bn, bk, st, th, tw;
     if (sscanf(name, "mma_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4 ||
         sscanf(name, "cutlass_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4) {
         g.bm = bm; g.bn = bn; g.bk = bk; g.stages = st;
-    } else if (sscanf(name, "halo_%dx%dx%d", &bm, &st, &bn) == 3) {
+    } else if (sscanf(name, "halo_%dx%dx%d", &th, &tw, &bn) == 3) {
         /* th x tw pixels x bn filters; the whole K from shared memory, no pipeline to fill */
-        g.bm = bm * st; g.bn = bn; g.bk = 32; g.stages = 1;
+        g.bm = th * tw; g.bn = bn; g.bk = 32; g.stages = 1;
     } else if (!strncmp(name, "dp4a_32x32ks", 12)) {
         g.bm = 32; g.bn = 32; g.bk = 32; g.stages = 2;
     } else if (sscanf(name, "dp4a_%dx%d", &bm, &bn) == 2) {
