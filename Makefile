@@ -21,9 +21,13 @@ SAN      ?=
 CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread -ffp-contract=off $(SAN)
 CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra -fPIC $(SAN) $(shell pkg-config --cflags opencv4)
 # sm_61 (dp4a) and newer; sm_90 for the H200.  CUDA 13 dropped sm_61/70 codegen, so
-# the list is whatever this nvcc accepts among those we target.
-NVCC_ARCHS ?= $(shell for a in 61 70 75 80 86 89 90; do \
-                $(NVCC) --list-gpu-arch 2>/dev/null | grep -qx compute_$$a && printf -- '-gencode arch=compute_%s,code=sm_%s ' $$a $$a; done)
+# the list is whatever this nvcc accepts among those we target.  A cubin runs on every
+# device of its major version at or above its minor one, so sm_80's code serves sm_86 and
+# sm_89 (each of those cost CI a full pass over every kernel); the newest architecture's
+# PTX is embedded as well, for devices newer than any listed (the driver compiles it).
+NVCC_ARCHS ?= $(shell l=; for a in 61 70 75 80 90; do \
+                $(NVCC) --list-gpu-arch 2>/dev/null | grep -qx compute_$$a && { printf -- '-gencode arch=compute_%s,code=sm_%s ' $$a $$a; l=$$a; }; done; \
+                [ -n "$$l" ] && printf -- '-gencode arch=compute_%s,code=compute_%s' $$l $$l)
 NVCCFLAGS ?= -std=c++17 -O2 -g -Xcompiler -fPIC,-Wall,-ffp-contract=off $(NVCC_ARCHS) -Iinclude -I.
 
 # CUTLASS's headers (PyPI nvidia-cutlass, pinned in scripts/requirements-build.txt; found
