@@ -395,7 +395,7 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
                 break;
             }
             if (j >= 0) {
-                int other = g->nodes[j].src[0] == i ? g->nodes[j].src[1] : g->nodes[j].src[0];
+                int other = yq_plan_pass_source(g, g->nodes[j].src[0]) == i ? g->nodes[j].src[1] : g->nodes[j].src[0];
                 const yq_node *on = &g->nodes[other];
                 c.fused = 1;
                 c.sq = &g->q[j];

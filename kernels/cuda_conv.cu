@@ -51,6 +51,7 @@ struct yq_cuda_conv {
     int halo;                     /* the halo family can (some of its tiles) */
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
+    unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
 };
 
 static int mma_ok(const yq_cuda_conv *c);
@@ -557,6 +558,123 @@ static void launch_dw_k(const ConvK &a, cudaStream_t st)
     else YQ_LAUNCH_LUT(conv_dw_k, g, 256, 0, st, K, S, false);
 }
 
+/* Depthwise on dp4a (dw tile 1, "dw_dp4a"): a channel's K x K products are a dot product
+ * over taps, so four taps' words (4 channels each) are transposed by byte permutes into
+ * four words of one channel's four taps, each then one dp4a against that channel's four
+ * tap weights (a.wdt: [tap group][c4] words, taps 4g..4g+3, zero past K x K).  A group of
+ * four taps and four channels costs 8 permutes and 4 dp4a where byte extraction and
+ * multiply-adds took 48 instructions (conv_dw_k: 4.8 int8 TOP/s on the H200, far from the
+ * memory bound).  K x K is odd, so the last group holds one tap: a permute and a dp4a
+ * per channel.  NW words (1 or 4: 16-byte loads) of one output pixel a thread. */
+template <bool U8>
+__device__ __forceinline__ void dw_taps4(unsigned v0, unsigned v1, unsigned v2, unsigned v3, const uint4 &w, int *s)
+{
+    const unsigned lo01 = __byte_perm(v0, v1, 0x5140), hi01 = __byte_perm(v0, v1, 0x7362);
+    const unsigned lo23 = __byte_perm(v2, v3, 0x5140), hi23 = __byte_perm(v2, v3, 0x7362);
+    s[0] = dot4<U8>((int)__byte_perm(lo01, lo23, 0x5410), (int)w.x, s[0]);
+    s[1] = dot4<U8>((int)__byte_perm(lo01, lo23, 0x7632), (int)w.y, s[1]);
+    s[2] = dot4<U8>((int)__byte_perm(hi01, hi23, 0x5410), (int)w.z, s[2]);
+    s[3] = dot4<U8>((int)__byte_perm(hi01, hi23, 0x7632), (int)w.w, s[3]);
+}
+
+template <bool U8>
+__device__ __forceinline__ void dw_tap1(unsigned v, const uint4 &w, int *s)
+{
+    s[0] = dot4<U8>((int)__byte_perm(v, 0u, 0x4440), (int)w.x, s[0]);
+    s[1] = dot4<U8>((int)__byte_perm(v, 0u, 0x4441), (int)w.y, s[1]);
+    s[2] = dot4<U8>((int)__byte_perm(v, 0u, 0x4442), (int)w.z, s[2]);
+    s[3] = dot4<U8>((int)__byte_perm(v, 0u, 0x4443), (int)w.w, s[3]);
+}
+
+template <int K, int S, int NW, bool U8, bool LUT>
+__global__ void __launch_bounds__(256) conv_dw_dp4a(ConvK a)
+{
+    constexpr int T = K * K, G = (T + 3) / 4;
+    static_assert(T % 4 == 1, "an odd window: the last group holds one tap");
+    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int cw = a.F4 >> 2, per = cw / NW;     /* words a pixel; threads a pixel */
+    if (t >= (long)a.M * per) return;
+    const int p = (int)(t / per), w0 = (int)(t - (long)p * per) * NW, c0 = w0 * 4;
+    const int ohw = a.OH * a.OW, b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+    /* the window's rows and columns, once: offsets (words, within the image) clamped into
+     * it, and whether each is inside.  Every tap is loaded from a valid address and
+     * zeroed after, without a branch: a load under a branch is its own basic block, and
+     * nvcc issued the nine one after another's wait. */
+    const int rs = a.IW * a.IPW, y0 = oy * S - a.pad, x0 = ox * S - a.pad;
+    const unsigned *in = (const unsigned *)a.in + (long)b * a.IH * rs + w0;
+    int roff[K], coff[K];
+    bool rok[K], cok[K];
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        roff[i] = min(max(y0 + i, 0), a.IH - 1) * rs;
+        coff[i] = min(max(x0 + i, 0), a.IW - 1) * a.IPW;
+        rok[i] = (unsigned)(y0 + i) < (unsigned)a.IH;
+        cok[i] = (unsigned)(x0 + i) < (unsigned)a.IW;
+    }
+    const uint4 *wt = (const uint4 *)a.wdt + w0;  /* [g][cw] words: uint4 = 4 channels */
+    int s[4 * NW];
+#pragma unroll
+    for (int j = 0; j < 4 * NW; j++) s[j] = 0;
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        unsigned v[4][NW];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int tap = 4 * g + i, ky = tap / K, kx = tap % K;
+            if (tap >= T) {
+#pragma unroll
+                for (int q = 0; q < NW; q++) v[i][q] = 0;
+                continue;
+            }
+            const bool ok = rok[ky] && cok[kx];
+            const unsigned *px = in + (roff[ky] + coff[kx]);
+            if constexpr (NW == 4) {
+                const uint4 q = __ldg(reinterpret_cast<const uint4 *>(px));
+                v[i][0] = ok ? q.x : 0u, v[i][1] = ok ? q.y : 0u, v[i][2] = ok ? q.z : 0u, v[i][3] = ok ? q.w : 0u;
+            } else {
+                const unsigned q = __ldg(px);
+                v[i][0] = ok ? q : 0u;
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < NW; q++) {
+            const uint4 w = __ldg(wt + g * cw + q);
+            if (4 * g + 4 <= T) dw_taps4<U8>(v[0][q], v[1][q], v[2][q], v[3][q], w, s + 4 * q);
+            else dw_tap1<U8>(v[0][q], w, s + 4 * q);
+        }
+    }
+    /* the parameters as vectors (padded with zeros to 16 channels: past F the result is
+     * zero without a test) */
+    unsigned words[NW];
+#pragma unroll
+    for (int q = 0; q < NW; q++) {
+        const int c = c0 + 4 * q;
+        const int4 bq = __ldg(reinterpret_cast<const int4 *>(a.bq + c));
+        const float4 sp = __ldg(reinterpret_cast<const float4 *>(a.pos + c));
+        const float4 sn = __ldg(reinterpret_cast<const float4 *>(a.neg + c));
+        /* (rq_pair's two outputs are its low 16 bits; the high ones are not zero) */
+        const unsigned word = __byte_perm(rq_pair<LUT>(s[4 * q] + bq.x, sp.x, sn.x, s[4 * q + 1] + bq.y, sp.y, sn.y, a),
+                                          rq_pair<LUT>(s[4 * q + 2] + bq.z, sp.z, sn.z, s[4 * q + 3] + bq.w, sp.w, sn.w, a),
+                                          0x5410);
+        words[q] = res_word(word, (long)p * a.OPW + w0 + q, c, a);
+    }
+    unsigned *o = (unsigned *)a.out + (long)p * a.OPW + w0;
+    if constexpr (NW == 4) reinterpret_cast<uint4 *>(o)[0] = make_uint4(words[0], words[1], words[2], words[3]);
+    else o[0] = words[0];
+}
+
+template <int K, int S>
+static void launch_dw_dp4a(const ConvK &a, cudaStream_t st)
+{
+    /* 16 channels a thread where loads and stores can be 16 bytes */
+    bool v16 = a.F4 % 16 == 0 && a.IPW % 4 == 0 && a.OPW % 4 == 0 && !((uintptr_t)a.in & 15) &&
+               !((uintptr_t)a.out & 15) && !((uintptr_t)a.res & 15);
+    long n = (long)a.M * (a.F4 / (v16 ? 16 : 4));
+    unsigned g = yq_blocks(n, 256);
+    if (v16) YQ_LAUNCH_LUT(conv_dw_dp4a, g, 256, 0, st, K, S, 4, false);   /* int8 inputs only (dw_ok) */
+    else YQ_LAUNCH_LUT(conv_dw_dp4a, g, 256, 0, st, K, S, 1, false);
+}
+
 /* Depthwise, any k and stride, and the float-output case. */
 __global__ void conv_dw(ConvK a)
 {
@@ -759,113 +877,148 @@ __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
  * weights, [F][K4] words, sit in shared memory and are read by all threads at the
  * same address (broadcast).  Filters in groups of 4: one output word per group. */
 #define PX_KMAX 36
+#define PX_SROW 17                        /* a staged pixel: 16 output words and one of padding */
+#define PX_STAGE_BYTES (PX_T * PX_SROW * 4)
 #define PX_T 128
 
 template <bool U8, bool LUT = false>
 __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 {
-    extern __shared__ int wsm[];
+    extern __shared__ int wsm[];                 /* [F][K4] weights, then the staged outputs */
     const int nw = a.F * a.K4;
     for (int i = threadIdx.x; i < nw; i += PX_T) wsm[i] = a.w32[i];
+    unsigned *staged = (unsigned *)wsm + nw;     /* [PX_T][PX_SROW] words */
     __syncthreads();
-    const int p = blockIdx.x * PX_T + threadIdx.x;
-    if (p >= a.M) return;
+    const int p0 = blockIdx.x * PX_T, p = p0 + threadIdx.x, npx = min(PX_T, a.M - p0);
+    const bool live = p < a.M;
     const int ohw = a.OH * a.OW, b = p / ohw, pix = p - b * ohw, oy = pix / a.OW, ox = pix - oy * a.OW;
     const int *in = (const int *)a.in;
     int xw[PX_KMAX];
 #pragma unroll
     for (int w = 0; w < PX_KMAX; w++) {
         xw[w] = 0;
-        if (w < a.K4) {
+        if (live && w < a.K4) {
             int tap = w / a.C4w, c4 = w - tap * a.C4w, ky = tap / a.k, kx = tap - ky * a.k;
             int y = oy * a.s - a.pad + ky, x = ox * a.s - a.pad + kx;
             if ((unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW)
                 xw[w] = __ldg(in + (((long)b * a.IH + y) * a.IW + x) * a.IPW + c4);
         }
     }
-    for (int o0 = 0; o0 < a.F4; o0 += 4) {
-        int acc[4] = { 0, 0, 0, 0 };
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (o0 + j >= a.F) break;
-            const int *wr = wsm + (o0 + j) * a.K4;
-#pragma unroll
-            for (int w = 0; w < PX_KMAX; w++)
-                if (w < a.K4) acc[j] = dot4<U8>(xw[w], wr[w], acc[j]);
-        }
-        if (a.fout) {
+    /* int8 outputs 64 filters at a time: staged, then the block's pixels stored together
+     * (a pixel a thread strided every word store by the output pixel's bytes) */
+    for (int c0 = 0; c0 < a.F4; c0 += 4 * (PX_SROW - 1)) {
+        const int cw = min(PX_SROW - 1, (a.F4 - c0) >> 2);
+        for (int k = 0; k < cw && live; k++) {
+            const int o0 = c0 + 4 * k;
+            int acc[4] = { 0, 0, 0, 0 };
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                int o = o0 + j;
-                if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(acc[j] + a.bq[o], o, a);
-            }
-        } else {
-            unsigned word = 0;
+                if (o0 + j >= a.F) break;
+                const int *wr = wsm + (o0 + j) * a.K4;
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int o = o0 + j;
-                int8_t v = o < a.F ? rq_out_l<LUT>(acc[j] + a.bq[o], o, a) : 0;
-                word |= (unsigned)(uint8_t)v << (8 * j);
+                for (int w = 0; w < PX_KMAX; w++)
+                    if (w < a.K4) acc[j] = dot4<U8>(xw[w], wr[w], acc[j]);
             }
-            long wi = (long)p * a.OPW + (o0 >> 2);
-            ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+            if (a.fout) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int o = o0 + j;
+                    if (o < a.F) ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = deq_out(acc[j] + a.bq[o], o, a);
+                }
+            } else {
+                unsigned word = 0;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int o = o0 + j;
+                    int8_t v = o < a.F ? rq_out_l<LUT>(acc[j] + a.bq[o], o, a) : 0;
+                    word |= (unsigned)(uint8_t)v << (8 * j);
+                }
+                staged[threadIdx.x * PX_SROW + k] = word;
+            }
         }
+        if (a.fout) continue;                    /* (uniform: float outputs are NCHW, already coalesced) */
+        __syncthreads();
+        for (int u = threadIdx.x; u < npx * cw; u += PX_T) {
+            const int px = u / cw, k = u - px * cw;
+            const long wi = (long)(p0 + px) * a.OPW + (c0 >> 2) + k;
+            ((unsigned *)a.out)[wi] = res_word(staged[px * PX_SROW + k], wi, c0 + 4 * k, a);
+        }
+        __syncthreads();
     }
 }
 
 /* Small convs (dp4a_const): the image's 3x3 (at most 4 channels: one word per pixel) and
- * 1x1 convs over C4W = 2 or 4 words (8 or 16 channels); NF >= F4 filters, at most
+ * 1x1 convs over C4W = 1, 2 or 4 words (4, 8 or 16 channels); NF >= F4 filters, at most
  * YQ_CONST_MAXF; int8 output.  One thread per output pixel, its K x K x C4W input words
  * in registers, every weight and epilogue parameter a constant-memory operand (the
- * kernel's parameter fw), fully unrolled; the pixel's outputs stored as 16-byte vectors
- * where the tensor allows.  These convs move far more bytes than they compute. */
+ * kernel's parameter fw), fully unrolled; the block's outputs staged in shared memory and
+ * stored together, as 16-byte vectors where the tensor allows.  These convs move far more
+ * bytes than they compute. */
 template <bool U8, int K, int C4W, int NF>
 __global__ void __launch_bounds__(128) conv_const(ConvK a, const yq_const_w fw)
 {
-    constexpr int KW = K * K * C4W;
-    const int p = blockIdx.x * 128 + threadIdx.x;
-    if (p >= a.M) return;
-    const int ohw = a.OH * a.OW, b = p / ohw, pix = p - b * ohw, oy = pix / a.OW, ox = pix - oy * a.OW;
-    const int *in = (const int *)a.in;
-    int xw[KW];
+    constexpr int KW = K * K * C4W, NW = NF / 4, SROW = NW + 1;   /* a staged pixel: odd words */
+    __shared__ unsigned staged[128 * SROW];
+    const int p0 = blockIdx.x * 128, p = p0 + threadIdx.x;
+    if (p < a.M) {
+        const int ohw = a.OH * a.OW, b = p / ohw, pix = p - b * ohw, oy = pix / a.OW, ox = pix - oy * a.OW;
+        const int *in = (const int *)a.in;
+        int xw[KW];
 #pragma unroll
-    for (int t = 0; t < K * K; t++) {
-        int y = oy * a.s - a.pad + t / K, x = ox * a.s - a.pad + t % K;
-        bool ok = (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
-        const int *px = in + (((long)b * a.IH + y) * a.IW + x) * a.IPW;
-        if (C4W == 4 && ok && !(a.IPW & 3) && !((uintptr_t)a.in & 15)) {
-            int4 v = __ldg(reinterpret_cast<const int4 *>(px));
-            xw[t * C4W] = v.x; xw[t * C4W + 1] = v.y; xw[t * C4W + 2] = v.z; xw[t * C4W + 3] = v.w;
-        } else {
+        for (int t = 0; t < K * K; t++) {
+            int y = oy * a.s - a.pad + t / K, x = ox * a.s - a.pad + t % K;
+            bool ok = (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
+            const int *px = in + (((long)b * a.IH + y) * a.IW + x) * a.IPW;
+            if (C4W == 4 && ok && !(a.IPW & 3) && !((uintptr_t)a.in & 15)) {
+                int4 v = __ldg(reinterpret_cast<const int4 *>(px));
+                xw[t * C4W] = v.x; xw[t * C4W + 1] = v.y; xw[t * C4W + 2] = v.z; xw[t * C4W + 3] = v.w;
+            } else {
 #pragma unroll
-            for (int c = 0; c < C4W; c++) xw[t * C4W + c] = ok ? __ldg(px + c) : 0;
+                for (int c = 0; c < C4W; c++) xw[t * C4W + c] = ok ? __ldg(px + c) : 0;
+            }
+        }
+        /* every filter slot computed: past F the weights, bias and scales are zero, and
+         * so is the result (no per-output branch) */
+#pragma unroll
+        for (int o4 = 0; o4 < NW; o4++) {
+            unsigned word = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int o = o4 * 4 + j;
+                int acc = 0;
+#pragma unroll
+                for (int t = 0; t < KW; t++) acc = dot4<U8>(xw[t], fw.w[o * KW + t], acc);
+                word |= (yq_requant_act_lo8(acc + fw.bq[o], fw.pos[o], fw.neg[o], a.qmin, a.qmax) & 0xffu) << (8 * j);
+            }
+            staged[threadIdx.x * SROW + o4] = word;
         }
     }
-    unsigned words[NF / 4];
-#pragma unroll
-    for (int o4 = 0; o4 < NF / 4; o4++) {
-        unsigned word = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int o = o4 * 4 + j;
-            int acc = 0;
-#pragma unroll
-            for (int t = 0; t < KW; t++) acc = dot4<U8>(xw[t], fw.w[o * KW + t], acc);
-            int v = o < a.F ? yq_requant_act(acc + fw.bq[o], fw.pos[o], fw.neg[o], a.qmin, a.qmax) : 0;
-            word |= (unsigned)(uint8_t)v << (8 * j);
+    __syncthreads();
+    /* the block's pixels leave together: consecutive threads, consecutive output bytes
+     * (one pixel a thread strided the stores by the pixel's bytes: 48 bytes apart for 48
+     * filters, eight times the sectors) */
+    const int npx = min(128, a.M - p0), fw4 = a.F4 >> 2;
+    unsigned *out = (unsigned *)a.out;
+    if (a.F4 % 16 == 0 && a.OPW % 4 == 0 && !((uintptr_t)a.out & 15) && (!a.res || !((uintptr_t)a.res & 15))) {
+        const int per = fw4 >> 2;                  /* 16-byte units a pixel */
+        for (int u = threadIdx.x; u < npx * per; u += 128) {
+            const int px = u / per, q = u - px * per;
+            const unsigned *w = staged + px * SROW + 4 * q;
+            const long wi = (long)(p0 + px) * a.OPW + 4 * q;
+            uint4 v = make_uint4(w[0], w[1], w[2], w[3]);
+            if (a.res) {
+                const uint4 r = __ldg(reinterpret_cast<const uint4 *>(a.res) + wi / 4);
+                v = make_uint4(res_apply(v.x, r.x, 16 * q, a), res_apply(v.y, r.y, 16 * q + 4, a),
+                               res_apply(v.z, r.z, 16 * q + 8, a), res_apply(v.w, r.w, 16 * q + 12, a));
+            }
+            reinterpret_cast<uint4 *>(out)[wi / 4] = v;
         }
-        words[o4] = word;
-    }
-    const long base = (long)p * a.OPW;
-    unsigned *out = (unsigned *)a.out + base;
-    if (!a.res && NF % 16 == 0 && a.F4 == NF && a.OPW % 4 == 0 && !((uintptr_t)a.out & 15)) {
-#pragma unroll
-        for (int q = 0; q < NF / 16; q++)
-            reinterpret_cast<uint4 *>(out)[q] = make_uint4(words[4 * q], words[4 * q + 1], words[4 * q + 2], words[4 * q + 3]);
     } else {
-#pragma unroll
-        for (int o4 = 0; o4 < NF / 4; o4++)
-            if (o4 * 4 < a.F4) out[o4] = res_word(words[o4], base + o4, o4 * 4, a);
+        for (int u = threadIdx.x; u < npx * fw4; u += 128) {
+            const int px = u / fw4, o4 = u - px * fw4;
+            const long wi = (long)(p0 + px) * a.OPW + o4;
+            out[wi] = res_word(staged[px * SROW + o4], wi, o4 * 4, a);
+        }
     }
 }
 
@@ -880,12 +1033,13 @@ static void launch_const_k(const ConvK &a, cudaStream_t s)
 }
 
 /* The shapes dp4a_const has kernels for (and a.F4 <= 64). */
-static int const_shape(int k, int c4w) { return (k == 3 && c4w == 1) || (k == 1 && (c4w == 2 || c4w == 4)); }
+static int const_shape(int k, int c4w) { return (k == 3 && c4w == 1) || (k == 1 && (c4w == 1 || c4w == 2 || c4w == 4)); }
 
 template <bool U8>
 static void launch_const(const ConvK &a, cudaStream_t s)
 {
     if (a.k == 3) launch_const_k<U8, 3, 1>(a, s);
+    else if (a.C4w == 1) launch_const_k<U8, 1, 1>(a, s);
     else if (a.C4w == 2) launch_const_k<U8, 1, 2>(a, s);
     else launch_const_k<U8, 1, 4>(a, s);
 }
@@ -903,7 +1057,7 @@ static void launch_dp4a(const ConvK &a, int tile, cudaStream_t s)
         return;
     }
     if (tile == 3) {
-        size_t sm = sizeof(int) * (size_t)a.F * a.K4;
+        size_t sm = sizeof(int) * (size_t)a.F * a.K4 + PX_STAGE_BYTES;
         if (a.u8) YQ_LAUNCH_LUT(conv_dp4a_px, yq_blocks(a.M, PX_T), PX_T, sm, s, true);
         else YQ_LAUNCH_LUT(conv_dp4a_px, yq_blocks(a.M, PX_T), PX_T, sm, s, false);
         return;
@@ -950,6 +1104,7 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->wh);
     cudaFree(c->ws);
     cudaFree(c->wdw);
+    cudaFree(c->wdt);
     free(c->cw);
     free(c);
 }
@@ -957,6 +1112,18 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
 static yq_status upload(void **d, const void *h, size_t bytes, yq_error *err)
 {
     YQ_CUDA_TRY(cudaMalloc(d, bytes ? bytes : 1));
+    YQ_CUDA_TRY(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
+    return YQ_OK;
+}
+
+/* n 4-byte values, zero-filled on the device to a multiple of 16: kernels read the
+ * per-channel parameters of 4 or 16 channels as vectors, past F included (zero scales and
+ * biases requantize to zero). */
+static yq_status upload_pad16(void **d, const void *h, int n, yq_error *err)
+{
+    size_t bytes = (size_t)n * 4, padded = (((size_t)n + 15) & ~(size_t)15) * 4;
+    YQ_CUDA_TRY(cudaMalloc(d, padded ? padded : 1));
+    YQ_CUDA_TRY(cudaMemset(*d, 0, padded ? padded : 1));
     YQ_CUDA_TRY(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
     return YQ_OK;
 }
@@ -1010,9 +1177,9 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
         }
         size_t nw = (size_t)F * cg * k * k;
         if ((st = upload((void **)&c->wq, q->wq, nw, err)) ||
-            (st = upload((void **)&c->bq, q->bq, sizeof(int32_t) * F, err)) ||
-            (st = upload((void **)&c->pos, q->rq_pos, sizeof(float) * F, err)) ||
-            (st = upload((void **)&c->neg, q->rq_neg, sizeof(float) * F, err)) ||
+            (st = upload_pad16((void **)&c->bq, q->bq, F, err)) ||
+            (st = upload_pad16((void **)&c->pos, q->rq_pos, F, err)) ||
+            (st = upload_pad16((void **)&c->neg, q->rq_neg, F, err)) ||
             (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)) ||
             (q->lut && c->out_t == YQ_S8 && (st = upload((void **)&c->lut, q->lut, YQ_LUT_N, err))))
             goto fail;
@@ -1059,6 +1226,17 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             for (int ch = 0; ch < F; ch++)
                 for (int tap = 0; tap < k * k; tap++) h[(size_t)tap * c4 + ch] = q->wq[(size_t)ch * k * k + tap];
             st = upload((void **)&c->wdw, h, bytes, err);
+            free(h);
+            if (st) goto fail;
+            /* dw_dp4a's: [group][c4] words, word (g, ch) = channel ch's taps 4g..4g+3 */
+            int groups4 = (k * k + 3) / 4;
+            bytes = (size_t)groups4 * c4 * 4;
+            h = (int8_t *)calloc(bytes, 1);
+            if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+            for (int ch = 0; ch < F; ch++)
+                for (int tap = 0; tap < k * k; tap++)
+                    h[((size_t)(tap / 4) * c4 + ch) * 4 + tap % 4] = q->wq[(size_t)ch * k * k + tap];
+            st = upload((void **)&c->wdt, h, bytes, err);
             free(h);
             if (st) goto fail;
         } else {
@@ -1131,6 +1309,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.wf = c->wf; a.bf = c->bf;
     a.cw = c->cw;
     a.wdw = c->wdw;
+    a.wdt = c->wdt;
     a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act;
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
@@ -1192,6 +1371,13 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
+        if (cfg.tile == 1 && !a.u8 && !a.fout) {   /* dw_dp4a (cfg_ok: the shapes below) */
+            if (a.k == 3 && a.s == 1) launch_dw_dp4a<3, 1>(a, s);
+            else if (a.k == 3) launch_dw_dp4a<3, 2>(a, s);
+            else if (a.s == 1) launch_dw_dp4a<5, 1>(a, s);
+            else launch_dw_dp4a<5, 2>(a, s);
+            break;
+        }
         if (!a.fout && a.wdw && a.k == 3 && a.s == 1) launch_dw_k<3, 1>(a, s);
         else if (!a.fout && a.wdw && a.k == 3 && a.s == 2) launch_dw_k<3, 2>(a, s);
         else if (!a.fout && a.wdw && a.k == 5 && a.s == 1) launch_dw_k<5, 1>(a, s);
@@ -1245,6 +1431,14 @@ extern "C" int yq_cuda_arch(void)
 #define DP4A_TILES 5
 static const char *const dp4a_names[DP4A_TILES] = { "64x64", "128x128", "32x32ks", "px", "const" };
 static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
+#define DW_TILES 2                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a" */
+
+/* dw_dp4a's shapes: 3x3 and 5x5, stride 1 or 2, int8 output (an image input, uint8, runs
+ * tile 0 instead: yq_cuda_conv_run) */
+static int dw_dp4a_ok(const yq_cuda_conv *c)
+{
+    return c->wdt && (c->k == 3 || c->k == 5) && (c->stride == 1 || c->stride == 2) && c->out_t == YQ_S8;
+}
 
 /* The tensor-core family runs groups == 1 int8 convs whose input pixels are whole
  * 16-byte chunks (channels a multiple of 16), on sm_80 and newer. */
@@ -1293,10 +1487,12 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
         return f16_ok(c) && c->var == YQ_CONV_F16 && g.tile == 0 &&
                float_split_ok(c, g.split_k, batch, YQ_F16_TILE, YQ_F16_K);
     case YQ_CONV_DIRECT: return !c->float_op && g.tile == 0 && g.split_k == 1;
-    case YQ_CONV_DW: return !c->float_op && c->groups == c->cin && c->F == c->cin && g.tile == 0 && g.split_k == 1;
+    case YQ_CONV_DW:
+        return !c->float_op && c->groups == c->cin && c->F == c->cin && g.split_k == 1 &&
+               (g.tile == 0 || (g.tile == 1 && dw_dp4a_ok(c)));
     case YQ_CONV_DP4A:
         return !c->float_op && c->w32 && g.split_k == 1 &&
-               (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 <= 48 * 1024) ||
+               (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 + PX_STAGE_BYTES <= 48 * 1024) ||
                 (g.tile == 4 && c->cw));
     case YQ_CONV_CUTLASS: return g.split_k == 1 && cut_shape_ok(c, g.tile, batch);
     case YQ_CONV_HALO:
@@ -1333,7 +1529,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
     for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
     for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
-    add(YQ_CONV_DW, 0, 1);
+    for (int t = 0; t < DW_TILES; t++) add(YQ_CONV_DW, t, 1);
     if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
     return n;
 }
@@ -1341,8 +1537,16 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
 extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch)
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
-    if (c->cw && c->var == YQ_CONV_DP4A) {
-        g.tile = 4;                   /* the image's conv, 1x1s over 8 channels: their own kernel */
+    if (c->var == YQ_CONV_DW && dw_dp4a_ok(c)) {
+        g.tile = 1;                   /* dw_dp4a */
+        return g;
+    }
+    if (c->cw) {
+        /* the image's conv, 1x1s over 4-16 channels: their own kernel, whatever the family
+         * (16-channel 1x1s would default to the tensor cores: 72 against 15 us for
+         * yolo-fastest-1.1-xl's 16x160x160 -> 16 at batch 32 on the H200) */
+        g.family = YQ_CONV_DP4A;
+        g.tile = 4;
         return g;
     }
     if (c->var == YQ_CONV_F32 || c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
@@ -1416,7 +1620,7 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     case YQ_CONV_F32: n = snprintf(buf, cap, "f32"); break;
     case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
-    case YQ_CONV_DW: n = snprintf(buf, cap, "dw"); break;
+    case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : "dw_?"); break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
     case YQ_CONV_CUTLASS:
     case YQ_CONV_MMA: {
@@ -1442,7 +1646,8 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     char buf[64];
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
-                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES : 1); t++)
+                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
+                             : fam == YQ_CONV_DW ? DW_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
                 yq_conv_cfg_name(g, buf, sizeof buf);

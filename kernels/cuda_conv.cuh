@@ -21,6 +21,7 @@ struct ConvK {
     const void *wh;               /* F16 variant: the weights as FP16, [F][c][k][k] */
     const struct yq_const_w *cw;  /* dp4a_const: the host copy of its parameters */
     const unsigned *wdw;          /* depthwise: the weights as [tap][c4 / 4] words (4 channels each) */
+    const unsigned *wdt;          /* depthwise on dp4a: [tap group][c4] words, taps 4g..4g+3 of a channel */
     int qmin, qmax, act, u8, fout;
     yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
     /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's
@@ -105,7 +106,7 @@ __host__ __device__ __forceinline__ void yq_split_range(int K, int step, int n, 
 }
 
 /* The small convs' kernel (dp4a_const: the image's 3x3 over at most 4 channels, and 1x1
- * convs over 8 or 16 channels; at most 64 filters; int8 output): its weights and
+ * convs over 4, 8 or 16 channels; at most 64 filters; int8 output): its weights and
  * epilogue parameters travel in the kernel's parameter space (constant memory, read as
  * instruction operands). */
 #define YQ_CONST_MAXF 64

@@ -39,7 +39,8 @@ struct yq_cuda_plan {
     unsigned char *scratch;    /* device: converted inputs of the node being run */
     float *input;              /* device: the float batch as given */
     yq_cuda_conv **conv;       /* per node */
-    int *fuse;                 /* per node: conv -> the shortcut fused into it, shortcut -> its conv; else -1 */
+    int *fuse;                 /* per node: conv (and any dropout between) -> the shortcut fused into it,
+                                  shortcut -> its conv; else -1 */
     void *stream;
 };
 
@@ -151,7 +152,8 @@ static void find_views(yq_cuda_plan *p, int i)
         for (int j = 1; j < g->n_nodes; j++)
             if (g->nodes[j].op == YQ_OP_SHORTCUT && p->fuse[j] >= 0)
                 for (int q = 0; q < g->nodes[j].n_src; q++)
-                    if (g->nodes[j].src[q] != p->fuse[j] && p->owner[g->nodes[j].src[q]] == b) return;
+                    if (yq_plan_pass_source(g, g->nodes[j].src[q]) != p->fuse[j] && p->owner[g->nodes[j].src[q]] == b)
+                        return;
         if (b < first) first = b;
     }
     /* each source's buffer moves into the route's, at the source's channel offset (each
@@ -177,9 +179,9 @@ static void find_views(yq_cuda_plan *p, int i)
     p->n_views++;
 }
 
-/* Convs whose only consumer is an int8 [shortcut] whose other source is int8 and
- * computed earlier: the add can run in the conv's epilogue (yq_cuda_conv_run_add) and
- * the conv's own output is then never written. */
+/* Convs whose only consumer (past dropouts) is an int8 [shortcut] whose other source is
+ * int8 and computed earlier: the add can run in the conv's epilogue (yq_cuda_conv_run_add)
+ * and the conv's own output is then never written. */
 static void find_fusions(const yq_graph *g, int on, int *fuse)
 {
     int n = g->n_nodes;
@@ -189,10 +191,14 @@ static void find_fusions(const yq_graph *g, int on, int *fuse)
      * YQ_PLAN_NO_FUSE (a fused conv's own output is never written). */
     if (!on) return;
     for (int i = 1; i < n; i++) {
-        int j = yq_plan_fused_shortcut(g, i, NULL);   /* the rule (runtime/plan.c), shared with the tuner */
+        int rf = 0, j = yq_plan_fused_shortcut(g, i, &rf);   /* the rule (runtime/plan.c), shared with the tuner */
         if (j < 0) continue;
-        fuse[i] = j;
         fuse[j] = i;
+        /* the conv and any dropouts between it and the shortcut: none of their bytes is kept */
+        for (int m = g->nodes[j].src[rf ? 1 : 0];; m = g->nodes[m].src[0]) {
+            fuse[m] = j;
+            if (m == i) break;
+        }
     }
 }
 
@@ -395,7 +401,7 @@ struct yq_cuda_conv *yq_cuda_plan_conv(yq_cuda_plan *p, int id)
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id)
 {
     if (id < 0 || id >= p->g->n_nodes || p->last_use[p->owner[id]] != p->g->n_nodes ||
-        (p->g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0) || is_view(p, id))
+        (p->g->nodes[id].op != YQ_OP_SHORTCUT && p->fuse[id] >= 0) || is_view(p, id))
         return NULL;
     return p->arena + p->off[p->owner[id]];
 }
@@ -421,7 +427,7 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
         case YQ_OP_CONV:
             if ((st = source(p, i, 0, B, stream, &so, &a, err))) break;
             if (p->fuse[i] >= 0) {
-                int j = p->fuse[i], first = g->nodes[j].src[0] != i;
+                int j = p->fuse[i], first = yq_plan_pass_source(g, g->nodes[j].src[0]) != i;
                 b = dt(p, g->nodes[j].src[first ? 0 : 1]);
                 y = dt(p, j);
                 st = yq_cuda_conv_run_add(p->conv[i], &a, &b, &g->q[j], first, &y, B, stream, err);
@@ -476,7 +482,7 @@ yq_status yq_cuda_download(const yq_cuda_plan *p, int id, void *host, yq_error *
     if (p->last_use[p->owner[id]] != g->n_nodes)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d (%s): its memory was reused (plan with YQ_PLAN_KEEP_ALL)",
                        id, g->nodes[id].name);
-    if (g->nodes[id].op == YQ_OP_CONV && p->fuse[id] >= 0)
+    if (g->nodes[id].op != YQ_OP_SHORTCUT && p->fuse[id] >= 0)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "node %d (%s): fused with the shortcut %s, its output is not kept", id,
                        g->nodes[id].name, g->nodes[p->fuse[id]].name);
     yq_dtensor t = dt(p, id);

@@ -49,10 +49,10 @@ float      *yq_cuda_plan_input(yq_cuda_plan *p);
 const void *yq_cuda_plan_node(const yq_cuda_plan *p, int id);
 yq_status   yq_cuda_enqueue(yq_cuda_plan *p, int n, void *stream, yq_error *err);
 
-/* Fusion (unless YQ_PLAN_NO_FUSE): a conv whose
- * only consumer is an int8 [shortcut] runs the add in its epilogue; for such a conv
- * this returns the shortcut's id (its own output is not kept: yq_cuda_download
- * refuses it), for the shortcut the conv's id; else -1. */
+/* Fusion (unless YQ_PLAN_NO_FUSE): a conv whose only consumer (past [dropout]s) is an
+ * int8 [shortcut] runs the add in its epilogue; for such a conv and the dropouts after it
+ * this returns the shortcut's id (their own output is not kept: yq_cuda_download refuses
+ * it), for the shortcut the conv's id; else -1. */
 int yq_cuda_plan_fused(const yq_cuda_plan *p, int id);
 
 /* Routes that run no kernel because they are views (see runtime/exec_cuda.c): a concat

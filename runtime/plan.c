@@ -187,37 +187,64 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
     return YQ_OK;
 }
 
-/* The conv as one source of shortcut j: whether its add can run in the conv's epilogue. */
+/* How many times node id is read. */
+static int n_uses(const yq_graph *g, int id)
+{
+    int uses = 0;
+    for (int m = 1; m < g->n_nodes; m++)
+        for (int q = 0; q < g->nodes[m].n_src; q++) uses += g->nodes[m].src[q] == id;
+    return uses;
+}
+
+/* A [dropout] of an int8 graph: the identity at inference, its source's bytes. */
+static int passes_on(const yq_graph *g, int id)
+{
+    return g->nodes[id].op == YQ_OP_DROPOUT && g->nodes[id].n_src == 1 &&
+           yq_node_dtype(g, id) == yq_node_dtype(g, g->nodes[id].src[0]);
+}
+
+int yq_plan_pass_source(const yq_graph *g, int id)
+{
+    while (id > 0 && id < g->n_nodes && passes_on(g, id)) id = g->nodes[id].src[0];
+    return id;
+}
+
+/* The conv behind source k of shortcut j (through dropouts read nowhere else), if its add
+ * can run in the conv's epilogue; else -1. */
 static int fusable_source(const yq_graph *g, int j, int k)
 {
     const yq_node *s = &g->nodes[j];
     int i = s->src[k], other = s->src[1 - k];
+    while (passes_on(g, i) && n_uses(g, i) == 1) i = g->nodes[i].src[0];
     const yq_node *c = &g->nodes[i];
     if (c->op != YQ_OP_CONV || g->q[i].float_op || yq_node_dtype(g, i) != YQ_S8 || other >= i ||
-        yq_node_dtype(g, other) != YQ_S8)
-        return 0;
-    int uses = 0;
-    for (int m = 1; m < g->n_nodes; m++)
-        for (int q = 0; q < g->nodes[m].n_src; q++) uses += g->nodes[m].src[q] == i;
-    return uses == 1;
+        yq_node_dtype(g, other) != YQ_S8 || n_uses(g, i) != 1)
+        return -1;
+    return i;
 }
 
 int yq_plan_fused_shortcut(const yq_graph *g, int id, int *res_first)
 {
     if (!g || !g->q || id < 1 || id >= g->n_nodes || g->nodes[id].op != YQ_OP_CONV) return -1;
-    int j = -1;                                   /* the conv's one consumer */
-    for (int m = id + 1; m < g->n_nodes; m++)
-        for (int q = 0; q < g->nodes[m].n_src; q++)
-            if (g->nodes[m].src[q] == id) {
-                if (j >= 0) return -1;
-                j = m;
-            }
-    if (j < 0) return -1;
+    /* the conv's one consumer, past any dropouts (yolo-fastest puts one before each add) */
+    int j = id;
+    do {
+        int next = -1;
+        for (int m = j + 1; m < g->n_nodes; m++)
+            for (int q = 0; q < g->nodes[m].n_src; q++)
+                if (g->nodes[m].src[q] == j) {
+                    if (next >= 0) return -1;
+                    next = m;
+                }
+        if (next < 0) return -1;
+        j = next;
+    } while (passes_on(g, j));
     const yq_node *s = &g->nodes[j];
     if (s->op != YQ_OP_SHORTCUT || s->n_src != 2 || g->q[j].float_op || yq_node_dtype(g, j) != YQ_S8) return -1;
     for (int k = 0; k < 2; k++) {
-        if (!fusable_source(g, j, k)) continue;
-        if (s->src[k] != id) return -1;           /* the shortcut fuses its other source */
+        int c = fusable_source(g, j, k);
+        if (c < 0) continue;
+        if (c != id) return -1;                   /* the shortcut fuses its other source */
         if (res_first) *res_first = k == 1;
         return j;
     }

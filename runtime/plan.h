@@ -56,9 +56,14 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
 
 /* The GPU int8 plan's fusion rule (runtime/exec_cuda.c; the tuner measures such convs with
  * their residual): the [shortcut] node whose add runs in conv id's epilogue, or -1.  A conv
- * fuses when its only consumer is an int8 shortcut whose other source is int8 and earlier,
- * and it is the first of the shortcut's two sources to qualify.  *res_first (may be NULL):
+ * fuses when its only consumer (past [dropout]s read nowhere else) is an int8 shortcut
+ * whose other source is int8 and earlier, and it is the first of the shortcut's two
+ * sources to qualify.  *res_first (may be NULL):
  * the residual is the shortcut's first source. */
 int yq_plan_fused_shortcut(const yq_graph *g, int id, int *res_first);
+
+/* The node whose bytes node id is: id itself, or past [dropout]s (the identity) the first
+ * node that is not one. */
+int yq_plan_pass_source(const yq_graph *g, int id);
 
 #endif

@@ -172,8 +172,8 @@ double yq_tune_model_us(const yq_tune_task *t, yq_conv_cfg cfg, int sms)
     if (sms < 1) sms = 132;
     geom g = cfg_geom(cfg);
     const double launch = 3.0;
-    if (g.bm < 1 || g.bn < 1 || g.bk < 1)   /* dw, direct, f32: one kernel each, nothing to rank */
-        return launch + t->ops / (sms * 0.3e6);
+    if (g.bm < 1 || g.bn < 1 || g.bk < 1)   /* dw, direct, f32: no tile to rank; dw_dp4a's dot products */
+        return launch + t->ops / (sms * (cfg.family == YQ_CONV_DW && cfg.tile == 1 ? 0.6e6 : 0.3e6));
     /* peak integer ops per microsecond per multiprocessor (H100/H200 class: int8 mma
      * ~15 T/s, dp4a ~1 T/s per SM) times a family efficiency (CUTLASS's main loop measured
      * 1.7-2x ours on the H200) */

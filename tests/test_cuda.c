@@ -185,6 +185,7 @@ static long n_cut_runs;    /* of which CUTLASS-family ones */
 static long n_cut32_runs;  /* of those, on the 32-filter tile */
 static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
+static long n_dwdp4a_runs; /* and dw_dp4a ones */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -406,6 +407,7 @@ static void conv_one(const conv_case *cc)
         n_cut32_runs += !strcmp(name, "cutlass_128x32x64_s4");
         n_halo_runs += fam == YQ_CONV_HALO;
         n_const_runs += !strcmp(name, "dp4a_const");
+        n_dwdp4a_runs += !strcmp(name, "dw_dp4a");
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -462,9 +464,12 @@ static void t_conv_mma(void)
         { 16, 31, 29, 32, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 512, 5, 5, 1024, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 48, 17, 15, 208, 1, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
-        /* the small convs' kernel (dp4a_const: 3x3 over at most 4 channels, 1x1 over 8 or
-         * 16; at most 64 filters): 16-byte stores (32, 48 and 64 filters), word stores */
+        /* the small convs' kernel (dp4a_const: 3x3 over at most 4 channels, 1x1 over 4, 8
+         * or 16; at most 64 filters): 16-byte stores (32, 48 and 64 filters), word stores
+         * (8 and 24), blocks cut short by the batch's last pixels */
         { 8, 19, 17, 48, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 4, 13, 11, 24, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },       /* 1x1 over 4 channels */
+        { 4, 9, 10, 8, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
         { 16, 13, 15, 8, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 16, 9, 9, 64, 1, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
         { 3, 30, 26, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
@@ -490,7 +495,7 @@ static void t_conv_mma(void)
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
     CHECKF(yq_cuda_arch() < 80 || n_cut32_runs >= 2, "sm_%d: the 32-filter CUTLASS tile ran %ld times", yq_cuda_arch(),
            n_cut32_runs);
-    CHECK(n_const_runs >= 6);
+    CHECK(n_const_runs >= 8);
 }
 
 static void t_conv_head_float(void)
@@ -524,6 +529,15 @@ static void t_conv_depthwise(void)
             }
     conv_case dw_u8 = { 3, 12, 11, 3, 3, 1, 3, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 };   /* on the image */
     conv_one(&dw_u8);
+    /* dw_dp4a's 16-byte path over several words a pixel (yolo-fastest's widths) */
+    static const conv_case wide[] = {
+        { 192, 9, 8, 192, 3, 1, 192, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 64, 11, 13, 64, 3, 2, 64, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 144, 7, 9, 144, 5, 1, 144, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 16, 12, 10, 16, 5, 2, 16, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) conv_one(&wide[i]);
+    CHECKF(n_dwdp4a_runs >= 20, "dw_dp4a ran %ld configurations", n_dwdp4a_runs);
     conv_case grouped = { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 };
     conv_one(&grouped);
     conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };
@@ -643,7 +657,8 @@ static void t_maxpool(void)
     need_gpu();
     rng_state = 5;
     maxpool_one(13, 13, 13, 2, 2, 1, 1);    /* odd size, darknet's default padding */
-    maxpool_one(48, 12, 12, 2, 2, 0, 3);
+    maxpool_one(48, 12, 12, 2, 2, 0, 3);    /* 16 bytes a thread (three pieces a pixel) */
+    maxpool_one(128, 16, 18, 2, 2, 0, 2);   /* yolov4-tiny's */
     maxpool_one(5, 13, 13, 2, 1, 1, 3);     /* yolov3-tiny's stride 1 */
     maxpool_one(8, 10, 10, 5, 1, 4, 1);     /* SPP */
     maxpool_one(255, 7, 9, 9, 1, 8, 2);
@@ -961,7 +976,8 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     if (st == YQ_OK) st = yq_cuda_run(gp, x, &err);
     char why[600] = "";
     if (st) snprintf(why, sizeof why, "gpu run: %s", err.msg);
-    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0, n_fused = 0;
+    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0, n_fused = 0,
+        n_fused_drop = 0;
     double worst = 0;
     /* taint: downstream of a float layer; depth: float convs on the way; ftaint: a float
      * node reading (through float nodes) an int8 node downstream of a float layer */
@@ -980,8 +996,9 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         depth[i] += nd->op == YQ_OP_CONV && g->q[i].float_op;
         yq_dtype t = yq_node_dtype(g, i);
         size_t bytes = (size_t)yq_shape_size(nd->out) * B * yq_dtype_size(t);
-        if (nd->op == YQ_OP_CONV && yq_cuda_plan_fused(gp, i) >= 0) {   /* its shortcut is compared instead */
-            n_fused++;
+        if (nd->op != YQ_OP_SHORTCUT && yq_cuda_plan_fused(gp, i) >= 0) {   /* its shortcut is compared instead */
+            n_fused += nd->op == YQ_OP_CONV;
+            n_fused_drop += nd->op == YQ_OP_DROPOUT;
             continue;
         }
         const void *ref = yq_plan_data(cp, i);
@@ -1036,9 +1053,9 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         if (n_ftaint) snprintf(ft, sizeof ft, " (%d of them with tainted inputs: max rel err %.2g)", n_ftaint, worst_ftaint);
         printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
                "(max rel err %.2g)%s, %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
-               "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut, %d routes as views%s\n", label, n, B,
-               is.w, is.h, n_int, n_exact_f, n_flt, worst, ft, bad_tainted, t_cpu, t_gpu, yq_cuda_plan_bytes(gp) / 1e6,
-               n_fused, last_views, n_rot ? ", convs on rotating configurations" : "");
+               "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut (%d through a dropout), %d routes "
+               "as views%s\n", label, n, B, is.w, is.h, n_int, n_exact_f, n_flt, worst, ft, bad_tainted, t_cpu, t_gpu,
+               yq_cuda_plan_bytes(gp) / 1e6, n_fused, n_fused_drop, last_views, n_rot ? ", convs on rotating configurations" : "");
     }
     yq_cuda_plan_free(gp);
     yq_plan_free(cp);

@@ -230,6 +230,8 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("cutlass_128x128x64_s3", &c) == 0 && c.family == YQ_CONV_CUTLASS && c.tile == 0);
     CHECK(yq_conv_cfg_parse("halo_16x16x64", &c) == 0 && c.family == YQ_CONV_HALO && c.tile == 1);
     CHECK(yq_conv_cfg_parse("dp4a_const", &c) == 0 && c.family == YQ_CONV_DP4A && c.tile == 4);
+    CHECK(yq_conv_cfg_parse("dw", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 0);
+    CHECK(yq_conv_cfg_parse("dw_dp4a", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 1);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);
@@ -775,6 +777,45 @@ static void t_tasks_yolov3(void)
 
 /* ---- the package ---------------------------------------------------------------- */
 
+/* yolo-fastest puts a [dropout] between each block's last conv and its [shortcut]: the
+ * rule looks through it (the dropout is the identity), so all 18 adds fuse, each residual
+ * the shortcut's other source; a dropout read twice stops it. */
+static void t_fuse_through_dropout(void)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/models/yolo-fastest-1.1-xl/yolo-fastest-1.1-xl.cfg", test_data_dir());
+    if (access(cfg, R_OK)) TEST_SKIP("%s not found (set YQ_DATA)", cfg);
+    yq_graph *g = load_quantized(cfg, 320, 0);
+    CHECKF(g, "%s", err.msg);
+    int fused = 0, through = 0, right = 1;
+    for (int i = 1; i < g->n_nodes; i++) {
+        int rf = -1, j = yq_plan_fused_shortcut(g, i, &rf);
+        if (j < 0) continue;
+        fused++;
+        const yq_node *s = &g->nodes[j];
+        int mine = s->src[rf ? 1 : 0], res = s->src[rf ? 0 : 1];
+        through += g->nodes[mine].op == YQ_OP_DROPOUT;
+        right &= s->op == YQ_OP_SHORTCUT && yq_plan_pass_source(g, mine) == i && res < i &&
+                 yq_plan_pass_source(g, res) != i;
+    }
+    CHECKF(fused == 18 && through == 18 && right, "%d adds fused (%d through a dropout, placement %s)", fused, through,
+           right ? "right" : "wrong");
+    /* a second reader of one dropout: that conv no longer fuses */
+    int d = -1;
+    for (int i = 1; i < g->n_nodes && d < 0; i++)
+        if (g->nodes[i].op == YQ_OP_DROPOUT && yq_plan_fused_shortcut(g, g->nodes[i].src[0], NULL) >= 0) d = i;
+    CHECK(d > 0);
+    int conv = g->nodes[d].src[0], reader = -1;
+    for (int m = d + 2; m < g->n_nodes && reader < 0; m++)
+        if (g->nodes[m].op == YQ_OP_CONV && g->nodes[m].n_src == 1) reader = m;
+    CHECK(reader > 0);
+    int keep = g->nodes[reader].src[0];
+    g->nodes[reader].src[0] = d;
+    CHECKF(yq_plan_fused_shortcut(g, conv, NULL) < 0, "conv %d fused though its dropout has two readers", conv);
+    g->nodes[reader].src[0] = keep;
+    yq_graph_free(g);
+}
+
 static void t_choices_and_merge(void)
 {
     yq_graph *g = load_quantized(TINY, 0, 1);
@@ -1173,6 +1214,7 @@ int main(void)
     TEST(t_similar);
     TEST(t_log_bad);
     TEST(t_tasks_yolov3);
+    TEST(t_fuse_through_dropout);
     TEST(t_choices_and_merge);
     TEST(t_package_kernels);
     TEST(t_gpu_none);
