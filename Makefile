@@ -73,6 +73,8 @@ $(B)/%.o: %.c
 
 # the halo family (kernels/cuda_halo.cu) is mma.sync and cp.async too: the same architectures
 $(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
+# and the image family (kernels/cuda_img.cu): mma.sync on the uint8 image
+$(CU_B)/kernels/cuda_img.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCCFLAGS += -isystem $(CUTLASS_INC) --expt-relaxed-constexpr
 $(CU_B)/kernels/cuda_cutlass.cu.o: kernels/cuda_cutlass.cu
@@ -302,8 +304,8 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
-                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_f16.cu kernels/cuda_ops.cu \
-                      kernels/cuda_post.cu kernels/cuda_post_rt.cu)
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_f16.cu \
+                      kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 

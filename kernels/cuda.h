@@ -89,11 +89,14 @@ typedef enum yq_conv_variant {
                           with our epilogue: groups == 1, channels and filters multiples of 16,
                           int8 output; tensors it cannot take (unaligned views) run the
                           MMA family's default instead (the same bytes) */,
-    YQ_CONV_HALO       /* 3x3 convs over 16, 32 or 64 channel bytes on int8 tensor cores
+    YQ_CONV_HALO,      /* 3x3 convs over 16, 32 or 64 channel bytes on int8 tensor cores
                           (kernels/cuda_halo.cu): persistent blocks, each tile's input window
                           staged once in shared memory; groups == 1, int8 in and out, sm_80+ */
+    YQ_CONV_IMG        /* the 3-channel uint8 image's 3x3 conv on int8 tensor cores
+                          (kernels/cuda_img.cu): its 27 window bytes one mma K step; at most
+                          64 filters, int8 output, sm_80+ */
 } yq_conv_variant;
-#define YQ_CONV_LAST YQ_CONV_HALO
+#define YQ_CONV_LAST YQ_CONV_IMG
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or

@@ -49,6 +49,7 @@ struct yq_cuda_conv {
     int arch, sms;                /* the device's, at creation */
     int cut;                      /* the CUTLASS family can run this conv's shape here */
     int halo;                     /* the halo family can (some of its tiles) */
+    int img;                      /* the image family can (its shape; the input's type is checked at run) */
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
     unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
@@ -1217,6 +1218,8 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             for (int t = 0; t < YQ_HALO_TILES && mma_ok(c) && c->out_t == YQ_S8 && yq_halo_built(); t++)
                 c->halo |= yq_halo_shape_ok(t, c4, k, cp->stride, cp->groups, F);
             if (c->halo && (st = yq_halo_prepare(err))) goto fail;
+            c->img = !c->float_op && c->out_t == YQ_S8 && yq_img_shape_ok(is.c, k, cp->stride, cp->groups, F) &&
+                     c->arch >= 80 && yq_img_built();
         } else if (cp->groups == is.c && F == is.c) {
             c->var = YQ_CONV_DW;
             /* [tap][c4] bytes: one word holds a tap's weights of 4 channels */
@@ -1370,6 +1373,17 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         if (st) return st;
         break;
     }
+    case YQ_CONV_IMG: {
+        /* an input that is not the uint8 image (or an output the kernel cannot write): the
+         * dp4a default (the image's convs are the DP4A variant: their default family) */
+        if (!yq_img_ok(a)) {
+            launch_dp4a(a, yq_cuda_conv_default_cfg(c, batch).tile, s);
+            break;
+        }
+        yq_status st = yq_img_launch(a, c->sms, s, err);
+        if (st) return st;
+        break;
+    }
     case YQ_CONV_DW:
         if (cfg.tile == 1 && !a.u8 && !a.fout) {   /* dw_dp4a (cfg_ok: the shapes below) */
             if (a.k == 3 && a.s == 1) launch_dw_dp4a<3, 1>(a, s);
@@ -1497,6 +1511,7 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     case YQ_CONV_CUTLASS: return g.split_k == 1 && cut_shape_ok(c, g.tile, batch);
     case YQ_CONV_HALO:
         return c->halo && g.split_k == 1 && yq_halo_shape_ok(g.tile, (c->cin + 3) & ~3, c->k, c->stride, c->groups, c->F);
+    case YQ_CONV_IMG: return c->img && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_MMA: {
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         if (g.split_k == 1) return 1;
@@ -1528,6 +1543,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
     for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
+    add(YQ_CONV_IMG, 0, 1);
     for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     for (int t = 0; t < DW_TILES; t++) add(YQ_CONV_DW, t, 1);
     if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
@@ -1635,6 +1651,7 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
         n = t ? snprintf(buf, cap, "halo_%dx%dx%d", t->th, t->tw, t->bn) : snprintf(buf, cap, "halo_?");
         break;
     }
+    case YQ_CONV_IMG: n = snprintf(buf, cap, g.tile == 0 ? "img_mma" : "img_?"); break;
     default: n = snprintf(buf, cap, "?"); break;
     }
     if (g.split_k > 1 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "_k%d", g.split_k);

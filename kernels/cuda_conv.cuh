@@ -160,6 +160,13 @@ int yq_halo_ok(const ConvK &a, int tile);
 yq_status yq_halo_prepare(yq_error *err);
 yq_status yq_halo_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err);
 
+/* The image's conv on int8 tensor cores (kernels/cuda_img.cu): 3x3, stride 1 or 2, 3
+ * channels of uint8, at most 64 filters, int8 output; one configuration ("img_mma"). */
+int yq_img_built(void);
+int yq_img_shape_ok(int cin, int k, int s, int groups, int F);
+int yq_img_ok(const ConvK &a);                   /* ... and these tensors: the uint8 image */
+yq_status yq_img_launch(const ConvK &a, int sms, cudaStream_t s, yq_error *err);
+
 /* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
  * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */
 #define YQ_F16_TILE 64

@@ -186,6 +186,7 @@ static long n_cut32_runs;  /* of those, on the 32-filter tile */
 static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_dwdp4a_runs; /* and dw_dp4a ones */
+static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -408,6 +409,7 @@ static void conv_one(const conv_case *cc)
         n_halo_runs += fam == YQ_CONV_HALO;
         n_const_runs += !strcmp(name, "dp4a_const");
         n_dwdp4a_runs += !strcmp(name, "dw_dp4a");
+        n_img_runs += fam == YQ_CONV_IMG;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -475,6 +477,10 @@ static void t_conv_mma(void)
         { 3, 30, 26, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 4, 17, 19, 64, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 3, 21, 20, 24, 3, 2, 1, 3, YQ_U8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        { 3, 33, 35, 16, 3, 2, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },      /* yolo-fastest's: 16 and 8 filters */
+        { 3, 17, 19, 8, 3, 2, 1, 3, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 3, 18, 21, 64, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_RELU, 0 },        /* 64 filters: 8 tiles of 8 */
+        { 3, 13, 12, 40, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },       /* 40: 8 tiles, 3 of them padding */
         /* CUTLASS's 32-filter tile: 32 filters (YOLOv3's 1x1 at 208 x 208), 48 (two N tiles) */
         { 64, 33, 31, 32, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 32, 27, 25, 48, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
@@ -496,6 +502,9 @@ static void t_conv_mma(void)
     CHECKF(yq_cuda_arch() < 80 || n_cut32_runs >= 2, "sm_%d: the 32-filter CUTLASS tile ran %ld times", yq_cuda_arch(),
            n_cut32_runs);
     CHECK(n_const_runs >= 8);
+    /* the image's 3x3 on tensor cores: 32 and 24 filters (the 16-byte and word stores),
+     * strides 1 and 2, with and without a fused shortcut, on views */
+    CHECKF(yq_cuda_arch() < 80 || n_img_runs >= 2, "sm_%d: img_mma ran %ld configurations", yq_cuda_arch(), n_img_runs);
 }
 
 static void t_conv_head_float(void)
@@ -565,9 +574,11 @@ static void t_conv_table(void)
         { 12, 9, 9, 12, 5, 2, 12, 1, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
         { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
     };
+    long img_before = n_img_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     if (yq_cuda_arch() >= 80)
-        CHECKF(n_cut_runs > cut_before && n_halo_runs > halo_before, "no CUTLASS or halo configuration ran a table");
+        CHECKF(n_cut_runs > cut_before && n_halo_runs > halo_before && n_img_runs > img_before,
+               "no CUTLASS, halo or img_mma configuration ran a table");
     printf("# table activations: %ld configurations compared\n", n_cfg_runs - runs_before);
 }
 

@@ -232,6 +232,7 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("dp4a_const", &c) == 0 && c.family == YQ_CONV_DP4A && c.tile == 4);
     CHECK(yq_conv_cfg_parse("dw", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 0);
     CHECK(yq_conv_cfg_parse("dw_dp4a", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 1);
+    CHECK(yq_conv_cfg_parse("img_mma", &c) == 0 && c.family == YQ_CONV_IMG && c.tile == 0);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);
