@@ -75,6 +75,15 @@ $(B)/%.o: %.c
 $(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 # and the image family (kernels/cuda_img.cu): mma.sync on the uint8 image
 $(CU_B)/kernels/cuda_img.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
+# the wgmma family (kernels/cuda_wgmma.cu) is sm_90a code (wgmma is not in sm_90's base
+# set), built when NVCC_ARCHS has sm_90; elsewhere its kernels compile to traps and
+# yq_wg_built() says no
+comma := ,
+# (its own recipe: NVCC_ARCHS given on the command line would override a target-specific one)
+WG_ARCHS = $(if $(filter arch=compute_90%,$(NVCC_ARCHS)),-gencode arch=compute_90a$(comma)code=sm_90a -DYQ_WG_SM90A,$(NVCC_ARCHS))
+$(CU_B)/kernels/cuda_wgmma.cu.o: kernels/cuda_wgmma.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out $(NVCC_ARCHS),$(NVCCFLAGS)) $(WG_ARCHS) -MMD -MP -c $< -o $@
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCCFLAGS += -isystem $(CUTLASS_INC) --expt-relaxed-constexpr
 $(CU_B)/kernels/cuda_cutlass.cu.o: kernels/cuda_cutlass.cu
@@ -304,8 +313,8 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
-                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_f16.cu \
-                      kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
+                    $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_wgmma.cu \
+                      kernels/cuda_f16.cu                       kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 

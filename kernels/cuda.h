@@ -92,11 +92,14 @@ typedef enum yq_conv_variant {
     YQ_CONV_HALO,      /* 3x3 convs over 16, 32 or 64 channel bytes on int8 tensor cores
                           (kernels/cuda_halo.cu): persistent blocks, each tile's input window
                           staged once in shared memory; groups == 1, int8 in and out, sm_80+ */
-    YQ_CONV_IMG        /* the 3-channel uint8 image's 3x3 conv on int8 tensor cores
+    YQ_CONV_IMG,       /* the 3-channel uint8 image's 3x3 conv on int8 tensor cores
                           (kernels/cuda_img.cu): its 27 window bytes one mma K step; at most
                           64 filters, int8 output, sm_80+ */
+    YQ_CONV_WGMMA      /* implicit GEMM on sm_90's warpgroup tensor cores (wgmma, operands in
+                          swizzled shared memory; kernels/cuda_wgmma.cu): groups == 1, channels
+                          a multiple of 64, int8 in and out, sm_90 only */
 } yq_conv_variant;
-#define YQ_CONV_LAST YQ_CONV_IMG
+#define YQ_CONV_LAST YQ_CONV_WGMMA
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or

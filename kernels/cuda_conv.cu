@@ -50,6 +50,7 @@ struct yq_cuda_conv {
     int cut;                      /* the CUTLASS family can run this conv's shape here */
     int halo;                     /* the halo family can (some of its tiles) */
     int img;                      /* the image family can (its shape; the input's type is checked at run) */
+    int wg;                       /* the wgmma family can (channels a multiple of 64, sm_90) */
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
     unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
@@ -1218,6 +1219,8 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             for (int t = 0; t < YQ_HALO_TILES && mma_ok(c) && c->out_t == YQ_S8 && yq_halo_built(); t++)
                 c->halo |= yq_halo_shape_ok(t, c4, k, cp->stride, cp->groups, F);
             if (c->halo && (st = yq_halo_prepare(err))) goto fail;
+            c->wg = mma_ok(c) && c->out_t == YQ_S8 && is.c % 64 == 0 && F % 16 == 0 && c->arch == 90 && yq_wg_built();
+            if (c->wg && (st = yq_wg_prepare(err))) goto fail;
             c->img = !c->float_op && c->out_t == YQ_S8 && yq_img_shape_ok(is.c, k, cp->stride, cp->groups, F) &&
                      c->arch >= 80 && yq_img_built();
         } else if (cp->groups == is.c && F == is.c) {
@@ -1336,7 +1339,8 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     }
     cudaStream_t s = YQ_STREAM(stream);
     yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
-    if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS || cfg.family == YQ_CONV_HALO) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
+    if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS || cfg.family == YQ_CONV_HALO ||
+         cfg.family == YQ_CONV_WGMMA) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
@@ -1363,6 +1367,12 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
          * 64 x 64 tile, unsplit (the same bytes) */
         yq_status st = yq_cut_ok(a, cfg.tile) ? yq_cut_launch(a, cfg.tile, s, err)
                                               : yq_mma_launch(a, 3, 1, NULL, s, err);
+        if (st) return st;
+        break;
+    }
+    case YQ_CONV_WGMMA: {
+        /* tensors it cannot take (views not 16-byte aligned): as the CUTLASS family */
+        yq_status st = yq_wg_ok(a, cfg.tile) ? yq_wg_launch(a, cfg.tile, s, err) : yq_mma_launch(a, 3, 1, NULL, s, err);
         if (st) return st;
         break;
     }
@@ -1512,6 +1522,8 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     case YQ_CONV_HALO:
         return c->halo && g.split_k == 1 && yq_halo_shape_ok(g.tile, (c->cin + 3) & ~3, c->k, c->stride, c->groups, c->F);
     case YQ_CONV_IMG: return c->img && g.tile == 0 && g.split_k == 1;
+    case YQ_CONV_WGMMA:
+        return c->wg && g.split_k == 1 && g.tile < YQ_WG_TILES && c->cin % yq_wg_tiles[g.tile].bk == 0;
     case YQ_CONV_MMA: {
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         if (g.split_k == 1) return 1;
@@ -1543,6 +1555,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
     for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
+    for (int t = 0; t < YQ_WG_TILES; t++) add(YQ_CONV_WGMMA, t, 1);
     add(YQ_CONV_IMG, 0, 1);
     for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     for (int t = 0; t < DW_TILES; t++) add(YQ_CONV_DW, t, 1);
@@ -1582,11 +1595,18 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
         /* dp4a_px (a pixel per thread) is left to the tuner: on the H200 it measured slower
          * than the 64 x 64 tile on the first conv (60 against 46 us at batch 1) */
     } else if (c->var == YQ_CONV_MMA) {
+        long M = (long)batch * c->oh * c->ow;
+        int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
+        /* sm_90: the wgmma family's 128 x 128 tile wherever it fills the multiprocessors
+         * (on the H200 it beat the CUTLASS and MMA tiles on every YOLOv3 shape at batch 8
+         * and 32, 1x1s included: bench/results/int8_gpu_wgmma_2026-12-02.md) */
+        if (c->wg) {
+            yq_conv_cfg w = { YQ_CONV_WGMMA, (uint8_t)(c->cin % 128 == 0 ? 0 : 3), 1, 0 };
+            if (((M + 127) / 128) * ((nout + 127) / 128) >= c->sms && cfg_ok(c, w, batch)) return w;
+        }
         /* the largest tile that still fills the multiprocessors; else 64 x 64 with the
          * smallest K split that does */
         static const int order[] = { 0, 1, 3 };
-        long M = (long)batch * c->oh * c->ow;
-        int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
         g.tile = 3;
         for (int i = 0; i < 3; i++) {
             const yq_mma_tile &t = yq_mma_tiles[order[i]];
@@ -1639,10 +1659,12 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : "dw_?"); break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
     case YQ_CONV_CUTLASS:
+    case YQ_CONV_WGMMA:
     case YQ_CONV_MMA: {
-        bool cut = g.family == YQ_CONV_CUTLASS;
-        const yq_mma_tile *t = g.tile < (cut ? YQ_CUT_TILES : YQ_MMA_TILES) ? &(cut ? yq_cut_tiles : yq_mma_tiles)[g.tile] : NULL;
-        const char *fam = cut ? "cutlass" : "mma";
+        bool cut = g.family == YQ_CONV_CUTLASS, wg = g.family == YQ_CONV_WGMMA;
+        const int nt = cut ? YQ_CUT_TILES : wg ? YQ_WG_TILES : YQ_MMA_TILES;
+        const yq_mma_tile *t = g.tile < nt ? &(cut ? yq_cut_tiles : wg ? yq_wg_tiles : yq_mma_tiles)[g.tile] : NULL;
+        const char *fam = cut ? "cutlass" : wg ? "wgmma" : "mma";
         n = t ? snprintf(buf, cap, "%s_%dx%dx%d_s%d", fam, t->bm, t->bn, t->bk, t->stages) : snprintf(buf, cap, "%s_?", fam);
         break;
     }
@@ -1663,7 +1685,7 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     char buf[64];
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
-                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
+                             : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
                              : fam == YQ_CONV_DW ? DW_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };

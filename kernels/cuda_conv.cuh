@@ -167,6 +167,19 @@ int yq_img_shape_ok(int cin, int k, int s, int groups, int F);
 int yq_img_ok(const ConvK &a);                   /* ... and these tensors: the uint8 image */
 yq_status yq_img_launch(const ConvK &a, int sms, cudaStream_t s, yq_error *err);
 
+/* The wgmma family (kernels/cuda_wgmma.cu): sm_90's warpgroup tensor cores, operands in
+ * swizzled shared memory, BM / 64 warpgroups of BN filters, K steps of BK bytes. */
+#define YQ_WG_TILES 8
+extern const yq_mma_tile yq_wg_tiles[YQ_WG_TILES];    /* { BM, BN, BK, 64, BN, STAGES } */
+/* Whether this build has the family's code for the current device (sm_90a code, sm_90). */
+int yq_wg_built(void);
+/* Whether tile t runs this conv (groups 1, channels a multiple of its BK, filters of 16,
+ * int8 in and out, 16-byte aligned strides and starts). */
+int yq_wg_ok(const ConvK &a, int tile);
+/* Raises the shared-memory limit of every tile's kernel on the current device (once). */
+yq_status yq_wg_prepare(yq_error *err);
+yq_status yq_wg_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
+
 /* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
  * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */
 #define YQ_F16_TILE 64

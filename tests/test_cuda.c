@@ -187,6 +187,7 @@ static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_dwdp4a_runs; /* and dw_dp4a ones */
 static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
+static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -392,7 +393,8 @@ static void conv_one(const conv_case *cc)
             yq_dtensor tiv = view_in(&vi, x, cc->in_t, is.c, is.h, is.w, B, ips, 16);
             tiv.scale = ti.scale; tiv.qmin = ti.qmin; tiv.qmax = ti.qmax;
             yq_dtensor tov = cc->out_t == YQ_F32 ? (yq_dtensor){ gbuf_new(&gb, ob), YQ_F32, os.c, os.h, os.w, 0, 0, 0, 0 }
-                                                 : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops, fam == YQ_CONV_CUTLASS ? 16 : 8);
+                                                 : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops,
+                                                            fam == YQ_CONV_CUTLASS || fam == YQ_CONV_WGMMA ? 16 : 8);
             tov.scale = q[1].scale;
             rs = yq_cuda_conv_run(c, &tiv, &tov, B, NULL, &err);
             view_free(&vi);
@@ -410,6 +412,7 @@ static void conv_one(const conv_case *cc)
         n_const_runs += !strcmp(name, "dp4a_const");
         n_dwdp4a_runs += !strcmp(name, "dw_dp4a");
         n_img_runs += fam == YQ_CONV_IMG;
+        n_wg_runs += fam == YQ_CONV_WGMMA;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -491,11 +494,20 @@ static void t_conv_mma(void)
         { 32, 40, 37, 64, 3, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 16, 23, 50, 80, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 32, 45, 19, 24, 3, 2, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        /* the wgmma family (channels a multiple of 64, filters of 16; besides the shapes
+         * above): 192 channels (the 64-byte K steps only), stride 2 on odd sizes, 80
+         * filters (a filter tile cut short), 272 (a second 256-filter tile of 16) */
+        { 192, 19, 23, 80, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 256, 11, 9, 272, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 128, 21, 17, 144, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
     };
-    long halo_before = n_halo_runs;
+    long halo_before = n_halo_runs, wg_before = n_wg_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     CHECKF(yq_cuda_arch() < 80 || n_halo_runs - halo_before >= 12, "sm_%d: %ld halo-family configurations ran",
            yq_cuda_arch(), n_halo_runs - halo_before);
+    /* every tile on at least the 128-channel shapes (two 128-byte-K tiles, three 64-byte) */
+    CHECKF(yq_cuda_arch() != 90 || n_wg_runs - wg_before >= 30, "sm_%d: %ld wgmma configurations ran", yq_cuda_arch(),
+           n_wg_runs - wg_before);
     printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS and halo tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
@@ -561,7 +573,7 @@ static void t_conv_table(void)
 {
     need_gpu();
     rng_state = 4242;
-    long cut_before = n_cut_runs, halo_before = n_halo_runs, runs_before = n_cfg_runs;
+    long cut_before = n_cut_runs, halo_before = n_halo_runs, runs_before = n_cfg_runs, wg_before = n_wg_runs;
     static const conv_case cs[] = {
         { 3, 20, 18, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_MISH, 0 },
         { 13, 11, 9, 21, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
@@ -579,6 +591,7 @@ static void t_conv_table(void)
     if (yq_cuda_arch() >= 80)
         CHECKF(n_cut_runs > cut_before && n_halo_runs > halo_before && n_img_runs > img_before,
                "no CUTLASS, halo or img_mma configuration ran a table");
+    CHECKF(yq_cuda_arch() != 90 || n_wg_runs > wg_before, "no wgmma configuration ran a table");
     printf("# table activations: %ld configurations compared\n", n_cfg_runs - runs_before);
 }
 

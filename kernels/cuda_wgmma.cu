@@ -1,0 +1,420 @@
+/* Int8 convolution on sm_90's warpgroup tensor cores (wgmma), bit-exact with yq_ref_conv.
+ *
+ * Implicit GEMM as the MMA family (kernels/cuda_mma.cu): M = batch x output pixels, N =
+ * filters, K = k x k x channels, the weights the dp4a upload ([filters][ky][kx][c], a
+ * filter's K row lines up with the gathered input row).  The difference is the main loop:
+ * wgmma.mma_async (m64nNk32, s8 x s8 -> s32) reads both operands from shared memory
+ * through matrix descriptors, so no thread loads fragments and four warps (a warpgroup)
+ * drive the tensor cores at sm_90's rate (about 1.5x mma.sync's, measured 1300 TOPS for
+ * mma.sync on the H200 against 1979 by spec for wgmma).
+ *
+ * A block of BM / 64 warpgroups computes BM x BN outputs; warpgroup g the rows 64g..64g+63,
+ * one m64nBNk32 wgmma per 32 bytes of K.  K advances BK bytes (64 or 128, one tap's
+ * channels: C must be a multiple of BK) a step through a STAGES-deep ring filled by
+ * cp.async (16 bytes a copy, zero-fill for padding pixels and filters past F).  Each row
+ * of a stage is BK bytes, its 16-byte chunks placed by the hardware's swizzle (BK 128: the
+ * 128-byte mode, chunk ^= row % 8; BK 64: the 64-byte mode, chunk ^= (row / 2) % 4), so
+ * the tensor cores read without bank conflicts and no row padding is needed.  The loads of
+ * step t + STAGES - 2 are issued while step t is multiplied and step t - 1's wgmmas may
+ * still run (wgmma.wait_group 1).
+ *
+ * Epilogue: the thread's accumulators (rows 16w + lane / 4 and + 8 of its warp's slab,
+ * columns 8j + 2 (lane % 4) and + 1: the mma.sync C layout repeated over N / 8) get the
+ * bias and ir/requant.h's requantize (rq_pair: the CPU reference's functions), with the
+ * block's per-channel parameters staged in shared memory before the main loop; the int8
+ * outputs are staged in shared memory and leave as 16-byte rows, a fused [shortcut]'s
+ * residual added on the way (res_apply).  The int32 sums are exact (|sum| < 2^31 for
+ * every K here), so the bytes are the CPU reference's whatever the order of summation.
+ *
+ * Constraints: groups == 1, channels a multiple of BK, filters a multiple of 16, int8 in
+ * and out, 16-byte aligned pixels and starts.  Built for sm_90a only (the Makefile):
+ * yq_wg_built() says whether the running device has code here. */
+#include "kernels/cuda_conv.cuh"
+#include "kernels/cuda_ptx.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define YQ_WG_ARCH 1
+#else
+#define YQ_WG_ARCH 0
+#endif
+
+/* { BM, BN, BK, 64 (a warpgroup's rows), BN, STAGES } */
+const yq_mma_tile yq_wg_tiles[YQ_WG_TILES] = {
+    { 128, 128, 128, 64, 128, 4 },
+    { 128, 128, 128, 64, 128, 6 },
+    { 128, 256, 128, 64, 256, 4 },
+    { 128, 128, 64, 64, 128, 6 },
+    { 128, 256, 64, 64, 256, 6 },
+    { 256, 128, 128, 64, 128, 4 },
+    { 64, 128, 128, 64, 128, 4 },
+    { 64, 128, 64, 64, 128, 6 },
+};
+
+/* ---- the sm_90a instructions ---------------------------------------------------- */
+
+/* A K-major operand in shared memory: rows of bk bytes, swizzled (bk 128: the 128-byte
+ * mode, 1; bk 64: the 64-byte mode, 2), 8-row groups 8 x bk bytes apart (the stride
+ * dimension byte offset); the leading dimension offset is unused for these layouts. */
+__device__ __forceinline__ uint64_t wg_desc(unsigned addr, int bk)
+{
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)1 << 16 | (uint64_t)((bk * 8) >> 4) << 32 |
+           (uint64_t)(bk == 128 ? 1 : 2) << 62;
+}
+
+__device__ __forceinline__ void wg_fence()
+{
+#if YQ_WG_ARCH
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wg_commit()
+{
+#if YQ_WG_ARCH
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void wg_wait()
+{
+#if YQ_WG_ARCH
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/* cp.async wrote the stage through the generic proxy; wgmma reads it through the async one */
+__device__ __forceinline__ void fence_proxy_async()
+{
+#if YQ_WG_ARCH
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+/* The accumulators stay where the wgmmas wrote them until wait_group says they are done:
+ * no read of them may move above this. */
+template <int R>
+__device__ __forceinline__ void wg_hold(int *d)
+{
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+/* d (N / 2 int32 per thread) += A (64 x 32 bytes at da) x B (N x 32 bytes at db)^T.  The
+ * accumulators are zeroed before the main loop, so scale-d is always 1 (add).  One
+ * specialization per width: wgmma names every accumulator register as its own operand. */
+template <int N>
+__device__ __forceinline__ void wgmma_s8(int *d, uint64_t da, uint64_t db);
+
+template <> __device__ __forceinline__ void wgmma_s8<128>(int *d, uint64_t da, uint64_t db)
+{
+#if YQ_WG_ARCH
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
+        "}, %64, %65, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+          "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+          "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
+          "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+          "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+          "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+          "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+#endif
+}
+
+template <> __device__ __forceinline__ void wgmma_s8<256>(int *d, uint64_t da, uint64_t db)
+{
+#if YQ_WG_ARCH
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
+        "}, %128, %129, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+          "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+          "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
+          "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+          "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+          "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+          "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
+          "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
+          "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
+          "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
+          "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
+          "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
+          "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
+          "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+          "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+#endif
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+template <int BM, int BN, int BK, int STAGES>
+struct WgCfg {
+    static constexpr int THREADS = BM / 64 * 128;           /* a warpgroup per 64 rows */
+    static constexpr int CPR = BK / 16;                     /* 16-byte chunks per row */
+    static constexpr int RSTEP = THREADS / CPR;             /* rows apart of a thread's chunks */
+    static constexpr int A_IT = BM / RSTEP, B_IT = BN / RSTEP;
+    static constexpr int A_BYTES = BM * BK, STAGE = (BM + BN) * BK;
+    static constexpr int PITCH = BN + 16;                   /* output staging row (bank spread) */
+    static constexpr int SMEM = 1024 + STAGES * STAGE + BN * 12;   /* 1024: the ring's alignment */
+    /* two blocks a multiprocessor where registers (64 accumulators, at most two warpgroups)
+     * and shared memory allow */
+    static constexpr int MIN_BLOCKS = BN <= 128 && THREADS <= 256 && 2 * SMEM <= 227 * 1024 ? 2 : 1;
+    static_assert(BK == 64 || BK == 128, "the 64- or 128-byte swizzle");
+    static_assert(BN == 128 || BN == 256, "wgmma_s8's widths");
+    static_assert(RSTEP % 8 == 0 && A_IT >= 1 && B_IT >= 1, "loader shape");
+    static_assert(BM * PITCH <= STAGES * STAGE, "the output staging fits in the ring");
+    static_assert(STAGES >= 4, "two steps in flight besides the one multiplied");
+};
+
+template <int BM, int BN, int BK, int STAGES, bool LUT, bool RES>
+__global__ void __launch_bounds__(WgCfg<BM, BN, BK, STAGES>::THREADS, WgCfg<BM, BN, BK, STAGES>::MIN_BLOCKS)
+conv_wg(ConvK a)
+{
+#if YQ_WG_ARCH
+    typedef WgCfg<BM, BN, BK, STAGES> C;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle is a function of the address: the ring starts 1024-byte aligned */
+    unsigned char *smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+    int32_t *pb = (int32_t *)(smem + STAGES * C::STAGE);
+    float *pp = (float *)(pb + BN), *pn = pp + BN;
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, ohw = a.OH * a.OW, KT = Ktot / BK;
+
+    for (int i = tid; i < BN; i += C::THREADS) {
+        int o = n0 + i;
+        bool ok = o < a.F;
+        pb[i] = ok ? __ldg(a.bq + o) : 0;
+        pp[i] = ok ? __ldg(a.pos + o) : 0.0f;
+        pn[i] = ok ? __ldg(a.neg + o) : 0.0f;
+    }
+
+    /* loader: thread = chunk column col of rows row0 + i x RSTEP (the same swizzle for all) */
+    const int col = tid % C::CPR, row0 = tid / C::CPR;
+    const int sw = BK == 128 ? (row0 & 7) : ((row0 >> 1) & 3);
+    const unsigned soff = (unsigned)(row0 * BK + ((col ^ sw) << 4));
+    const int8_t *in = (const int8_t *)a.in;
+    const int8_t *w = (const int8_t *)a.w32;
+    long abase[C::A_IT];
+    int ay[C::A_IT], ax[C::A_IT];
+#pragma unroll
+    for (int i = 0; i < C::A_IT; i++) {
+        int p = m0 + row0 + i * C::RSTEP;
+        if (p < a.M) {
+            int b = p / ohw, rem = p - b * ohw, oy = rem / a.OW, ox = rem - oy * a.OW;
+            ay[i] = oy * a.s - a.pad;
+            ax[i] = ox * a.s - a.pad;
+            abase[i] = (long)b * a.IH;
+        } else {
+            ay[i] = -(1 << 28);       /* never inside the image */
+            ax[i] = 0;
+            abase[i] = 0;
+        }
+    }
+    /* the chunk's tap (ky, kx) and channel byte c, and its K offset kb (C is a multiple of
+     * BK: a step never leaves its tap) */
+    int kb = col * 16, c = col * 16, ky = 0, kx = 0;
+    const unsigned ring = smem_addr(smem);
+    auto load = [&](int slot) {
+        unsigned sa = ring + slot * C::STAGE + soff, sb = sa + C::A_BYTES;
+#pragma unroll
+        for (int i = 0; i < C::A_IT; i++) {
+            int y = ay[i] + ky, x = ax[i] + kx;
+            bool v = (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
+            const int8_t *src = v ? in + ((abase[i] + y) * a.IW + x) * (a.IPW * 4) + c : in;
+            cp16(sa + i * C::RSTEP * BK, src, v);
+        }
+#pragma unroll
+        for (int i = 0; i < C::B_IT; i++) {
+            int f = n0 + row0 + i * C::RSTEP;
+            bool v = f < a.F;
+            const int8_t *src = v ? w + (long)f * Ktot + kb : w;
+            cp16(sb + i * C::RSTEP * BK, src, v);
+        }
+        kb += BK;
+        c += BK;
+        if (c >= Cb) {
+            c -= Cb;
+            if (++kx == a.k) { kx = 0; ky++; }
+        }
+    };
+
+    int d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) d[i] = 0;
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if (s < KT) load(s);
+        cp_commit();
+    }
+    const unsigned a_at = ring + wg * 64 * BK, b_at = ring + C::A_BYTES;
+    for (int kt = 0; kt < KT; kt++) {
+        cp_wait<STAGES - 3>();        /* this thread's copies of step kt are in */
+        fence_proxy_async();
+        __syncthreads();              /* everyone's; and step kt - 2's wgmmas are done everywhere */
+        int nk = kt + STAGES - 2;     /* into step kt - 2's slot */
+        if (nk < KT) load(nk % STAGES);
+        cp_commit();
+        const unsigned so = (unsigned)(kt % STAGES) * C::STAGE;
+        const uint64_t da = wg_desc(a_at + so, BK), db = wg_desc(b_at + so, BK);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BK / 32; ks++) wgmma_s8<BN>(d, da + 2 * ks, db + 2 * ks);   /* +32 bytes */
+        wg_commit();
+        wg_wait<1>();
+    }
+    wg_wait<0>();
+    wg_hold<BN / 2>(d);
+    cp_wait<0>();
+    __syncthreads();                  /* the ring is free: it stages the outputs */
+
+    const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid;
+    unsigned char *stg = smem;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cl = j * 8 + tq * 2;
+        const int32_t b0 = pb[cl], b1 = pb[cl + 1];
+        const float p0 = pp[cl], p1 = pp[cl + 1], q0 = pn[cl], q1 = pn[cl + 1];
+        unsigned lo = rq_pair<LUT>(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a);
+        unsigned hi = rq_pair<LUT>(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a);
+        *(uint16_t *)(stg + r0 * C::PITCH + cl) = (uint16_t)lo;
+        *(uint16_t *)(stg + (r0 + 8) * C::PITCH + cl) = (uint16_t)hi;
+    }
+    __syncthreads();
+    constexpr int CH = BN / 16;       /* 16-byte pieces of a staged row */
+    for (int i = tid; i < BM * CH; i += C::THREADS) {
+        const int r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
+        if (p >= a.M || o >= a.F) continue;
+        uint4 v = *(const uint4 *)(stg + r * C::PITCH + cc * 16);
+        if (RES) {
+            const uint4 rv = __ldg((const uint4 *)(a.res + (long)p * a.F4 + o));
+            v.x = res_apply(v.x, rv.x, o, a);
+            v.y = res_apply(v.y, rv.y, o + 4, a);
+            v.z = res_apply(v.z, rv.z, o + 8, a);
+            v.w = res_apply(v.w, rv.w, o + 12, a);
+        }
+        *(uint4 *)((int8_t *)a.out + (long)p * a.OPW * 4 + o) = v;
+    }
+#else
+    __trap();   /* not sm_90a code: fail, never a silent wrong answer */
+#endif
+}
+
+/* ---- host side ------------------------------------------------------------------- */
+
+namespace {
+
+template <int BM, int BN, int BK, int STAGES>
+struct WgTile {
+    typedef WgCfg<BM, BN, BK, STAGES> C;
+    static bool can(const ConvK &a) { return (a.C4w * 4) % BK == 0; }
+    template <bool L, bool R>
+    static yq_status attr(yq_error *err)
+    {
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg<BM, BN, BK, STAGES, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         C::SMEM));
+        return YQ_OK;
+    }
+    static yq_status prepare(yq_error *err)
+    {
+        yq_status st;
+        if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
+            (st = attr<true, true>(err)))
+            return st;
+        return YQ_OK;
+    }
+    static yq_status launch(const ConvK &a, cudaStream_t s, yq_error *err)
+    {
+        dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.F, BN));
+        auto kern = a.res ? (a.lut ? conv_wg<BM, BN, BK, STAGES, true, true> : conv_wg<BM, BN, BK, STAGES, false, true>)
+                          : (a.lut ? conv_wg<BM, BN, BK, STAGES, true, false> : conv_wg<BM, BN, BK, STAGES, false, false>);
+        kern<<<grid, C::THREADS, C::SMEM, s>>>(a);
+        YQ_CUDA_LAUNCHED();
+        return YQ_OK;
+    }
+};
+
+typedef WgTile<128, 128, 128, 4> W0;
+typedef WgTile<128, 128, 128, 6> W1;
+typedef WgTile<128, 256, 128, 4> W2;
+typedef WgTile<128, 128, 64, 6> W3;
+typedef WgTile<128, 256, 64, 6> W4;
+typedef WgTile<256, 128, 128, 4> W5;   /* four warpgroups */
+typedef WgTile<64, 128, 128, 4> W6;    /* one: small batches (more blocks) */
+typedef WgTile<64, 128, 64, 6> W7;
+
+template <class F>
+static auto dispatch(int tile, F f) -> decltype(f(W0()))
+{
+    switch (tile) {
+    case 0: return f(W0());
+    case 1: return f(W1());
+    case 2: return f(W2());
+    case 3: return f(W3());
+    case 4: return f(W4());
+    case 5: return f(W5());
+    case 6: return f(W6());
+    default: return f(W7());
+    }
+}
+
+} // namespace
+
+int yq_wg_built(void)
+{
+#ifdef YQ_WG_SM90A
+    cudaFuncAttributes fa;
+    int ok = cudaFuncGetAttributes(&fa, conv_wg<128, 128, 128, 4, false, false>) == cudaSuccess && fa.binaryVersion == 90;
+    (void)cudaGetLastError();
+    return ok;
+#else
+    return 0;                         /* this build has no sm_90a code */
+#endif
+}
+
+int yq_wg_ok(const ConvK &a, int tile)
+{
+    if (tile < 0 || tile >= YQ_WG_TILES || a.groups != 1 || a.fout || a.u8 || (a.C4w * 4) % 16 || a.F % 16) return 0;
+    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
+    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    return dispatch(tile, [&](auto t) { return decltype(t)::can(a); });
+}
+
+yq_status yq_wg_prepare(yq_error *err)
+{
+    static unsigned done;             /* bit d: device d (the attribute is per device) */
+    int d = 0;
+    YQ_CUDA_TRY(cudaGetDevice(&d));
+    if (d < 32 && (done >> d & 1)) return YQ_OK;
+    for (int t = 0; t < YQ_WG_TILES; t++) {
+        yq_status st = dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
+        if (st) return st;
+    }
+    if (d < 32) done |= 1u << d;
+    return YQ_OK;
+}
+
+yq_status yq_wg_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
+{
+    if (!yq_wg_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma conv: tile %d cannot run this conv", tile);
+    return dispatch(tile, [&](auto w) { return decltype(w)::launch(a, s, err); });
+}
