@@ -287,6 +287,21 @@ conv_wg(ConvK a)
     cp_wait<0>();
     __syncthreads();                  /* the ring is free: it stages the outputs */
 
+    constexpr int CH = BN / 16;       /* 16-byte pieces of a staged row */
+    constexpr int PER = BM * CH / C::THREADS;   /* pieces a thread stores (BN / 32) */
+    static_assert(BM * CH % C::THREADS == 0, "whole pieces per thread");
+    /* a fused shortcut: every residual piece this thread will add, loaded before the
+     * requantize so that the loads overlap it and each other (loaded one per piece in the
+     * store loop, each waited for in turn, they made YOLOv3's 52x52 3x3 with its shortcut
+     * 1.3x the time without: 104 against 80 us at batch 32) */
+    uint4 rv[RES ? PER : 1];
+    if (RES) {
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = tid + k * C::THREADS, r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
+            rv[k] = p < a.M && o < a.F ? __ldg((const uint4 *)(a.res + (long)p * a.F4 + o)) : make_uint4(0, 0, 0, 0);
+        }
+    }
     const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid;
     unsigned char *stg = smem;
 #pragma unroll
@@ -300,17 +315,16 @@ conv_wg(ConvK a)
         *(uint16_t *)(stg + (r0 + 8) * C::PITCH + cl) = (uint16_t)hi;
     }
     __syncthreads();
-    constexpr int CH = BN / 16;       /* 16-byte pieces of a staged row */
-    for (int i = tid; i < BM * CH; i += C::THREADS) {
-        const int r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = tid + k * C::THREADS, r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
         if (p >= a.M || o >= a.F) continue;
         uint4 v = *(const uint4 *)(stg + r * C::PITCH + cc * 16);
         if (RES) {
-            const uint4 rv = __ldg((const uint4 *)(a.res + (long)p * a.F4 + o));
-            v.x = res_apply(v.x, rv.x, o, a);
-            v.y = res_apply(v.y, rv.y, o + 4, a);
-            v.z = res_apply(v.z, rv.z, o + 8, a);
-            v.w = res_apply(v.w, rv.w, o + 12, a);
+            v.x = res_apply(v.x, rv[k].x, o, a);
+            v.y = res_apply(v.y, rv[k].y, o + 4, a);
+            v.z = res_apply(v.z, rv[k].z, o + 8, a);
+            v.w = res_apply(v.w, rv[k].w, o + 12, a);
         }
         *(uint4 *)((int8_t *)a.out + (long)p * a.OPW * 4 + o) = v;
     }
