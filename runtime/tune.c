@@ -405,6 +405,8 @@ static int cand_index(const yq_tune_task *t, yq_conv_cfg c)
     return -1;
 }
 
+_Static_assert(YQ_CONV_LAST < YQ_TUNE_FAMILIES, "a family past the per-family tables");
+
 static void note_family(yq_tune_task *t, yq_conv_cfg c, double us)
 {
     int f = c.family;

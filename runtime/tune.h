@@ -60,7 +60,7 @@ typedef enum yq_tune_state {
     YQ_TUNE_SKIPPED       /* the budget ran out before it: the default stays */
 } yq_tune_state;
 
-#define YQ_TUNE_FAMILIES 8    /* yq_conv_variant values */
+#define YQ_TUNE_FAMILIES 16   /* above every yq_conv_variant value (tune.c asserts it) */
 
 /* One conv shape at one batch.  yq_tune_tasks fills the shape; the candidates come
  * from yq_tune_gpu (or the caller of yq_tune_run); yq_tune_run fills the results. */
