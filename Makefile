@@ -314,7 +314,7 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_wgmma.cu \
-                      kernels/cuda_f16.cu                       kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
+                      kernels/cuda_f16.cu kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 
