@@ -160,7 +160,7 @@ int main(int argc, char **argv)
     if (cpu_only) {
         printf("CPU: OpenBLAS %d threads (%s)\n", openblas_get_num_threads(), openblas_get_config());
         t0 = now_s();
-        if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
+        if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
         double cpu = now_s() - t0;
         printf("CPU:      %8.3f s  (%d images, %.3f s per image)\n", cpu, cpu_n, cpu / cpu_n);
         yq_calib_stats_free(cs);
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 
     printf("CPU: OpenBLAS %d threads (%s)\n", openblas_get_num_threads(), openblas_get_config());
     t0 = now_s();
-    if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
+    if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
     double cpu = now_s() - t0, cpu_all = cpu * n_img / cpu_n;
     printf("CPU:      %8.3f s  (%d images, %.3f s per image%s)\n", cpu, cpu_n, cpu / cpu_n,
            cpu_n < n_img ? "; extrapolated to all images below" : "");

@@ -86,7 +86,8 @@ static void hook(void *ctx, const yq_graph *g, int id, const void *data, int bat
 }
 
 yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int letterbox,
-                           yq_progress_fn progress, void *pctx, yq_calib_stats **out, yq_error *err)
+                           yq_progress_fn progress, void *pctx, yq_warn_fn warn, void *wctx,
+                           yq_calib_stats **out, yq_error *err)
 {
     if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "no calibration images");
     yq_calib_stats *cs;
@@ -99,7 +100,7 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
         yq_image im;
         yq_error e2;
         if (yq_image_load(paths[i], &im, &e2) != YQ_OK) {
-            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
+            yq_warn_skipped(warn, wctx, e2.msg);
             cs->skipped++;
             if (cs->skipped * 2 > n)
                 st = yq_fail(err, YQ_ERR_IO, "%d of %d calibration images could not be read (last: %s)", cs->skipped, n, e2.msg);

@@ -23,10 +23,11 @@ typedef struct yq_calib_stats {
     uint8_t images_sha256[32];  /* of the sorted list of image file names and sizes */
 } yq_calib_stats;
 
-/* Unreadable images are skipped with a warning on stderr; the run fails only when
- * more than half of them (or all) cannot be read. */
+/* Unreadable images are skipped with a warning through warn (may be NULL) and counted in
+ * (*out)->skipped; the run fails only when more than half of them (or all) cannot be read. */
 yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int letterbox,
-                           yq_progress_fn progress, void *pctx, yq_calib_stats **out, yq_error *err);
+                           yq_progress_fn progress, void *pctx, yq_warn_fn warn, void *wctx,
+                           yq_calib_stats **out, yq_error *err);
 yq_status yq_calib_stats_new(int n_nodes, const yq_graph *g, yq_calib_stats **out, yq_error *err);
 void yq_calib_stats_free(yq_calib_stats *cs);
 /* sha256 over the file names (without folders) and sizes, in order. */

@@ -67,6 +67,8 @@ struct loader {
     pthread_t th[MAX_THREADS];
     worker w[MAX_THREADS];
     int started[MAX_THREADS], busy;
+    yq_warn_fn warn;     /* unreadable images (yq_calib_cuda_opt's) */
+    void *warn_ctx;
 };
 
 static void load_share(loader *l, int t)
@@ -122,7 +124,7 @@ static yq_status load_finish(loader *l, int n_total, int *got, int *skipped, yq_
     for (int k = 0; k < l->count; k++) {
         slot *s = &l->slots[k];
         if (s->st != YQ_OK && s->unreadable) {
-            fprintf(stderr, "warning: %s (skipped)\n", s->err.msg);
+            yq_warn_skipped(l->warn, l->warn_ctx, s->err.msg);
             (*skipped)++;
             if (*skipped * 2 > n_total && st == YQ_OK)
                 st = yq_fail(err, YQ_ERR_IO, "%d of %d calibration images could not be read (last: %s)", *skipped,
@@ -206,7 +208,7 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
         in[k] = calloc((size_t)B * (size_t)in_sz, sizeof *in[k]);
         slots[k] = calloc((size_t)B, sizeof *slots[k]);
         ld[k] = (loader){ .g = g, .paths = paths, .letterbox = letterbox, .nt = nt, .in_sz = in_sz, .dst = in[k],
-                          .slots = slots[k] };
+                          .slots = slots[k], .warn = o->warn, .warn_ctx = o->warn_ctx };
     }
     if (!channels || !in[0] || !in[1] || !slots[0] || !slots[1]) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
 

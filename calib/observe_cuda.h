@@ -39,6 +39,8 @@ typedef struct yq_calib_cuda_opt {
     int tune;          /* 1: time cuDNN's algorithms and graph engines per conv (yquant bench's
                           plan: seconds of planning); 0: cuDNN's heuristic pick, legacy API */
     yq_calib_cuda_times *times;   /* optional: filled on return */
+    yq_warn_fn warn;              /* an unreadable image skipped (as yq_calib_observe's); NULL: none */
+    void *warn_ctx;
 } yq_calib_cuda_opt;
 
 yq_calib_cuda_opt yq_calib_cuda_defaults(void);

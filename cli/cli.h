@@ -55,6 +55,9 @@ int  cli_write_json_compact(const char *path, struct cJSON *root);
 typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;
 void cli_progress_start(cli_bar *p, const char *label);
 void cli_progress(void *ctx, int done, int total);
+/* A library warning on stderr ("warning: MSG"), a yq_warn_fn; ctx a cli_bar drawing (its
+ * line is cleared first) or NULL. */
+void cli_warn(void *ctx, const char *msg);
 
 /* Quantization flags (cli/qflags.c). */
 #include "quant/qconfig.h"

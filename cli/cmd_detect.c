@@ -173,7 +173,7 @@ int cmd_detect(int argc, char **argv)
         char **list = NULL;
         int n = 0, skipped = 0;
         if (stat(inputs[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            if (yq_list_images(inputs[i], &list, &n, &skipped, &err) != YQ_OK) { cli_error(&err); goto done; }
+            if (yq_list_images(inputs[i], &list, &n, &skipped, cli_warn, NULL, &err) != YQ_OK) { cli_error(&err); goto done; }
         } else {
             list = malloc(sizeof *list);
             if (!list || !(list[0] = strdup(inputs[i]))) { free(list); goto done; }

@@ -134,6 +134,8 @@ static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox
     cli_progress_start(&bar, label);
     eo.progress = cli_progress;
     eo.progress_ctx = &bar;
+    eo.warn = cli_warn;
+    eo.warn_ctx = &bar;
     int skipped;
     double t0 = now_s();
     yq_status st = yq_eval_detect(g, ds, &eo, &a->dets, &a->n, &skipped, err);

@@ -594,7 +594,7 @@ int cmd_sweep(int argc, char **argv)
     {   /* the calibration folder, before anything long runs */
         char **paths;
         int n_cal, sk;
-        if (yq_list_images(qo->calib_dir, &paths, &n_cal, &sk, &err) != YQ_OK) goto fail;
+        if (yq_list_images(qo->calib_dir, &paths, &n_cal, &sk, cli_warn, NULL, &err) != YQ_OK) goto fail;
         X.calib_images = n_cal;
         yq_list_images_free(paths, n_cal);
     }

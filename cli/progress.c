@@ -35,3 +35,13 @@ void cli_progress(void *ctx, int done, int total)
     if (done == total) fputc('\n', stderr);
     fflush(stderr);
 }
+
+void cli_warn(void *ctx, const char *msg)
+{
+    cli_bar *p = ctx;
+    if (p && p->tty && p->last >= 0 && p->last < 100) {
+        fputs("\r\033[K", stderr);    /* the bar's line cleared; the next update redraws it */
+        p->last = -1;
+    }
+    fprintf(stderr, "warning: %s\n", msg);
+}

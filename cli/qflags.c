@@ -164,6 +164,8 @@ static yq_status calib_run(calib_where *w, const yq_graph *g, char *const *paths
     if (w->on_gpu) {
         yq_calib_cuda_opt o = yq_calib_cuda_defaults();
         o.device = w->dev;
+        o.warn = cli_warn;
+        o.warn_ctx = &bar;
         cli_progress_start(&bar, stage ? "recalibrating (GPU)" : "calibrating (GPU)");
         yq_status st = yq_calib_observe_cuda(g, paths, n, letterbox, &o, cli_progress, &bar, cs, err);
         /* No GPU path here (no cuDNN, no device): the CPU does it.  Other failures (a
@@ -173,7 +175,7 @@ static yq_status calib_run(calib_where *w, const yq_graph *g, char *const *paths
         w->on_gpu = 0;
     }
     cli_progress_start(&bar, stage ? "recalibrating" : "calibrating");
-    return yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cs, err);
+    return yq_calib_observe(g, paths, n, letterbox, cli_progress, &bar, cli_warn, &bar, cs, err);
 }
 
 /* One calibration pass: the cached statistics for (g as it is now, the images,
@@ -204,7 +206,7 @@ yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_c
 {
     char **paths;
     int n, skipped;
-    yq_status st = yq_list_images(q->calib_dir, &paths, &n, &skipped, err);
+    yq_status st = yq_list_images(q->calib_dir, &paths, &n, &skipped, cli_warn, NULL, err);
     if (st != YQ_OK) return st;
     calib_cache cache;
     cache_open(&cache, q->cache);
@@ -246,7 +248,7 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
 {
     char **paths;
     int n, skipped;
-    yq_status st = yq_list_images(dir, &paths, &n, &skipped, err);
+    yq_status st = yq_list_images(dir, &paths, &n, &skipped, cli_warn, NULL, err);
     if (st != YQ_OK) return st;
     long in_sz = yq_shape_size(g->nodes[0].out);
     int want = n < max ? n : max;

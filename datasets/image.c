@@ -363,7 +363,8 @@ void yq_list_images_free(char **paths, int n)
     free(paths);
 }
 
-yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped, yq_error *err)
+yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped, yq_warn_fn warn, void *wctx,
+                         yq_error *err)
 {
     *paths = NULL;
     *n = 0;
@@ -386,7 +387,11 @@ yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped,
         struct stat sb;
         if (stat(full, &sb) != 0 || S_ISDIR(sb.st_mode)) { free(full); continue; }
         if (!is_image_name(e->d_name)) {
-            if (!is_raw_sidecar(e->d_name)) fprintf(stderr, "warning: %s: not an image, skipped\n", full);
+            if (!is_raw_sidecar(e->d_name) && warn) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s: not an image, skipped", full);
+                warn(wctx, msg);
+            }
             skipped++;
             free(full);
             continue;

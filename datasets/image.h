@@ -66,10 +66,12 @@ yq_status yq_image_letterbox(const yq_image *im, int w, int h, yq_image *out, yq
 void yq_letterbox_size(int im_w, int im_h, int w, int h, int *new_w, int *new_h);
 
 /* The .jpg/.jpeg/.png files (any case) of dir as "dir/name" paths, sorted by name (bytes).
- * Other files are skipped with a warning on stderr and counted in *n_skipped (may be NULL);
- * subdirectories and dot files are skipped silently.  A missing or unreadable dir, or one
- * with no images, is an error.  Free with yq_list_images_free. */
-yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped, yq_error *err);
+ * Other files are skipped with a warning through warn (may be NULL) and counted in
+ * *n_skipped (may be NULL); subdirectories, dot files and raw sidecars are skipped
+ * silently.  A missing or unreadable dir, or one with no images, is an error.  Free with
+ * yq_list_images_free. */
+yq_status yq_list_images(const char *dir, char ***paths, int *n, int *n_skipped, yq_warn_fn warn, void *wctx,
+                         yq_error *err);
 void yq_list_images_free(char **paths, int n);
 
 #ifdef __cplusplus

@@ -366,7 +366,7 @@ yq_status yq_dataset_load_yolo(const char *image_dir, const char *label_dir, yq_
     yq_status st;
     yq_dataset *ds = calloc(1, sizeof *ds);
     if (!ds) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
-    if ((st = yq_list_images(image_dir, &paths, &n, NULL, err)) != YQ_OK) goto done;
+    if ((st = yq_list_images(image_dir, &paths, &n, NULL, NULL, NULL, err)) != YQ_OK) goto done;   /* other files: silently */
     ds->images = calloc((size_t)n, sizeof *ds->images);
     ds->category_ids = malloc(sizeof coco_ids);
     ds->image_dir = strdup(image_dir);

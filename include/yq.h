@@ -59,6 +59,11 @@ typedef struct yq_detection {
     int cls;              /* class index in the model's order (darknet's 0-79 for COCO) */
 } yq_detection;
 
+/* A warning of a long job that goes on (an unreadable image skipped), as one line
+ * without a "warning:" prefix or newline.  yquant never prints; a caller that wants the
+ * warnings passes one of these (NULL drops them: the jobs still count what they skip). */
+typedef void (*yq_warn_fn)(void *ctx, const char *msg);
+
 /* A short name for a status ("format error", ...); never NULL. */
 const char *yq_status_str(yq_status st);
 

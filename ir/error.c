@@ -49,3 +49,11 @@ const char *yq_status_str(yq_status st)
     }
     return "unknown error";
 }
+
+void yq_warn_skipped(yq_warn_fn warn, void *ctx, const char *why)
+{
+    if (!warn) return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s (skipped)", why);
+    warn(ctx, msg);
+}

@@ -191,6 +191,8 @@ yq_status yq_graph_load_names(yq_graph *g, const char *path, yq_error *err);
 
 /* Progress of a long job (calibration, evaluation): done of total. */
 typedef void (*yq_progress_fn)(void *ctx, int done, int total);
+/* warn(ctx, "<why> (skipped)") (yq_warn_fn, include/yq.h), nothing when warn is NULL */
+void yq_warn_skipped(yq_warn_fn warn, void *ctx, const char *why);
 
 /* --- errors (ir/error.c) ------------------------------------------------ */
 yq_status yq_fail(yq_error *err, yq_status code, const char *fmt, ...)

@@ -49,7 +49,7 @@ yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_
         int k = 0;
         if ((st = yq_dataset_image_path(ds, i, path, sizeof path, err)) != YQ_OK) break;
         if (yq_image_load(path, &im, &e2) != YQ_OK) {
-            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
+            yq_warn_skipped(o->warn, o->warn_ctx, e2.msg);
             bad++;
             if (o->progress) o->progress(o->progress_ctx, i + 1, ds->n_images);
             continue;

@@ -17,6 +17,8 @@ typedef struct yq_eval_opt {
     int letterbox;               /* 1 letterbox, 0 plain resize */
     yq_progress_fn progress;     /* NULL: none */
     void *progress_ctx;
+    yq_warn_fn warn;             /* an unreadable image skipped; NULL: none */
+    void *warn_ctx;
 } yq_eval_opt;
 
 yq_eval_opt yq_eval_defaults(void);
@@ -25,7 +27,7 @@ yq_eval_opt yq_eval_defaults(void);
  * allocated; grown as needed) as COCO detections: category ids where the class maps to one. */
 yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int image_id, const yq_detection *one, int k, yq_error *err);
 
-/* Unreadable images are skipped with a warning and counted in *skipped; it fails
+/* Unreadable images are skipped with a warning (o->warn) and counted in *skipped; it fails
  * only when none can be read.  *dets is malloc'ed (yq_coco_dets_free). */
 yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *o,
                          yq_det **dets, int *n, int *skipped, yq_error *err);

@@ -218,7 +218,7 @@ static void t_observe_vs_cpu(void)
     yq_graph *g = NULL;
     yq_calib_stats *cpu = NULL, *gpu = NULL;
     OK(yq_darknet_load(cfg, w, &io, &g, &err));
-    OK(yq_calib_observe(g, paths, n, g->letter_box, NULL, NULL, &cpu, &err));
+    OK(yq_calib_observe(g, paths, n, g->letter_box, NULL, NULL, NULL, NULL, &cpu, &err));
     yq_calib_cuda_opt o = yq_calib_cuda_defaults();
     o.batch = 3;
     OK(yq_calib_observe_cuda(g, paths, n, g->letter_box, &o, NULL, NULL, &gpu, &err));

@@ -145,7 +145,7 @@ static void t_letterbox_matches_darknet(void)
     char **paths;
     int n, skipped;
     yq_error err;
-    if (yq_list_images(sample_dir(), &paths, &n, &skipped, &err) != YQ_OK)
+    if (yq_list_images(sample_dir(), &paths, &n, &skipped, NULL, NULL, &err) != YQ_OK)
         TEST_SKIP(EMSG, err.msg);
     static const int sizes[][2] = {{416, 416}, {320, 320}, {224, 224}, {608, 352}, {97, 311}};
     for (int i = 0; i < n; i++) {
@@ -184,7 +184,7 @@ static void t_decode_vs_darknet(void)
     char **paths;
     int n, skipped;
     yq_error err;
-    if (yq_list_images(sample_dir(), &paths, &n, &skipped, &err) != YQ_OK)
+    if (yq_list_images(sample_dir(), &paths, &n, &skipped, NULL, NULL, &err) != YQ_OK)
         TEST_SKIP(EMSG, err.msg);
     float d_cv = 0, d_stb = 0;
     for (int i = 0; i < n; i++) {
@@ -306,6 +306,14 @@ static void t_load_errors(void)
     unlink(tmp_path("nosof.jpg"));
 }
 
+typedef struct warn_log { int n; char last[1024]; } warn_log;
+static void warn_collect(void *ctx, const char *msg)
+{
+    warn_log *w = ctx;
+    w->n++;
+    snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
 static void t_list_images(void)
 {
     const char *names[] = {"L/b.JPG", "L/a.png", "L/c.jpeg", "L/notes.txt", "L/.hidden"};
@@ -317,8 +325,12 @@ static void t_list_images(void)
     char **p;
     int n, skipped;
     yq_error err;
-    CHECKF(yq_list_images(dir, &p, &n, &skipped, &err) == YQ_OK, EMSG, err.msg);
+    /* the skipped file reaches the caller's warning callback (the library prints nothing) */
+    warn_log wl = { 0, "" };
+    CHECKF(yq_list_images(dir, &p, &n, &skipped, warn_collect, &wl, &err) == YQ_OK, EMSG, err.msg);
     CHECKF(n == 3 && skipped == 1, "n=%d skipped=%d first %s", n, skipped, p[0]);
+    CHECKF(wl.n == 1 && strstr(wl.last, "notes.txt") && strstr(wl.last, "not an image"), "%d warnings, last '%s'", wl.n,
+           wl.last);
     CHECK(strcmp(p[0], tmp_path("L/a.png")) == 0);
     CHECK(strcmp(p[1], tmp_path("L/b.JPG")) == 0);
     CHECK(strcmp(p[2], tmp_path("L/c.jpeg")) == 0);
@@ -327,11 +339,11 @@ static void t_list_images(void)
     rmdir(tmp_path("L/sub.jpg"));
 
     /* now empty, then missing */
-    CHECK(yq_list_images(dir, &p, &n, &skipped, &err) == YQ_ERR_IO);
+    CHECK(yq_list_images(dir, &p, &n, &skipped, NULL, NULL, &err) == YQ_ERR_IO);
     CHECKF(strstr(err.msg, "no images") && strstr(err.msg, dir), EMSG, err.msg);
     rmdir(dir);
     CHECK(p == NULL && n == 0);
-    CHECK(yq_list_images(tmp_path("missing"), &p, &n, NULL, &err) == YQ_ERR_IO);
+    CHECK(yq_list_images(tmp_path("missing"), &p, &n, NULL, NULL, NULL, &err) == YQ_ERR_IO);
     CHECKF(strstr(err.msg, "missing"), EMSG, err.msg);
 }
 

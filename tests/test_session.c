@@ -87,7 +87,8 @@ static const char *package(void)
     snprintf(pkg_path, sizeof pkg_path, "/tmp/yq_test_session_%d.yqp", (int)getpid());
     need_samples();
     yq_calib_stats *cs = NULL;
-    yq_status st = yq_calib_observe(g, (char *const *)samples, N_SAMPLES, g->letter_box, NULL, NULL, &cs, &err);
+    yq_status st = yq_calib_observe(g, (char *const *)samples, N_SAMPLES, g->letter_box, NULL, NULL, NULL, NULL, &cs,
+                                    &err);
     if (!st) st = yq_quantize_graph(g, cs, &qc, &err);
     yq_calib_stats_free(cs);
     if (!st) st = yq_package_write(pkg_path, g, NULL, &err);
