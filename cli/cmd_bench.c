@@ -66,9 +66,9 @@ static const char *help =
     "                    then time the tuned network too: any family, dp4a only, mma only\n"
     "  --log FILE        --tune: the tuning log to reuse and extend (default: none)\n"
     "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32)\n"
-    "cuda int8: layers kept in float (--head float, a package's float layers) run on FP16\n"
-    "tensor cores with FP32 sums (sm_80 and newer; YQ_GPU_FLOAT=fp32 in the environment:\n"
-    "FP32 kernels).\n"
+    "cuda int8: layers kept in float (--head float, a package's float layers) run their exact\n"
+    "FP32, the CPU reference's bytes (YQ_GPU_FLOAT=fp16 in the environment: FP16 tensor cores,\n"
+    "sm_80 and newer, faster on wide layers and not the validated numerics: for comparison).\n"
     "A plain model is quantized for int8 without calibration (thresholds do not change\n"
     "the speed).  The last lines are machine-readable: RESULT key=value ...\n";
 

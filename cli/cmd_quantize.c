@@ -48,7 +48,7 @@ static const char *help =
     "                    target's engine (cuda: tuned kernels, CUDA-graph replays; cpu: the int8\n"
     "                    reference engine); given, it must name the target's engine.\n"
     "                    On cuda the mAP of each step is measured there too, as the package will\n"
-    "                    run: int8 layers bit-exact, float layers on FP16 tensor cores\n"
+    "                    run (the CPU reference's bytes, float layers included)\n"
     "  --tune-log F      --max-drop on cuda: the tuning log reused and extended (default: OUT's\n"
     "                    name with .tune.jsonl, the log yquant tune OUT reads)\n"
     "  --tune-budget S, --lat-batch N   as for yquant sweep (60 s of tuning per step, batch 1)\n"
@@ -391,7 +391,7 @@ int cmd_quantize(int argc, char **argv)
                    tgt.name, yq_cuda_float_precision());
         else
             printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 reference with the "
-                   "package's float layers as every engine runs them, fp16w: FP16 weights):\n", ds->n_images,
+                   "package's float layers in their exact FP32, as every engine runs them):\n", ds->n_images,
                    letterbox ? "letterbox" : "plain resize");
         printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
                boots ? "95% CI of the drops (paired)" : "", "ms/img");

@@ -494,7 +494,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     double *cls_e = NULL;
     yq_layer_err *e_all = NULL;
     /* the mAP on the GPU when the latency is the GPU's: the engine that will run the
-     * package, float layers on FP16 tensor cores (int8 layers: the CPU's bytes) */
+     * package (the CPU reference's bytes, float layers included) */
     sens S = { .q = q, .g = g, .cs = cs, .ds = ds, .letterbox = letterbox, .work = work,
                .eval_dev = lat && lat->gpu ? lat->device : -1 };
     cJSON *steps = json ? cJSON_AddArrayToObject(json, "steps") : NULL;

@@ -48,8 +48,8 @@ yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterb
             heads[nh++] = i;
         }
     if (!nh) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path);
-    /* the GPU int8 engine: the CPU reference's bytes for every int8 layer (float layers
-     * on FP16 tensor cores, YQ_GPU_FLOAT=fp32: FP32); the heads come back to the host for the same post-processing */
+    /* the GPU int8 engine: the CPU reference's bytes for every layer (float layers in their
+     * exact FP32); the heads come back to the host for the same post-processing */
     yq_plan *p = NULL;
     yq_cuda_plan *gp = NULL;
     float *gin = NULL, *gh[MAX_HEADS] = { 0 };

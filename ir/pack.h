@@ -17,7 +17,8 @@ enum {
     YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
     YQ_PLAN_REFERENCE = 8,    /* int8 convs through the plain-C reference, not the exact dgemm path */
     YQ_PLAN_NO_VIEWS = 16,    /* GPU int8 plan: every route copies (no concat or group views) */
-    YQ_PLAN_GPU_FP32 = 32,    /* GPU int8 plan: float layers in FP32, not on FP16 tensor cores */
+    YQ_PLAN_GPU_F16 = 32,     /* GPU int8 plan: float convs on FP16 tensor cores (faster on wide
+                                 layers; not their defined FP32 numerics: measuring only) */
     YQ_PLAN_NO_FUSE = 64      /* GPU int8 plan: every [shortcut] its own kernel (no conv + add
                                  epilogue; a baseline, or to download a fused conv's output) */
 };

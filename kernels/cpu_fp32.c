@@ -418,6 +418,152 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
     }
 }
 
+/* ---- the float layers of int8 graphs: exact numerics ----
+ * A float conv of an int8 graph (a layer the qconfig keeps in float) is defined to the bit,
+ * so that every engine gives the same bytes (issue 14; DESIGN.md, "float layers"): each
+ * output is one fused multiply-add chain over K = (ci, ky, kx) in increasing order starting
+ * from +0 (a padding position adds nothing: fmaf(w, 0, s) = s, and s is never -0), then
+ * + bias once, then yq_f32_act_exact.  The GPU's conv_f32 and conv_f32_tiled
+ * (kernels/cuda_conv.cu) compute the same chain. */
+
+/* Darknet's activations evaluated in double and rounded to float once: exp, log1p and tanh
+ * differ between libms by an ulp of a double at most, which moves the float result only when
+ * it lies within that of a rounding midpoint (about 2^-28 of the time), where expf differs by
+ * an ulp of a float.  kernels/cuda_common.cuh yq_act_x is the same expression. */
+float yq_f32_act_exact(float x, yq_act act)
+{
+    double d = x;
+    switch (act) {
+    case YQ_ACT_LINEAR: return x;
+    case YQ_ACT_LEAKY: return x > 0 ? x : .1f * x;
+    case YQ_ACT_RELU: return x * (x > 0);
+    case YQ_ACT_MISH: return (float)(d * tanh(d > 20 ? d : log1p(exp(d))));
+    case YQ_ACT_SWISH: return (float)(d / (1.0 + exp(-d)));
+    case YQ_ACT_LOGISTIC: return (float)(1.0 / (1.0 + exp(-d)));
+    case YQ_ACT_COUNT: break;
+    }
+    return x;
+}
+
+void yq_f32_activate_exact(float *x, long n, yq_act act)
+{
+    if (act == YQ_ACT_LINEAR) return;
+    for (long i = 0; i < n; i++) x[i] = yq_f32_act_exact(x[i], act);
+}
+
+long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
+{
+    if (n->op != YQ_OP_CONV || is_pointwise(&n->p.conv)) return 0;
+    yq_shape is = yq_node_in_shape(g, n);
+    const yq_conv_p *c = &n->p.conv;
+    return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
+}
+
+/* y[r][j] = chain over k < K of w[r][k] * col[k][j], r < RB rows of w (row stride K), for
+ * j in [j0, j1); col's rows N apart, y's rows N apart.  Scalar fmaf: correctly rounded, the
+ * same as the vector FMA below lane by lane. */
+ALWAYS_INLINE void chain_scalar(const float *w, long K, const float *col, long N, float *y, int RB, long j0, long j1)
+{
+    for (int r = 0; r < RB; r++)
+        for (long j = j0; j < j1; j++) {
+            float s = 0.f;
+            for (long k = 0; k < K; k++) s = fmaf(w[r * K + k], col[k * N + j], s);
+            y[r * N + j] = s;
+        }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+/* RB rows x 16 columns in registers per step of k: the same chains, 8 lanes at a time. */
+__attribute__((target("avx2,fma"))) static void chain_fma(const float *w, long K, const float *col, long N, float *y,
+                                                         int rows)
+{
+    int r0 = 0;
+    for (; r0 + 4 <= rows; r0 += 4) {
+        const float *w0 = w + r0 * K;
+        long j = 0;
+        for (; j + 16 <= N; j += 16) {
+            __m256 a[4][2];
+            for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = _mm256_setzero_ps();
+            for (long k = 0; k < K; k++) {
+                __m256 c0 = _mm256_loadu_ps(col + k * N + j), c1 = _mm256_loadu_ps(col + k * N + j + 8);
+                for (int r = 0; r < 4; r++) {
+                    __m256 wb = _mm256_broadcast_ss(w0 + r * K + k);
+                    a[r][0] = _mm256_fmadd_ps(wb, c0, a[r][0]);
+                    a[r][1] = _mm256_fmadd_ps(wb, c1, a[r][1]);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                _mm256_storeu_ps(y + (r0 + r) * N + j, a[r][0]);
+                _mm256_storeu_ps(y + (r0 + r) * N + j + 8, a[r][1]);
+            }
+        }
+        chain_scalar(w0, K, col, N, y + r0 * N, 4, j, N);
+    }
+    for (; r0 < rows; r0++) {
+        const float *w0 = w + r0 * K;
+        long j = 0;
+        for (; j + 32 <= N; j += 32) {
+            __m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+            for (long k = 0; k < K; k++) {
+                __m256 wb = _mm256_broadcast_ss(w0 + k);
+                for (int v = 0; v < 4; v++) a[v] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(col + k * N + j + 8 * v), a[v]);
+            }
+            for (int v = 0; v < 4; v++) _mm256_storeu_ps(y + r0 * N + j + 8 * v, a[v]);
+        }
+        chain_scalar(w0, K, col, N, y + r0 * N, 1, j, N);
+    }
+}
+static int cpu_has_fma(void)
+{
+    static int has = -1;   /* a cache of a CPU property, set once; racing writers write the same value */
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+    }
+    return has;
+}
+#endif
+
+static void chain_rows(const float *w, long K, const float *col, long N, float *y, int rows)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (cpu_has_fma()) { chain_fma(w, K, col, N, y, rows); return; }
+#endif
+    /* rows of 4 over 64 columns at a time: the chains as above, in cache */
+    for (int r0 = 0; r0 < rows; r0 += 4)
+        for (long j = 0; j < N; j += 64)
+            chain_scalar(w + r0 * K, K, col, N, y + r0 * N, rows - r0 < 4 ? rows - r0 : 4, j, j + 64 < N ? j + 64 : N);
+}
+
+void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
+                       int batch)
+{
+    if (!w) w = n->w;
+    yq_shape is = yq_node_in_shape(g, n);
+    const yq_conv_p *c = &n->p.conv;
+    int G = c->groups, M = c->filters / G, cg = is.c / G, K = cg * c->size * c->size;
+    long N = (long)n->out.h * n->out.w;
+    long in_sz = yq_shape_size(is), out_sz = yq_shape_size(n->out);
+    int pw = is_pointwise(c);
+    for (int b = 0; b < batch; b++) {
+        const float *x = in + b * in_sz;
+        float *y = out + b * out_sz;
+        for (int gi = 0; gi < G; gi++) {
+            const float *col = x + (long)gi * cg * is.h * is.w;
+            if (!pw) {
+                im2col(col, cg, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
+                col = work;
+            }
+            chain_rows(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M);
+        }
+        for (int o = 0; o < c->filters; o++) {
+            float *yo = y + (long)o * N, bo = n->b[o];
+            for (long j = 0; j < N; j++) yo[j] = yq_f32_act_exact(yo[j] + bo, n->act);
+        }
+    }
+}
+
 /* The max over a size x size window, scanned row by row with `v > m` from -FLT_MAX (so
  * NaNs and -inf never win, and of equal values, +0 and -0, the first one scanned does). */
 static void maxpool_direct(const float *src, yq_shape is, const yq_pool_p *p, int off, yq_shape os, float *dst)

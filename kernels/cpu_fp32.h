@@ -12,6 +12,15 @@ long yq_f32_conv_work(const yq_graph *g, const yq_node *n);
 /* out[b] = act(conv(in[b], n->w) + n->b), b < batch.  work: yq_f32_conv_work floats. */
 /* w: the weights, [filters][in_c/groups][k][k] (NULL: n->w; yq_conv_weights for int8 graphs) */
 void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work, int batch);
+/* The float convs of int8 graphs, defined to the bit (one fmaf chain per output over
+ * (ci, ky, kx) from +0, + bias, yq_f32_act_exact), as the GPU computes them: slower than
+ * yq_f32_conv, the same bytes on every engine.  work: yq_f32_conv_exact_work floats. */
+long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n);
+void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
+                       int batch);
+/* Darknet's activations in double, rounded once: the float layers of int8 graphs. */
+float yq_f32_act_exact(float x, yq_act act);
+void yq_f32_activate_exact(float *x, long n, yq_act act);
 void yq_f32_maxpool(yq_shape is, const yq_pool_p *p, yq_shape os, const float *in, float *out, int batch);
 void yq_f32_upsample(yq_shape is, int stride, const float *in, float *out, int batch);
 /* out = act(a + b); out may alias a. */

@@ -80,11 +80,13 @@ typedef enum yq_conv_variant {
     YQ_CONV_DP4A,      /* implicit GEMM, __dp4a over NHWC4 words: groups == 1 */
     YQ_CONV_DW,        /* depthwise: groups == c_in == filters */
     YQ_CONV_DIRECT,    /* one thread per output, any groups (the fallback) */
-    YQ_CONV_F32,       /* FP32 conv for float_op layers (float weights); any groups */
+    YQ_CONV_F32,       /* float_op layers in their exact FP32 numerics (one fmaf chain per
+                          output, as the CPU's yq_f32_conv_exact); any groups, never split */
     YQ_CONV_MMA,       /* implicit GEMM on int8 tensor cores (mma.sync m16n8k32, sm_80+):
                           groups == 1, input channels a multiple of 16 */
     YQ_CONV_F16,       /* float_op layers on FP16 tensor cores, FP32 sums (sm_80+, groups
-                          == 1): the default for those there; YQ_CONV_F32 elsewhere */
+                          == 1): faster, not the exact numerics; only when set explicitly
+                          (yq_cuda_conv_set_variant; a plan's YQ_PLAN_GPU_F16) */
     YQ_CONV_CUTLASS    /* implicit GEMM on CUTLASS's sm_80 main loop (kernels/cuda_cutlass.cu)
                           with our epilogue: groups == 1, channels and filters multiples of 16,
                           int8 output; tensors it cannot take (unaligned views) run the
@@ -103,8 +105,8 @@ typedef enum yq_conv_variant {
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or
- * q->float_op (FP32, and FP16 for the YQ_CONV_F16 family, which such a conv runs by
- * default where it can: yq_cuda_conv_set_variant(c, YQ_CONV_F32) for FP32 sums).
+ * q->float_op (FP32 for the YQ_CONV_F32 family, which such a conv runs: the exact
+ * numerics; and FP16 for YQ_CONV_F16, which runs only after yq_cuda_conv_set_variant).
  * *out set only on YQ_OK. */
 yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const yq_qnode *q, yq_cuda_conv **out, yq_error *err);
 void      yq_cuda_conv_free(yq_cuda_conv *c);

@@ -57,4 +57,22 @@ __device__ __forceinline__ float yq_act_f(float x, int act)
     }
 }
 
+/* The activation of the float layers of int8 graphs, as kernels/cpu_fp32.c
+ * yq_f32_act_exact computes it: darknet's functions in double, rounded to float once
+ * (exp, log1p and tanh here and in glibc differ by a double's ulp at most, so the float
+ * results agree but for values within that of a rounding midpoint). */
+__device__ __forceinline__ float yq_act_x(float x, int act)
+{
+    double d = x;
+    switch (act) {
+    case YQ_ACT_LINEAR: return x;
+    case YQ_ACT_LEAKY: return x > 0 ? x : __fmul_rn(.1f, x);
+    case YQ_ACT_RELU: return __fmul_rn(x, (float)(x > 0));
+    case YQ_ACT_MISH: return (float)__dmul_rn(d, tanh(d > 20 ? d : log1p(exp(d))));
+    case YQ_ACT_SWISH: return (float)__ddiv_rn(d, __dadd_rn(1.0, exp(-d)));
+    case YQ_ACT_LOGISTIC: return (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-d)));
+    default: return x;
+    }
+}
+
 #endif

@@ -759,7 +759,9 @@ __global__ void conv_direct(ConvK a)
     }
 }
 
-/* FP32 direct conv (float_op layers): out NCHW float, input of any type. */
+/* FP32 direct conv (float_op layers): out NCHW float, input of any type.  The float
+ * layers' exact numerics (kernels/cpu_fp32.c yq_f32_conv_exact): one fmaf chain per output
+ * over (ci, ky, kx) from +0, + bias, yq_act_x; so is conv_f32_tiled. */
 __global__ void conv_f32(ConvK a)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -782,7 +784,7 @@ __global__ void conv_f32(ConvK a)
                 s = fmaf(w[(ci * a.k + ky) * a.k + kx], yq_ld_f(a.tin, b, g * cg + ci, y, x), s);
             }
         }
-    ((float *)a.out)[t] = yq_act_f(__fadd_rn(s, a.bf[o]), a.act);
+    ((float *)a.out)[t] = yq_act_x(__fadd_rn(s, a.bf[o]), a.act);
 }
 
 /* FP32 conv, groups == 1, as an implicit GEMM: a 64-pixel x 64-filter tile per
@@ -793,7 +795,7 @@ __global__ void conv_f32(ConvK a)
 #define FT 64
 #define FK 16
 
-__global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a, float *ws, int n_split)
+__global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
 {
     __shared__ float As[FK][FT + 1];
     __shared__ float Bs[FK][FT + 1];
@@ -813,14 +815,12 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a, float *ws, int n_
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    int kb, ke;                         /* split z's part of K (all of it unsplit) */
-    yq_split_range(K, FK, n_split, blockIdx.z, &kb, &ke);
-    for (int k0 = kb; k0 < ke; k0 += FK) {
+    for (int k0 = 0; k0 < K; k0 += FK) {  /* never split: the chain runs over all of K */
 #pragma unroll
         for (int r = 0; r < 4; r++) {
             int kr = lk + 4 * r, kg = k0 + kr;
             float v = 0.f, w = 0.f;
-            if (kg < ke) {
+            if (kg < K) {
                 int ci = kg / kk2, t = kg - ci * kk2, ky = t / a.k, kx = t - ky * a.k;
                 int y = py + ky, x = px + kx;
                 if (pv && y >= 0 && y < a.IH && x >= 0 && x < a.IW) v = yq_ld_f(a.tin, pb, ci, y, x);
@@ -854,14 +854,107 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a, float *ws, int n_
             int o = n0 + ty + 16 * j;
             if (o >= a.F) continue;
             long idx = ((long)b * a.F + o) * ohw + pix;
-            if (ws) ws[(long)blockIdx.z * a.M * a.F + idx] = acc[i][j];
-            else ((float *)a.out)[idx] = yq_act_f(__fadd_rn(acc[i][j], a.bf[o]), a.act);
+            ((float *)a.out)[idx] = yq_act_x(__fadd_rn(acc[i][j], a.bf[o]), a.act);
         }
     }
 }
 
-/* Split K of the FP32 conv: the parts added in split order (deterministic), then the
- * bias and the activation. */
+/* The same chains on a 128-pixel x 128-filter tile (groups == 1): 256 threads, 8 x 8
+ * outputs each (pixels tx*4 + {0..3} and 64 + tx*4 + {0..3}, filters likewise by ty), K in
+ * chunks of 8 through shared memory, the next chunk fetched into registers while this one
+ * is used.  Each output is still one fmaf chain over K in increasing order: the bytes of
+ * conv_f32_tiled and of the CPU, at the FP32 rate of a register-blocked GEMM on wide
+ * layers (the head convs of YOLOv3). */
+#define FB 128
+#define FBK 8
+
+__global__ void __launch_bounds__(256) conv_f32_big(ConvK a)
+{
+    __shared__ __align__(16) float As[2][FBK][FB];
+    __shared__ __align__(16) float Bs[2][FBK][FB];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int m0 = blockIdx.x * FB, n0 = blockIdx.y * FB;
+    const int kk2 = a.k * a.k, K = a.C * kk2;
+    /* A loader: pixel lp (of 128), K rows lka + 2 r (r < 4); B loader: filter lf, K rows lkb + 4 r' ... */
+    const int lp = tid & 127, lka = tid >> 7;          /* K rows lka, lka + 2, +4, +6 */
+    const int p = m0 + lp;
+    const bool pv = p < a.M;
+    int pb = 0, py = 0, px = 0;
+    if (pv) yq_pixel_origin(a, p, &pb, &py, &px);
+    const int lf = tid >> 1, lkb = (tid & 1) * 4;      /* filter lf, K rows lkb .. lkb + 3 */
+    const int f = n0 + lf;
+    const bool fv = f < a.F;
+    const float *wrow = a.wf + (long)(fv ? f : 0) * K;
+    float ra[4], rb[4];
+    auto fetch = [&](int k0) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            int kg = k0 + lka + 2 * r;
+            float v = 0.f;
+            if (pv && kg < K) {
+                int ci = kg / kk2, t = kg - ci * kk2, ky = t / a.k, kx = t - ky * a.k;
+                int y = py + ky, x = px + kx;
+                if (y >= 0 && y < a.IH && x >= 0 && x < a.IW) v = yq_ld_f(a.tin, pb, ci, y, x);
+            }
+            ra[r] = v;
+            int kb = k0 + lkb + r;
+            rb[r] = fv && kb < K ? __ldg(wrow + kb) : 0.f;
+        }
+    };
+    auto stash = [&](int buf) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            As[buf][lka + 2 * r][lp] = ra[r];
+            Bs[buf][lkb + r][lf] = rb[r];
+        }
+    };
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+    fetch(0);
+    stash(0);
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = 0; k0 < K; k0 += FBK) {
+        const bool more = k0 + FBK < K;
+        if (more) fetch(k0 + FBK);
+#pragma unroll
+        for (int kk = 0; kk < FBK; kk++) {
+            float av[8], bv[8];
+            float4 a0 = *(const float4 *)&As[buf][kk][tx * 4], a1 = *(const float4 *)&As[buf][kk][64 + tx * 4];
+            float4 b0 = *(const float4 *)&Bs[buf][kk][ty * 4], b1 = *(const float4 *)&Bs[buf][kk][64 + ty * 4];
+            av[0] = a0.x; av[1] = a0.y; av[2] = a0.z; av[3] = a0.w; av[4] = a1.x; av[5] = a1.y; av[6] = a1.z; av[7] = a1.w;
+            bv[0] = b0.x; bv[1] = b0.y; bv[2] = b0.z; bv[3] = b0.w; bv[4] = b1.x; bv[5] = b1.y; bv[6] = b1.z; bv[7] = b1.w;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(bv[j], av[i], acc[i][j]);
+        }
+        if (more) {
+            stash(buf ^ 1);        /* the other buffer: last read before the previous barrier */
+            __syncthreads();
+            buf ^= 1;
+        }
+    }
+    const int ohw = a.OH * a.OW;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int pp = m0 + (i < 4 ? tx * 4 + i : 64 + tx * 4 + i - 4);
+        if (pp >= a.M) continue;
+        int b = pp / ohw, pix = pp - b * ohw;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int o = n0 + (j < 4 ? ty * 4 + j : 64 + ty * 4 + j - 4);
+            if (o >= a.F) continue;
+            ((float *)a.out)[((long)b * a.F + o) * ohw + pix] = yq_act_x(__fadd_rn(acc[i][j], a.bf[o]), a.act);
+        }
+    }
+}
+
+/* Split K of the FP16 family (kernels/cuda_f16.cu): the parts added in split order
+ * (deterministic), then the bias and the activation. */
 __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)a.M * a.F;
@@ -1170,7 +1263,7 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             st = upload((void **)&c->wh, h, sizeof *h * (size_t)n->n_w, err);
             free(h);
             if (st) goto fail;
-            c->var = YQ_CONV_F16;
+            /* for yq_cuda_conv_set_variant(c, YQ_CONV_F16): fast, not the exact numerics */
         }
     } else {
         if (!q->wq || !q->bq || !q->rq_pos || !q->rq_neg || !q->deq) {
@@ -1264,7 +1357,7 @@ extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v
              (v == YQ_CONV_DW && c->groups == c->cin && c->F == c->cin);
     if (!ok) return yq_fail(err, YQ_ERR_UNSUPPORTED, "conv variant %d cannot run this conv", (int)v);
     if (v == YQ_CONV_AUTO)
-        v = c->float_op ? (f16_ok(c) ? YQ_CONV_F16 : YQ_CONV_F32) : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
+        v = c->float_op ? YQ_CONV_F32 : mma_ok(c) ? YQ_CONV_MMA : c->w32 ? YQ_CONV_DP4A
           : (c->groups == c->cin && c->F == c->cin) ? YQ_CONV_DW : YQ_CONV_DIRECT;
     c->var = v;
     c->cfg.family = YQ_CONV_AUTO;
@@ -1412,14 +1505,12 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         conv_direct<<<yq_blocks((long)a.M * (a.fout ? a.F : a.F4), 256), 256, 0, s>>>(a);
         break;
     case YQ_CONV_F32:
-        if (a.groups == 1) {
-            int ns = cfg.split_k;
-            dim3 g3(yq_blocks(a.M, FT), yq_blocks(a.F, FT), ns);
-            conv_f32_tiled<<<g3, 256, 0, s>>>(a, ns > 1 ? (float *)c->ws : NULL, ns);
-            if (ns > 1) {
-                YQ_CUDA_LAUNCHED();
-                f32_reduce<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a, (const float *)c->ws, ns);
-            }
+        if (a.groups == 1 && cfg.tile == 1) {
+            dim3 g3(yq_blocks(a.M, FB), yq_blocks(a.F, FB), 1);
+            conv_f32_big<<<g3, 256, 0, s>>>(a);
+        } else if (a.groups == 1) {
+            dim3 g3(yq_blocks(a.M, FT), yq_blocks(a.F, FT), 1);
+            conv_f32_tiled<<<g3, 256, 0, s>>>(a);
         } else {
             conv_f32<<<yq_blocks((long)a.M * a.F, 256), 256, 0, s>>>(a);
         }
@@ -1504,9 +1595,10 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     if (g.split_k < 1) return 0;
     switch ((yq_conv_variant)g.family) {
     case YQ_CONV_AUTO: return 1;
-    /* a float conv runs the family of its precision (c->var), never the other */
+    /* a float conv runs the family its plan chose (c->var), never the other; the FP32
+     * family unsplit (a split would change the summation order, which is defined) */
     case YQ_CONV_F32:
-        return c->float_op && c->var == YQ_CONV_F32 && g.tile == 0 && float_split_ok(c, g.split_k, batch, FT, FK);
+        return c->float_op && c->var == YQ_CONV_F32 && g.split_k == 1 && (g.tile == 0 || (g.tile == 1 && c->groups == 1));
     case YQ_CONV_F16:
         return f16_ok(c) && c->var == YQ_CONV_F16 && g.tile == 0 &&
                float_split_ok(c, g.split_k, batch, YQ_F16_TILE, YQ_F16_K);
@@ -1548,7 +1640,8 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         n++;
     };
     if (c->float_op) {
-        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(c->var, 0, split_opts[k]);
+        for (int t = 0; t < 2; t++)
+            for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(c->var, t, split_opts[k]);
         return n;
     }
     for (int t = 0; t < YQ_MMA_TILES; t++)
@@ -1578,8 +1671,11 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
         g.tile = 4;
         return g;
     }
-    if (c->var == YQ_CONV_F32 || c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
-        int tile = c->var == YQ_CONV_F16 ? YQ_F16_TILE : FT;
+    if (c->var == YQ_CONV_F32 && c->groups == 1) {   /* the 128 x 128 tile where its grid fills the SMs */
+        long M = (long)batch * c->oh * c->ow;
+        if (((M + FB - 1) / FB) * ((c->F + FB - 1) / FB) >= c->sms) g.tile = 1;
+    } else if (c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
+        int tile = YQ_F16_TILE;
         long M = (long)batch * c->oh * c->ow, blocks = ((M + tile - 1) / tile) * ((c->F + tile - 1) / tile);
         for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts && blocks * g.split_k < c->sms; k++) {
             yq_conv_cfg s2 = g;
@@ -1653,7 +1749,7 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     int n = 0;
     switch ((yq_conv_variant)g.family) {
     case YQ_CONV_AUTO: n = snprintf(buf, cap, "auto"); break;
-    case YQ_CONV_F32: n = snprintf(buf, cap, "f32"); break;
+    case YQ_CONV_F32: n = snprintf(buf, cap, g.tile == 0 ? "f32" : g.tile == 1 ? "f32_128" : "f32_?"); break;
     case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
     case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : "dw_?"); break;
@@ -1686,7 +1782,7 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
                              : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
-                             : fam == YQ_CONV_DW ? DW_TILES : 1); t++)
+                             : fam == YQ_CONV_DW ? DW_TILES : fam == YQ_CONV_F32 ? 2 : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
                 yq_conv_cfg_name(g, buf, sizeof buf);

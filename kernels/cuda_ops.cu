@@ -124,7 +124,7 @@ __global__ void shortcut_f32(yq_dtensor a, yq_dtensor b, int act, yq_dtensor out
     int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
     long bc = t / ((long)out.w * out.h);
     int c = (int)(bc % out.c), bi = (int)(bc / out.c);
-    ((float *)out.p)[t] = yq_act_f(__fadd_rn(yq_ld_f(a, bi, c, y, x), yq_ld_f(b, bi, c, y, x)), act);
+    ((float *)out.p)[t] = yq_act_x(__fadd_rn(yq_ld_f(a, bi, c, y, x), yq_ld_f(b, bi, c, y, x)), act);
 }
 
 /* ---- route: one launch writes every channel of the output (padding too). */

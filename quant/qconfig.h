@@ -25,9 +25,10 @@
  *                                   error at the heads, against that error (quant/select.h); recorded
  *                                   as layer.N.thresh
  *   equalize        on | off        cross-layer equalization of conv pairs (quant/equalize.h)
- *   float_precision fp16w | fp32    the convs kept in float: weights rounded to FP16 (fp16w, the
- *                                   default: what the GPU's FP16 tensor cores compute, so CPU and GPU
- *                                   agree to FP32 summation order) or FP32 weights
+ *   float_precision fp32 | fp16w    the convs kept in float: FP32 weights (the default) or weights
+ *                                   rounded to FP16 (fp16w); either way FP32 arithmetic defined to
+ *                                   the bit (kernels/cpu_fp32.h yq_f32_conv_exact), which every
+ *                                   engine computes: CPU and GPU give the same bytes
  *   bias_correction off | weights | data
  *                                   weights: fold the mean shift the weight rounding causes
  *                                   into the bias; data: that, then measured shifts (quant/biascorr.h)

@@ -259,13 +259,14 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     /* YQ_GPU_VIEWS=0: every route copies (for measuring what the views save) */
     const char *ve = getenv("YQ_GPU_VIEWS");
     int views = !(flags & YQ_PLAN_NO_VIEWS) && !(ve && !strcmp(ve, "0"));
-    /* YQ_GPU_FLOAT=fp32: float layers in FP32 (their default: FP16 tensor cores) */
+    /* YQ_GPU_FLOAT=fp16: float convs on FP16 tensor cores, as YQ_PLAN_GPU_F16 (their
+     * default, fp32: the exact numerics every engine computes) */
     const char *fe = getenv("YQ_GPU_FLOAT");
     if (fe && *fe && strcmp(fe, "fp32") && strcmp(fe, "fp16")) {
         st = yq_fail(err, YQ_ERR_INVALID_ARG, "YQ_GPU_FLOAT=%s: expected fp16 or fp32", fe);
         goto fail;
     }
-    int fp32 = (flags & YQ_PLAN_GPU_FP32) || (fe && !strcmp(fe, "fp32"));
+    int f16 = (flags & YQ_PLAN_GPU_F16) || (fe && !strcmp(fe, "fp16"));
 
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
@@ -325,10 +326,10 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     for (int i = 1; i < n; i++)
         if (g->nodes[i].op == YQ_OP_CONV &&
             ((st = yq_cuda_conv_new(g, &g->nodes[i], &g->q[i], &p->conv[i], err)) ||
-             /* a float conv the package defines as fp32 (or from before fp16w) on FP32 kernels:
-              * the numerics its accuracy was measured with */
-             ((fp32 || !g->q[i].fp16w) && g->q[i].float_op &&
-              (st = yq_cuda_conv_set_variant(p->conv[i], YQ_CONV_F32, err))) ||
+             /* float convs run their exact FP32 definition (the CPU's); FP16 tensor cores
+              * only when asked for, where they can */
+             (f16 && g->q[i].float_op && g->nodes[i].p.conv.groups == 1 && yq_cuda_arch() >= 80 &&
+              (st = yq_cuda_conv_set_variant(p->conv[i], YQ_CONV_F16, err))) ||
              (st = yq_cuda_conv_set_cfg(p->conv[i], yq_cuda_conv_default_cfg(p->conv[i], batch), batch, err))))
             goto fail;
     free(items);
@@ -345,7 +346,7 @@ fail:
 const char *yq_cuda_float_precision(void)
 {
     const char *fe = getenv("YQ_GPU_FLOAT");
-    return yq_cuda_arch() >= 80 && !(fe && !strcmp(fe, "fp32")) ? "fp16" : "fp32";
+    return yq_cuda_arch() >= 80 && fe && !strcmp(fe, "fp16") ? "fp16" : "fp32";
 }
 
 size_t yq_cuda_plan_bytes(const yq_cuda_plan *p) { return p->arena_bytes; }

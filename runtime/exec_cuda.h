@@ -11,10 +11,12 @@
  * Results: every int8 node equals the CPU reference (yq_exec_int8) byte for byte
  * (a conv fused with its shortcut is not kept: yq_cuda_plan_fused),
  * dequantizing head convs bit for bit.  Layers the qconfig keeps in float
- * (q->float_op) run on FP16 tensor cores with FP32 sums where the GPU has them (sm_80+,
- * groups == 1: their weights rounded to FP16, an int8 input exact), else in FP32 as
- * the CPU's OpenBLAS path does up to summation order; YQ_PLAN_GPU_FP32, or
- * YQ_GPU_FLOAT=fp32 in the environment, keeps them all in FP32.  Device layout:
+ * (q->float_op) compute their exact definition, the CPU's (kernels/cpu_fp32.h
+ * yq_f32_conv_exact): one FP32 fmaf chain per output in a fixed order, so they too equal
+ * the CPU's bytes, and so does everything downstream.  YQ_PLAN_GPU_F16, or YQ_GPU_FLOAT=fp16
+ * in the environment, runs the float convs (groups == 1, sm_80+) on FP16 tensor cores
+ * instead: faster on wide layers, not the validated numerics (for measuring what exactness
+ * costs).  Device layout:
  * kernels/cuda.h. */
 #ifndef YQ_EXEC_CUDA_H
 #define YQ_EXEC_CUDA_H
@@ -25,12 +27,12 @@ typedef struct yq_cuda_plan yq_cuda_plan;
 
 /* Keeps the head inputs readable after a run (YQ_PLAN_KEEP_HEADS). *out set only on YQ_OK. */
 yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_plan **out, yq_error *err);
-/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL, YQ_PLAN_NO_VIEWS, YQ_PLAN_GPU_FP32 (ir/pack.h). */
+/* flags: YQ_PLAN_KEEP_HEADS / YQ_PLAN_KEEP_ALL, YQ_PLAN_NO_VIEWS, YQ_PLAN_GPU_F16 (ir/pack.h). */
 yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
                                  yq_error *err);
 void      yq_cuda_plan_free(yq_cuda_plan *p);                   /* NULL is a no-op */
 /* What float layers run in on the current device, as a plan made now without
- * YQ_PLAN_GPU_FP32 runs them (grouped convs aside, always FP32): "fp16" or "fp32". */
+ * YQ_PLAN_GPU_F16 runs them: "fp32" (exact), or "fp16" under YQ_GPU_FLOAT=fp16. */
 const char *yq_cuda_float_precision(void);
 size_t    yq_cuda_plan_bytes(const yq_cuda_plan *p);            /* the activation allocation */
 /* Runs the graph on batch x C x H x W floats (host memory); returns when done. */

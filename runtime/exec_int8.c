@@ -3,7 +3,9 @@
  * Each node runs in its own domain: int8 ops read int8 inputs (quantizing a
  * float producer at that producer's scale), float ops (layers the qconfig keeps
  * in float) read float inputs (dequantizing int8 producers).  The conversions at
- * those boundaries use temporaries; in an all-int8 graph there are none. */
+ * those boundaries use temporaries; in an all-int8 graph there are none.  The float ops
+ * compute their exact definition (yq_f32_conv_exact, yq_f32_act_exact), which the GPU
+ * engine computes too: the two agree byte for byte on every node. */
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu_fp32.h"
@@ -79,7 +81,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
         case YQ_OP_CONV:
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
             if (!x) goto nomem;
-            if (fl) yq_f32_conv(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);
+            if (fl) yq_f32_conv_exact(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);
             else if (yq_plan_flags(p) & YQ_PLAN_REFERENCE) yq_ref_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             else yq_blas_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             break;
@@ -89,7 +91,10 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
             b = input_as(p, i, 1, fl ? YQ_F32 : YQ_S8, 0, &got_b, &t);
             if (!x || !b) goto nomem;
-            if (fl) yq_f32_shortcut(yq_shape_size(n->out), x, b, n->act, y, B);
+            if (fl) {
+                yq_f32_shortcut(yq_shape_size(n->out), x, b, YQ_ACT_LINEAR, y, B);
+                yq_f32_activate_exact(y, yq_shape_size(n->out) * B, n->act);
+            }
             else yq_ref_shortcut(yq_shape_size(n->out), x, b, q, y, B);
             break;
         }

@@ -83,6 +83,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
         if (g->q && !(flags & YQ_PLAN_FLOAT)) {   /* in floats, rounded up */
             long wr = (long)((yq_blas_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
             if (wr > w) w = wr;
+            if (g->q[i].float_op && (wr = yq_f32_conv_exact_work(g, &g->nodes[i])) > w) w = wr;
         }
         if (w > work) work = w;
     }

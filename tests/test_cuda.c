@@ -3,9 +3,10 @@
  * Per op: seeded random data through every kernel variant, compared with
  * kernels/cpu_ref.c by memcmp (integer outputs and dequantizing epilogues), with
  * guard bytes around every GPU output buffer.  Whole models: every node of
- * yq_exec_int8 (CPU) against yq_cuda_run (GPU).  Float layers (q->float_op) are
- * compared by relative error: max |gpu - cpu| <= REL_BOUND * max |cpu| (FP32 sums
- * in another order than OpenBLAS's).  Every test is skipped without a GPU. */
+ * yq_exec_int8 (CPU) against yq_cuda_run (GPU), every node by memcmp: the float layers
+ * (q->float_op) too, whose FP32 numerics are defined to the bit (yq_f32_conv_exact).  Only
+ * the FP16 tensor-core family, which runs when asked for, is compared by relative error:
+ * max |gpu - cpu| <= F16_BOUND * max |cpu|.  Every test is skipped without a GPU. */
 #include <math.h>
 #include <time.h>
 #include "ir/ir.h"
@@ -17,16 +18,10 @@
 #include "runtime/plan.h"
 #include "tests/test.h"
 
-#define REL_BOUND 1e-4
-/* Float layers on FP16 tensor cores (YQ_CONV_F16): weights rounded to FP16 (relative
- * 2^-11 each), inputs exact (int8 codes, or an FP32 value as two FP16 parts), sums in
- * FP32.  The bound on max |gpu - cpu| / max |cpu| per layer of float depth (a float layer
- * fed by another adds its own). */
+/* Float convs on FP16 tensor cores (YQ_CONV_F16, only when asked for): weights rounded to
+ * FP16 (relative 2^-11 each), inputs exact (int8 codes, or an FP32 value as two FP16
+ * parts), sums in FP32 in the tensor cores' order.  The bound on max |gpu - cpu| / max |cpu|. */
 #define F16_BOUND 2e-3
-/* A float node whose input went through int8 layers fed by a float layer: the FP16
- * rounding upstream flips some of those layers' int8 roundings, so its input differs
- * from the CPU's by a step here and there; the bound only says it is the same tensor. */
-#define TAINTED_BOUND 0.1
 #define GUARD 256
 #define GUARD_BYTE 0xA5
 
@@ -210,11 +205,11 @@ static void conv_check(const conv_case *cc, const char *name, const char *how, c
         int gv = d >= 0 ? got[d] : 0;
         free(got);
         CHECKF(d < 0, "%s%s: int8 output %ld differs: cpu %d gpu %d", name, how, d, ((const int8_t *)ref)[d], gv);
-    } else if (cc->float_op) {
-        double e = rel_err(ref, (const float *)raw, out_n), bound = strncmp(name, "f16", 3) ? REL_BOUND : F16_BOUND;
-        CHECKF(e <= bound, "float conv %s%s: relative error %.3g > %.1g", name, how, e, bound);
-        if (e > worst_f16 && bound == F16_BOUND) worst_f16 = e;
-    } else {
+    } else if (cc->float_op && !strncmp(name, "f16", 3)) {   /* FP16 tensor cores: not exact */
+        double e = rel_err(ref, (const float *)raw, out_n);
+        CHECKF(e <= F16_BOUND, "float conv %s%s: relative error %.3g > %.1g", name, how, e, F16_BOUND);
+        if (e > worst_f16) worst_f16 = e;
+    } else {   /* dequantizing int8 convs, and the float convs' exact FP32 */
         long d = first_diff(ref, raw, (size_t)out_n * 4);
         CHECKF(d < 0, "%s%s: float output %ld differs: cpu %.9g gpu %.9g", name, how, d / 4,
                (double)((const float *)ref)[d / 4], (double)((const float *)raw)[d / 4]);
@@ -290,9 +285,9 @@ static void conv_one(const conv_case *cc)
     void *ref = malloc((size_t)out_n * 4);
     CHECK(ref);
     if (cc->float_op) {
-        float *wk = malloc(4 * (size_t)(yq_f32_conv_work(g, n) + 1));
+        float *wk = malloc(4 * (size_t)(yq_f32_conv_exact_work(g, n) + 1));
         CHECK(wk);
-        yq_f32_conv(g, n, yq_conv_weights(n, &q[1]), xf, ref, wk, B);
+        yq_f32_conv_exact(g, n, yq_conv_weights(n, &q[1]), xf, ref, wk, B);
         free(wk);
     } else {
         void *wk = malloc(yq_ref_conv_work(g, n) + 1);
@@ -312,24 +307,27 @@ static void conv_one(const conv_case *cc)
     yq_cuda_conv *c;
     OK(yq_cuda_conv_new(g, n, &q[1], &c, &err));
     /* every configuration a tuner could pick (yq_cuda_conv_candidates), then the
-     * one-thread-per-output fallback; a float conv: those of its default precision
-     * (FP16 tensor cores on sm_80+ when groups == 1), then the FP32 ones */
+     * one-thread-per-output fallback; a float conv: its exact FP32 family, then (sm_80+,
+     * groups == 1) the FP16 tensor-core family a plan runs only when asked */
     yq_conv_cfg cfgs[2 * YQ_CONV_MAX_CFGS + 1];
     int nv = yq_cuda_conv_candidates(c, B, cfgs, YQ_CONV_MAX_CFGS);
     CHECK(nv >= 1 && nv <= YQ_CONV_MAX_CFGS);
     if (!cc->float_op) {
         cfgs[nv++] = (yq_conv_cfg){ YQ_CONV_DIRECT, 0, 1, 0 };
-    } else if (yq_cuda_conv_variant(c) == YQ_CONV_F16) {
-        CHECKF(cc->groups == 1 && yq_cuda_arch() >= 80, "FP16 family for groups %d on sm_%d", cc->groups, yq_cuda_arch());
-        OK(yq_cuda_conv_set_variant(c, YQ_CONV_F32, &err));
-        int n2 = yq_cuda_conv_candidates(c, B, cfgs + nv, YQ_CONV_MAX_CFGS);
-        CHECK(n2 >= 1 && n2 <= YQ_CONV_MAX_CFGS);
-        for (int v = nv; v < nv + n2; v++) CHECK(cfgs[v].family == YQ_CONV_F32);
-        nv += n2;
     } else {
-        /* FP32 only where the FP16 family cannot run: grouped, or before sm_80 */
-        CHECKF(cc->groups != 1 || yq_cuda_arch() < 80, "float conv on sm_%d: default family %d, expected FP16",
-               yq_cuda_arch(), (int)yq_cuda_conv_variant(c));
+        CHECKF(yq_cuda_conv_variant(c) == YQ_CONV_F32, "float conv: default family %d, expected FP32",
+               (int)yq_cuda_conv_variant(c));
+        for (int v = 0; v < nv; v++)   /* one configuration: a K split would change the sums */
+            CHECKF(cfgs[v].family == YQ_CONV_F32 && cfgs[v].split_k == 1, "float conv candidate %d: family %d split %d", v,
+                   cfgs[v].family, cfgs[v].split_k);
+        if (cc->groups == 1 && yq_cuda_arch() >= 80) {
+            OK(yq_cuda_conv_set_variant(c, YQ_CONV_F16, &err));
+            int n2 = yq_cuda_conv_candidates(c, B, cfgs + nv, YQ_CONV_MAX_CFGS);
+            CHECK(n2 >= 1 && n2 <= YQ_CONV_MAX_CFGS);
+            for (int v = nv; v < nv + n2; v++) CHECK(cfgs[v].family == YQ_CONV_F16);
+            nv += n2;
+            OK(yq_cuda_conv_set_variant(c, YQ_CONV_F32, &err));
+        }
     }
     yq_dtensor ti = { din, cc->in_t, is.c, is.h, is.w, q[0].scale, q[0].qmin, q[0].qmax, 0 };
     size_t ob = yq_dlayout_bytes(cc->out_t, os.c, os.h, os.w) * B;
@@ -1000,24 +998,14 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     if (st == YQ_OK) st = yq_cuda_run(gp, x, &err);
     char why[600] = "";
     if (st) snprintf(why, sizeof why, "gpu run: %s", err.msg);
-    int n = g->n_nodes, n_int = 0, n_flt = 0, bad = 0, bad_tainted = 0, n_exact_f = 0, n_fused = 0,
-        n_fused_drop = 0;
-    double worst = 0;
-    /* taint: downstream of a float layer; depth: float convs on the way; ftaint: a float
-     * node reading (through float nodes) an int8 node downstream of a float layer */
-    int *taint = calloc(n, sizeof *taint), *depth = calloc(n, sizeof *depth), *ftaint = calloc(n, sizeof *ftaint);
-    CHECK(taint && depth && ftaint);
-    int n_ftaint = 0;
-    double worst_ftaint = 0;
+    /* every node by memcmp: int8 ones, dequantizing heads and the float layers (their exact
+     * FP32), and so everything downstream of a float layer too */
+    int n = g->n_nodes, n_int = 0, n_flt = 0, n_after_flt = 0, bad = 0, n_exact_f = 0, n_fused = 0, n_fused_drop = 0;
+    uint8_t *after = calloc((size_t)n, 1);   /* downstream of a float layer */
+    CHECK(after);
     for (int i = 0; i < n && !st; i++) {
         const yq_node *nd = &g->nodes[i];
-        for (int k = 0; k < nd->n_src; k++) {
-            int sk = nd->src[k];
-            taint[i] |= taint[sk] | g->q[sk].float_op;
-            if (depth[sk] > depth[i]) depth[i] = depth[sk];
-            ftaint[i] |= g->q[sk].float_op || yq_node_dtype(g, sk) == YQ_F32 ? ftaint[sk] : taint[sk];
-        }
-        depth[i] += nd->op == YQ_OP_CONV && g->q[i].float_op;
+        for (int k = 0; k < nd->n_src; k++) after[i] |= after[nd->src[k]] | g->q[nd->src[k]].float_op;
         yq_dtype t = yq_node_dtype(g, i);
         size_t bytes = (size_t)yq_shape_size(nd->out) * B * yq_dtype_size(t);
         if (nd->op != YQ_OP_SHORTCUT && yq_cuda_plan_fused(gp, i) >= 0) {   /* its shortcut is compared instead */
@@ -1029,56 +1017,37 @@ static void compare_graph(const char *label, yq_graph *g, int B)
         void *got = malloc(bytes ? bytes : 1);
         if (!ref || !got) { snprintf(why, sizeof why, "node %d: no data", i); free(got); break; }
         if ((st = yq_cuda_download(gp, i, got, &err))) { snprintf(why, sizeof why, "download %d: %s", i, err.msg); free(got); break; }
-        int approx = g->q[i].float_op || (i > 0 && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION || nd->op == YQ_OP_DROPOUT) &&
-                                          g->q[nd->src[0]].float_op);
-        if (t == YQ_F32 && approx) {
-            double e = rel_err(ref, got, (long)(bytes / 4));
-            double bound = (plan_flags & YQ_PLAN_GPU_FP32 ? REL_BOUND : F16_BOUND) * (depth[i] > 1 ? depth[i] : 1);
-            if (ftaint[i]) {
-                bound = TAINTED_BOUND;
-                n_ftaint++;
-                if (e > worst_ftaint) worst_ftaint = e;
-            } else if (e > worst) {
-                worst = e;
-            }
-            n_flt++;
-            if (e > bound && !why[0]) {
-                snprintf(why, sizeof why, "%s: float node %d (%s) relative error %.3g > %.2g", label, i, nd->name, e, bound);
-                bad++;
-            }
-        } else {
-            long d = first_diff(ref, got, bytes);
-            if (t == YQ_F32) n_exact_f++; else n_int++;
-            if (d >= 0) {
-                if (taint[i]) bad_tainted++;
-                else {
-                    bad++;
-                    if (!why[0]) {
-                        long cnt = 0;
-                        for (size_t j = 0; j < bytes; j++) cnt += ((const unsigned char *)ref)[j] != ((unsigned char *)got)[j];
-                        snprintf(why, sizeof why, "%s: node %d (%s %s, %s) differs at byte %ld (%ld bytes differ)", label, i,
-                                 nd->name, yq_op_name(nd->op), t == YQ_F32 ? "f32" : t == YQ_U8 ? "u8" : "s8", d, cnt);
-                    }
-                }
+        long d = first_diff(ref, got, bytes);
+        if (g->q[i].float_op) n_flt++;
+        else if (t == YQ_F32) n_exact_f++;
+        else n_int++;
+        n_after_flt += after[i] && !g->q[i].float_op;
+        if (d >= 0) {
+            bad++;
+            if (!why[0]) {
+                long cnt = 0;
+                for (size_t j = 0; j < bytes; j++) cnt += ((const unsigned char *)ref)[j] != ((unsigned char *)got)[j];
+                int fl = t == YQ_F32;
+                snprintf(why, sizeof why, "%s: node %d (%s %s, %s%s%s) differs at byte %ld (%ld bytes differ; cpu %.9g, gpu %.9g)",
+                         label, i, nd->name, yq_op_name(nd->op), fl ? "f32" : t == YQ_U8 ? "u8" : "s8",
+                         g->q[i].float_op ? ", float layer" : "", after[i] ? ", after a float layer" : "", d, cnt,
+                         fl ? (double)((const float *)ref)[d / 4] : (double)((const int8_t *)ref)[d],
+                         fl ? (double)((const float *)got)[d / 4] : (double)((const int8_t *)got)[d]);
             }
         }
         free(got);
     }
-    free(taint);
-    free(depth);
-    free(ftaint);
+    free(after);
     if (!bad && !why[0]) {
         for (int r = 0; r < 2 && !st; r++) st = yq_cuda_run(gp, x, &err);   /* warm */
         double t1 = now_ms();
         int reps = 10;
         for (int r = 0; r < reps && !st; r++) st = yq_cuda_run(gp, x, &err);
         double t_gpu = (now_ms() - t1) / reps;
-        char ft[96] = "";
-        if (n_ftaint) snprintf(ft, sizeof ft, " (%d of them with tainted inputs: max rel err %.2g)", n_ftaint, worst_ftaint);
-        printf("# %s: %d nodes, batch %d, %dx%d: %d int8 + %d dequantized nodes bit-exact, %d float nodes "
-               "(max rel err %.2g)%s, %d float-tainted int8 nodes differ; cpu ref %.0f ms, gpu %.3f ms/run "
+        printf("# %s: %d nodes, batch %d, %dx%d: every node bit-exact: %d int8, %d dequantized, %d float "
+               "(%d int8 or dequantized nodes after a float layer); cpu ref %.0f ms, gpu %.3f ms/run "
                "(incl. h2d), %.1f MB activations; %d convs fused with their shortcut (%d through a dropout), %d routes "
-               "as views%s\n", label, n, B, is.w, is.h, n_int, n_exact_f, n_flt, worst, ft, bad_tainted, t_cpu, t_gpu,
+               "as views%s\n", label, n, B, is.w, is.h, n_int, n_exact_f, n_flt, n_after_flt, t_cpu, t_gpu,
                yq_cuda_plan_bytes(gp) / 1e6, n_fused, n_fused_drop, last_views, n_rot ? ", convs on rotating configurations" : "");
     }
     yq_cuda_plan_free(gp);
@@ -1087,10 +1056,10 @@ static void compare_graph(const char *label, yq_graph *g, int B)
     CHECKF(!why[0], "%s", why);
 }
 
-/* Four passes: every conv int8, routes as views; heads float in FP32 with every route
- * copied (no views, no fusion); heads float (FP16 tensor cores where the GPU has them),
- * rotating configurations and fused shortcuts; heads and layers 1-3 float (a chain of
- * float layers), fused.  min_views: routes the first pass's plan must make views (concats written in
+/* Four passes, every node compared by memcmp: every conv int8, routes as views; heads float
+ * with every route copied (no views, no fusion); heads float, rotating configurations and
+ * fused shortcuts; heads and layers 1-3 float (a chain of float layers feeding int8 ones),
+ * fused.  min_views: routes the first pass's plan must make views (concats written in
  * place, channel groups). */
 static void model_case(const char *label, const char *cfg, const char *weights, int size, int B, int min_views)
 {
@@ -1100,7 +1069,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
         /* pass 0: routes as views without fusion (a fused shortcut writes dense memory, so
          * the concats it feeds copy); pass 1: the baseline (neither); passes 2 and 3 fuse
          * convs with their shortcuts, as plans do by default */
-        plan_flags = pass == 0 ? YQ_PLAN_NO_FUSE : pass == 1 ? YQ_PLAN_NO_VIEWS | YQ_PLAN_GPU_FP32 | YQ_PLAN_NO_FUSE : 0;
+        plan_flags = pass == 0 ? YQ_PLAN_NO_FUSE : pass == 1 ? YQ_PLAN_NO_VIEWS | YQ_PLAN_NO_FUSE : 0;
         yq_graph *g;
         OK(yq_darknet_load(cfg, weights, &opt, &g, &err));
         yq_qconfig qc;
@@ -1118,7 +1087,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
         CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
         char l2[128];
         snprintf(l2, sizeof l2, "%s [head=%s%s]", label, pass == 0 ? "int8" : "float",
-                 pass == 1 ? " in FP32, routes copied" : pass == 2 ? ", rotated configurations" : pass == 3 ? ", layers 1-3 float" : "");
+                 pass == 1 ? ", routes copied" : pass == 2 ? ", rotated configurations" : pass == 3 ? ", layers 1-3 float" : "");
         rng_state = 31337 + pass;
         /* compare_graph longjmps on failure: free the graph first by running it in a scope we control */
         jmp_buf save;

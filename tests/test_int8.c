@@ -675,7 +675,7 @@ static void t_fp16_rounding(void)
 }
 
 /* float_precision: a float conv of an int8 graph runs with the FP16-rounded copy of its
- * weights (fp16w, the default) or the FP32 ones; the FP32 model's weights are never touched */
+ * weights (fp16w) or the FP32 ones (the default); the FP32 model's weights are never touched */
 static void t_float_precision(void)
 {
     for (int fp16w = 1; fp16w >= 0; fp16w--) {
@@ -707,14 +707,14 @@ static void t_float_precision(void)
             changed += w[k] != orig[k];
         }
         CHECK(!fp16w || changed > nw / 2);
-        /* the engine's output of that conv: yq_f32_conv on exactly those weights */
+        /* the engine's output of that conv: yq_f32_conv_exact on exactly those weights */
         yq_plan *p;
         CHECK(yq_plan_new(g, 1, YQ_PLAN_KEEP_ALL, &p, &err) == YQ_OK);
         CHECKF(yq_exec_int8(p, in, NULL, NULL, &err) == YQ_OK, "%s", err.msg);
         long out_n = yq_shape_size(n->out);
-        float *ref = malloc(sizeof *ref * (size_t)out_n), *wk = malloc(sizeof(float) * (size_t)(yq_f32_conv_work(g, n) + 1));
+        float *ref = malloc(sizeof *ref * (size_t)out_n), *wk = malloc(sizeof(float) * (size_t)(yq_f32_conv_exact_work(g, n) + 1));
         CHECK(ref && wk);
-        yq_f32_conv(g, n, w, in, ref, wk, 1);          /* conv 0 reads the image itself */
+        yq_f32_conv_exact(g, n, w, in, ref, wk, 1);          /* conv 0 reads the image itself */
         CHECK(g->q[0].dtype == YQ_F32 || g->q[0].dtype == YQ_U8);
         if (g->q[0].dtype == YQ_F32)
             CHECK(!memcmp(ref, yq_plan_data(p, conv0), sizeof *ref * (size_t)out_n));

@@ -188,7 +188,7 @@ static const char table_cfg[] =
 typedef struct variant { const char *name; const char *key[2], *val[2]; const char *cfg; } variant;
 static const variant variants[] = {
     { "default (head conv in float)", { NULL, NULL }, { NULL, NULL }, NULL },
-    { "layer 2 in float", { "skip_layers", NULL }, { "2", NULL }, NULL },
+    { "layer 2 in float, fp16w", { "skip_layers", "float_precision" }, { "2", "fp16w" }, NULL },
     { "head int8, first conv float", { "head", "first" }, { "int8", "float" }, NULL },
     { "mish and logistic tables", { NULL, NULL }, { NULL, NULL }, table_cfg },
 };
@@ -411,7 +411,8 @@ static void t_roundtrip(void)
                 CHECK(b->w && b->b && !qb->wq);
                 /* the weights the conv runs with (fp16w: the rounded copy), and its precision */
                 CHECK(!memcmp(yq_conv_weights(a, qa), b->w, sizeof(float) * (size_t)a->n_w));
-                CHECKF(qa->fp16w == qb->fp16w && (a->p.conv.groups != 1 || qa->fp16w == 1),
+                int want16 = v == 1 && a->p.conv.groups == 1;   /* fp16w where asked (not grouped) */
+                CHECKF(qa->fp16w == qb->fp16w && qa->fp16w == want16,
                        "node %d: precision fp16w %d, loaded %d", i, qa->fp16w, qb->fp16w);
                 for (long k = 0; qa->fp16w && k < a->n_w; k++) CHECK(yq_is_fp16(b->w[k]));
                 CHECK(!memcmp(a->b, b->b, sizeof(float) * (size_t)a->p.conv.filters));
