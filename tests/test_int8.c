@@ -727,6 +727,87 @@ static void t_float_precision(void)
     }
 }
 
+/* The float convs' exact definition, written plainly: per output one fmaf chain over (ci, ky,
+ * kx) from +0 skipping the padding taps (as the GPU's conv_f32 does), + bias, then
+ * yq_f32_act_exact.  yq_f32_conv_exact (im2col with zero taps, AVX2 FMA rows where the CPU has
+ * them, scalar fmaf tails) must give the same bytes on every shape: dense 3x3 with stride 1
+ * and 2, 1x1, 5x5, grouped and depthwise, widths that leave vector tails, every activation. */
+static void t_float_exact(void)
+{
+    static const struct { int c, h, w, f, k, s, groups; yq_act act; } cs[] = {
+        { 3, 17, 23, 16, 3, 2, 1, YQ_ACT_LEAKY },   { 13, 9, 11, 37, 3, 1, 1, YQ_ACT_LINEAR },
+        { 40, 7, 5, 255, 1, 1, 1, YQ_ACT_LINEAR },  { 16, 12, 19, 16, 3, 1, 16, YQ_ACT_LEAKY },
+        { 24, 10, 13, 24, 5, 2, 24, YQ_ACT_MISH },  { 32, 8, 8, 20, 3, 1, 4, YQ_ACT_SWISH },
+        { 9, 33, 31, 5, 3, 1, 1, YQ_ACT_LOGISTIC }, { 64, 6, 6, 70, 3, 1, 1, YQ_ACT_RELU },
+    };
+    yq_error err;
+    for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
+        yq_graph *g = yq_graph_new();
+        CHECK(g);
+        yq_node *n0 = yq_graph_add(g, YQ_OP_INPUT, &err), *n;
+        CHECK(n0);
+        n0->out = (yq_shape){ cs[t].c, cs[t].h, cs[t].w };
+        n = yq_graph_add(g, YQ_OP_CONV, &err);
+        CHECK(n);
+        int k = cs[t].k, pad = k / 2, st = cs[t].s, G = cs[t].groups, cg = cs[t].c / G, F = cs[t].f;
+        n->n_src = 1;
+        n->src[0] = 0;
+        n->act = cs[t].act;
+        n->p.conv = (yq_conv_p){ F, k, st, pad, G, 0 };
+        n->out = (yq_shape){ F, (cs[t].h + 2 * pad - k) / st + 1, (cs[t].w + 2 * pad - k) / st + 1 };
+        n->n_w = (long)F * cg * k * k;
+        n->w = yq_arena_alloc(g, sizeof(float) * (size_t)n->n_w);
+        n->b = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+        CHECK(n->w && n->b);
+        fill_input(n->w, n->n_w, 3 + (uint32_t)t);
+        fill_input(n->b, F, 7 + (uint32_t)t);
+        for (long i = 0; i < n->n_w; i++) n->w[i] = (n->w[i] - .5f) * .3f;
+        const int B = 2;
+        yq_shape is = n0->out, os = n->out;
+        long in_n = yq_shape_size(is) * B, out_n = yq_shape_size(os) * B;
+        float *x = malloc(sizeof *x * (size_t)in_n), *got = malloc(sizeof *got * (size_t)out_n),
+              *want = malloc(sizeof *want * (size_t)out_n),
+              *wk = malloc(sizeof(float) * (size_t)(yq_f32_conv_exact_work(g, n) + 1));
+        CHECK(x && got && want && wk);
+        fill_input(x, in_n, 11 + (uint32_t)t);
+        for (long i = 0; i < in_n; i++) x[i] = 8 * x[i] - 4;
+        yq_f32_conv_exact(g, n, NULL, x, got, wk, B);
+        for (int b = 0; b < B; b++)
+            for (int o = 0; o < F; o++)
+                for (int oy = 0; oy < os.h; oy++)
+                    for (int ox = 0; ox < os.w; ox++) {
+                        int gi = o / (F / G);
+                        float sum = 0.f;
+                        for (int ci = 0; ci < cg; ci++)
+                            for (int ky = 0; ky < k; ky++)
+                                for (int kx = 0; kx < k; kx++) {
+                                    int y = oy * st + ky - pad, xx = ox * st + kx - pad;
+                                    if (y < 0 || y >= is.h || xx < 0 || xx >= is.w) continue;
+                                    sum = fmaf(n->w[((long)(o * cg + ci) * k + ky) * k + kx],
+                                               x[(((long)b * is.c + gi * cg + ci) * is.h + y) * is.w + xx], sum);
+                                }
+                        want[(((long)b * F + o) * os.h + oy) * os.w + ox] = yq_f32_act_exact(sum + n->b[o], n->act);
+                    }
+        long d = -1;
+        for (long i = 0; i < out_n && d < 0; i++)
+            if (memcmp(&got[i], &want[i], sizeof *got)) d = i;
+        CHECKF(d < 0, "case %zu (%dx%dx%d -> %d, k%d s%d g%d): output %ld: %.9g, the definition %.9g", t, cs[t].c,
+               cs[t].h, cs[t].w, F, k, st, G, d, d >= 0 ? (double)got[d] : 0.0, d >= 0 ? (double)want[d] : 0.0);
+        free(x);
+        free(got);
+        free(want);
+        free(wk);
+        yq_graph_free(g);
+    }
+    /* the activations: within an ulp of darknet's FP32 forms (the definition only rounds once) */
+    for (int a = 0; a < YQ_ACT_COUNT; a++)
+        for (float v = -25.f; v < 25.f; v += .37f) {
+            float e = yq_f32_act_exact(v, (yq_act)a), f = yq_f32_act1(v, (yq_act)a);
+            CHECKF(fabsf(e - f) <= 2e-6f * fmaxf(1.f, fabsf(f)), "activation %d at %g: %.9g against darknet's %.9g", a,
+                   (double)v, (double)e, (double)f);
+        }
+}
+
 int main(void)
 {
     TEST(t_rne_sat);
@@ -738,6 +819,7 @@ int main(void)
     TEST(t_act_table);
     TEST(t_fp16_rounding);
     TEST(t_float_precision);
+    TEST(t_float_exact);
     TEST(t_ops_vs_float_sim);
     TEST(t_table_vs_float_sim);
     TEST(t_deterministic_and_blas);
