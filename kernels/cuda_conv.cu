@@ -875,7 +875,7 @@ __global__ void __launch_bounds__(256) conv_f32_big(ConvK a)
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
     const int m0 = blockIdx.x * FB, n0 = blockIdx.y * FB;
     const int kk2 = a.k * a.k, K = a.C * kk2;
-    /* A loader: pixel lp (of 128), K rows lka + 2 r (r < 4); B loader: filter lf, K rows lkb + 4 r' ... */
+    /* loaders: A, pixel lp of the tile and K rows lka + 2 r; B, filter lf and K rows lkb + r (r < 4) */
     const int lp = tid & 127, lka = tid >> 7;          /* K rows lka, lka + 2, +4, +6 */
     const int p = m0 + lp;
     const bool pv = p < a.M;
