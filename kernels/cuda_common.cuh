@@ -38,14 +38,14 @@ __device__ __forceinline__ float yq_ld_f(const yq_dtensor &t, int b, int c, int 
     return __fmul_rn((float)q, t.scale);
 }
 
-/* Darknet's activations as kernels/cpu_fp32.c writes them; products written with
- * __fmul_rn so that nvcc cannot fuse them with a neighbouring add. */
-__device__ __forceinline__ float yq_act_f(float x, int act)
+/* The activations' transcendental cases (mish, swish, logistic) out of line: inlined into
+ * every unrolled epilogue they made the float kernels several times larger than the
+ * instruction cache (the FP32 layers of a yolo-fastest package stalled 40% of their cycles
+ * fetching instructions, H200, ncu), while the layers that use them are rare.  The same
+ * operations, so the same bits. */
+static __device__ __noinline__ float yq_act_f_rare(float x, int act)
 {
     switch (act) {
-    case YQ_ACT_LINEAR: return x;
-    case YQ_ACT_LEAKY: return x > 0 ? x : __fmul_rn(.1f, x);
-    case YQ_ACT_RELU: return __fmul_rn(x, (float)(x > 0));
     case YQ_ACT_MISH: {
         float sp = x > 20.f ? x : x < -20.f ? expf(x) : log1pf(expf(x));
         float t = __fsub_rn(__fdiv_rn(2.f, __fadd_rn(1.f, expf(__fmul_rn(-2.f, sp)))), 1.f);
@@ -57,22 +57,45 @@ __device__ __forceinline__ float yq_act_f(float x, int act)
     }
 }
 
+/* The piecewise-linear activations, inline (both definitions below share them): *y set and
+ * true, or false for a transcendental one.  Products written with __fmul_rn so that nvcc
+ * cannot fuse them with a neighbouring add. */
+__device__ __forceinline__ bool yq_act_plain(float x, int act, float *y)
+{
+    switch (act) {
+    case YQ_ACT_LINEAR: *y = x; return true;
+    case YQ_ACT_LEAKY: *y = x > 0 ? x : __fmul_rn(.1f, x); return true;
+    case YQ_ACT_RELU: *y = __fmul_rn(x, (float)(x > 0)); return true;
+    default: return false;
+    }
+}
+
+/* Darknet's activations as kernels/cpu_fp32.c writes them. */
+__device__ __forceinline__ float yq_act_f(float x, int act)
+{
+    float y;
+    return yq_act_plain(x, act, &y) ? y : yq_act_f_rare(x, act);
+}
+
+static __device__ __noinline__ float yq_act_x_rare(float x, int act)
+{
+    double d = x;
+    switch (act) {
+    case YQ_ACT_MISH: return (float)__dmul_rn(d, tanh(d > 20 ? d : log1p(exp(d))));
+    case YQ_ACT_SWISH: return (float)__ddiv_rn(d, __dadd_rn(1.0, exp(-d)));
+    case YQ_ACT_LOGISTIC: return (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-d)));
+    default: return x;
+    }
+}
+
 /* The activation of the float layers of int8 graphs, as kernels/cpu_fp32.c
  * yq_f32_act_exact computes it: darknet's functions in double, rounded to float once
  * (exp, log1p and tanh here and in glibc differ by a double's ulp at most, so the float
  * results agree but for values within that of a rounding midpoint). */
 __device__ __forceinline__ float yq_act_x(float x, int act)
 {
-    double d = x;
-    switch (act) {
-    case YQ_ACT_LINEAR: return x;
-    case YQ_ACT_LEAKY: return x > 0 ? x : __fmul_rn(.1f, x);
-    case YQ_ACT_RELU: return __fmul_rn(x, (float)(x > 0));
-    case YQ_ACT_MISH: return (float)__dmul_rn(d, tanh(d > 20 ? d : log1p(exp(d))));
-    case YQ_ACT_SWISH: return (float)__ddiv_rn(d, __dadd_rn(1.0, exp(-d)));
-    case YQ_ACT_LOGISTIC: return (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-d)));
-    default: return x;
-    }
+    float y;
+    return yq_act_plain(x, act, &y) ? y : yq_act_x_rare(x, act);
 }
 
 #endif
