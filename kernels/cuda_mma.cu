@@ -164,56 +164,68 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
     cp_wait<0>();
 
     /* epilogue: the thread holds rows gid and gid + 8, columns 2 tq and 2 tq + 1 of each
-     * 16 x 8 piece.  Column parameters are loaded once per column; int8 outputs are
-     * paired with the neighbouring thread's (lane ^ 1) so that each writes one 4-byte
-     * word of 4 channels: even tq the row gid, odd tq the row gid + 8. */
+     * 16 x 8 piece.  Split-K partials go straight to scratch.  Otherwise the tile is staged
+     * in the drained ring and leaves in coalesced runs: int8 outputs as 4-byte words, 32
+     * consecutive words of the tile's rows a warp (stored from the accumulators' layout,
+     * a warp's words would fall on 16 pixels 8 bytes at a time: a quarter of each 32-byte
+     * sector, the 1x1 convs at a fifth of the copy bandwidth); float outputs a channel's
+     * consecutive pixels a warp (the NCHW layout).  Column parameters are loaded once per
+     * column; int8 outputs are paired with the neighbouring thread's (lane ^ 1) into
+     * 4-byte words of 4 channels: even tq the row gid, odd tq the row gid + 8. */
     const int gid = lane >> 2, tq = lane & 3;
-    /* a fused shortcut: every residual word this thread will add, loaded up front so
-     * that the loads overlap (one at a time, each would stall the epilogue) */
-    unsigned rw[C::NI][C::MI];
     constexpr bool fused = EP == EP_RES;
-    if (fused) {
+    if (EP == EP_WIDE && ws) {
 #pragma unroll
-        for (int j = 0; j < C::NI; j++)
+        for (int j = 0; j < C::NI; j++) {
+            const int o = n0 + wn * WN + j * 8 + tq * 2;
 #pragma unroll
-            for (int i = 0; i < C::MI; i++) {
-                int p = m0 + wm * WM + i * 16 + gid + (tq & 1) * 8, o4 = (n0 + wn * WN + j * 8 + tq * 2) & ~3;
-                rw[j][i] = p < a.M && o4 < a.F4 ? __ldg((const unsigned *)a.res + (((long)p * a.F4 + o4) >> 2)) : 0u;
-            }
-    }
-#pragma unroll
-    for (int j = 0; j < C::NI; j++) {
-        const int o = n0 + wn * WN + j * 8 + tq * 2;
-        int32_t b0 = 0, b1 = 0;
-        float p0 = 0, p1 = 0, q0 = 0, q1 = 0;
-        if (EP != EP_WIDE || !ws) {
-            if (o < a.F) { b0 = a.bq[o]; p0 = a.pos[o]; q0 = a.neg[o]; }
-            if (o + 1 < a.F) { b1 = a.bq[o + 1]; p1 = a.pos[o + 1]; q1 = a.neg[o + 1]; }
-        }
-#pragma unroll
-        for (int i = 0; i < C::MI; i++) {
-            const int pr = m0 + wm * WM + i * 16 + gid;
-            if (EP == EP_WIDE && ws) {
+            for (int i = 0; i < C::MI; i++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int p = pr + h * 8;
+                    int p = m0 + wm * WM + i * 16 + gid + h * 8;
                     if (p < a.M && o < a.F4)
                         *(int2 *)(ws + ((long)blockIdx.z * a.M + p) * a.F4 + o) = make_int2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 }
-            } else if (EP == EP_WIDE) {   /* a.fout */
+        }
+        return;
+    }
+    if (EP == EP_WIDE) {                   /* a.fout: stored from the accumulators (staging them
+                                              measured slower on the heads' 64 x 64 tiles) */
+#pragma unroll
+        for (int j = 0; j < C::NI; j++) {
+            const int o = n0 + wn * WN + j * 8 + tq * 2;
+            int32_t b0 = 0, b1 = 0;
+            if (o < a.F) b0 = a.bq[o];
+            if (o + 1 < a.F) b1 = a.bq[o + 1];
+#pragma unroll
+            for (int i = 0; i < C::MI; i++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int p = pr + h * 8;
+                    const int p = m0 + wm * WM + i * 16 + gid + h * 8;
                     if (p >= a.M) continue;
-                    int b = p / ohw, pix = p - b * ohw;
+                    const int b = p / ohw, pix = p - b * ohw;
                     float *out = (float *)a.out;
                     if (o < a.F) out[((long)b * a.F + o) * ohw + pix] = deq_out(acc[i][j][2 * h] + b0, o, a);
                     if (o + 1 < a.F) out[((long)b * a.F + o + 1) * ohw + pix] = deq_out(acc[i][j][2 * h + 1] + b1, o + 1, a);
                 }
-            } else {
-                /* both outputs of a pair computed, the padding masked after (a test per
-                 * output made nvcc branch per output) */
-                const unsigned m01 = (o < a.F ? 0xFFu : 0u) | (o + 1 < a.F ? 0xFF00u : 0u);
+        }
+    } else {                               /* [BM][BN / 4 + 4] words */
+        __syncthreads();                   /* every warp is done with the ring */
+        constexpr int SW = BN / 4 + 4;
+        unsigned *st = reinterpret_cast<unsigned *>(smem);
+        static_assert(BM * SW * 4 <= C::SMEM, "the output tile fits in the ring");
+#pragma unroll
+        for (int j = 0; j < C::NI; j++) {
+            const int o = n0 + wn * WN + j * 8 + tq * 2;
+            int32_t b0 = 0, b1 = 0;
+            float p0 = 0, p1 = 0, q0 = 0, q1 = 0;
+            if (o < a.F) { b0 = a.bq[o]; p0 = a.pos[o]; q0 = a.neg[o]; }
+            if (o + 1 < a.F) { b1 = a.bq[o + 1]; p1 = a.pos[o + 1]; q1 = a.neg[o + 1]; }
+            /* both outputs of a pair computed, the padding masked after (a test per
+             * output made nvcc branch per output) */
+            const unsigned m01 = (o < a.F ? 0xFFu : 0u) | (o + 1 < a.F ? 0xFF00u : 0u);
+#pragma unroll
+            for (int i = 0; i < C::MI; i++) {
                 unsigned pk[2];
 #pragma unroll
                 for (int h = 0; h < 2; h++)
@@ -221,12 +233,23 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
                 /* even tq keeps row gid and takes its partner's; odd tq row gid + 8 */
                 unsigned give = (tq & 1) ? pk[0] : pk[1];
                 unsigned got = __shfl_xor_sync(0xffffffffu, give, 1);
-                int h = tq & 1, p = pr + h * 8, o4 = o & ~3;
-                unsigned word = (tq & 1) ? (got | pk[1] << 16) : (pk[0] | got << 16);
-                long wi = (long)p * a.OPW + (o4 >> 2);
-                if (fused) word = res_apply(word, rw[j][i], o4, a);
-                if (p < a.M && o4 < a.F4) ((unsigned *)a.out)[wi] = word;
+                const int pl = wm * WM + i * 16 + gid + (tq & 1) * 8, ql = (wn * WN + j * 8 + tq * 2) >> 2;
+                st[pl * SW + ql] = (tq & 1) ? (got | pk[1] << 16) : (pk[0] | got << 16);
             }
+        }
+        __syncthreads();
+        /* the words out, a fused shortcut's residual word added on the way (every padding
+         * channel is zero: masked above, and res_apply masks past F) */
+        /* only the tile's words that exist (F4 - n0 of them a row, when the filters end
+         * inside the tile: its padding columns are not visited) */
+        const int qv = min(BN, a.F4 - n0) >> 2;
+#pragma unroll 4
+        for (int idx = tid; idx < BM * qv; idx += C::THREADS) {
+            const int r = idx / qv, q = idx - r * qv, p = m0 + r, o4 = n0 + q * 4;
+            if (p >= a.M) continue;
+            unsigned word = st[r * SW + q];
+            if (fused) word = res_apply(word, __ldg((const unsigned *)a.res + (((long)p * a.F4 + o4) >> 2)), o4, a);
+            ((unsigned *)a.out)[(long)p * a.OPW + (o4 >> 2)] = word;
         }
     }
 #else
