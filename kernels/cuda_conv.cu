@@ -54,6 +54,7 @@ struct yq_cuda_conv {
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
     unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
+    float *wdf;                   /* float depthwise: the FP32 weights as [tap][F] (f32_dw on int8 inputs) */
 };
 
 static int mma_ok(const yq_cuda_conv *c);
@@ -677,6 +678,117 @@ static void launch_dw_dp4a(const ConvK &a, cudaStream_t st)
     else YQ_LAUNCH_LUT(conv_dw_dp4a, g, 256, 0, st, K, S, 1, false);
 }
 
+/* Depthwise on a staged tile ("dw_tile"): a block takes TH x TW output pixels of one image
+ * and a slab of up to 16 channel words (64 channels), stages their input window, halo
+ * included, in shared memory once (16-byte loads, zeros outside the image: the padding),
+ * and each thread computes DWT_R outputs down one column for one word (4 channels).  Its
+ * weights (dw_dp4a's [tap group][c4] words) and per-channel parameters are loaded once for
+ * the DWT_R outputs, and the (DWT_R - 1) x S + K input rows of its column are read from
+ * shared memory once and shared between the outputs whose windows overlap.  dw_dp4a reads
+ * each input pixel K x K times and the weights and parameters for every output from the
+ * cache: on yolo-fastest-1.1-xl's 192 x 40 x 40 layers at batch 32 that was three times the
+ * bytes of its input and output.  The arithmetic is dw_dp4a's (dw_taps4, rq_pair, res_word),
+ * so the bytes are the same.  Channels a multiple of 16, pixel strides and the input 16-byte
+ * aligned (dw_tile_ok). */
+#define DWT_R 4                           /* output rows a thread */
+#define DWT_T 256
+
+template <int K, int S, bool LUT>
+__global__ void __launch_bounds__(DWT_T) conv_dw_tile(ConvK a, int cbw, int tw, int th)
+{
+    extern __shared__ __align__(16) unsigned dwsm[];      /* [ih][iw][cbw] words */
+    constexpr int T = K * K, G = (T + 3) / 4, NR = (DWT_R - 1) * S + K;
+    const int cw = a.F4 >> 2, slabs = (cw + cbw - 1) / cbw;
+    const int b = blockIdx.z / slabs, w0 = (blockIdx.z - b * slabs) * cbw, nw = min(cbw, cw - w0);
+    const int oy0 = blockIdx.y * th, ox0 = blockIdx.x * tw;
+    const int ih = (th - 1) * S + K, iw = (tw - 1) * S + K, iy0 = oy0 * S - a.pad, ix0 = ox0 * S - a.pad;
+    /* the window: ih x iw pixels of nw words, 4 words (16 bytes) a load */
+    {
+        const int cq = nw >> 2, n = ih * iw * cq;
+        const uint4 *in = reinterpret_cast<const uint4 *>((const unsigned *)a.in + (long)b * a.IH * a.IW * a.IPW + w0);
+        const int ipq = a.IPW >> 2;
+        for (int i = threadIdx.x; i < n; i += DWT_T) {
+            const int px = i / cq, q = i - px * cq, r = px / iw, col = px - r * iw;
+            const int y = iy0 + r, x = ix0 + col;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if ((unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW) v = __ldg(in + ((long)y * a.IW + x) * ipq + q);
+            reinterpret_cast<uint4 *>(dwsm + px * cbw)[q] = v;
+        }
+    }
+    __syncthreads();
+    const int wl = threadIdx.x % cbw, rest = threadIdx.x / cbw, col = rest % tw, rg = rest / tw;
+    const int ox = ox0 + col, oyb = oy0 + rg * DWT_R;
+    if (wl >= nw || rest >= tw * (th / DWT_R) || ox >= a.OW || oyb >= a.OH) return;
+    const int w = w0 + wl, c0 = w * 4;
+    /* this word's taps of the rows its DWT_R outputs read */
+    unsigned v[NR][K];
+#pragma unroll
+    for (int j = 0; j < NR; j++)
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) v[j][kx] = dwsm[((rg * DWT_R * S + j) * iw + col * S + kx) * cbw + wl];
+    uint4 wt[G];
+#pragma unroll
+    for (int g = 0; g < G; g++) wt[g] = __ldg(reinterpret_cast<const uint4 *>(a.wdt) + g * cw + w);
+    const int4 bq = __ldg(reinterpret_cast<const int4 *>(a.bq + c0));
+    const float4 sp = __ldg(reinterpret_cast<const float4 *>(a.pos + c0));
+    const float4 sn = __ldg(reinterpret_cast<const float4 *>(a.neg + c0));
+#pragma unroll
+    for (int r = 0; r < DWT_R; r++) {
+        const int oy = oyb + r;
+        if (oy >= a.OH) break;
+        int s[4] = { 0, 0, 0, 0 };
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            unsigned t4[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tap = 4 * g + i;
+                t4[i] = tap < T ? v[r * S + tap / K][tap % K] : 0u;
+            }
+            if (4 * g + 4 <= T) dw_taps4<false>(t4[0], t4[1], t4[2], t4[3], wt[g], s);
+            else dw_tap1<false>(t4[0], wt[g], s);
+        }
+        const long p = ((long)b * a.OH + oy) * a.OW + ox;
+        const unsigned word = __byte_perm(rq_pair<LUT>(s[0] + bq.x, sp.x, sn.x, s[1] + bq.y, sp.y, sn.y, a),
+                                          rq_pair<LUT>(s[2] + bq.z, sp.z, sn.z, s[3] + bq.w, sp.w, sn.w, a), 0x5410);
+        const long wi = p * a.OPW + w;
+        ((unsigned *)a.out)[wi] = res_word(word, wi, c0, a);
+    }
+}
+
+/* dw_tile's block: a slab of up to 16 words, and as many columns by 2 x DWT_R rows as make
+ * about DWT_T threads, the output cut into tiles of equal size. */
+struct dw_tile_geom { int cbw, tw, th, tx, ty, slabs; size_t smem; };
+
+static dw_tile_geom dw_tile_shape(const ConvK &a)
+{
+    dw_tile_geom g;
+    const int cw = a.F4 >> 2;
+    g.cbw = cw < 16 ? cw : 16;
+    g.slabs = (cw + g.cbw - 1) / g.cbw;
+    int rgs = 2;                                          /* row groups of DWT_R */
+    int twmax = DWT_T / (g.cbw * rgs);
+    if (twmax < 1) twmax = 1;
+    g.tx = (a.OW + twmax - 1) / twmax;
+    g.tw = (a.OW + g.tx - 1) / g.tx;
+    if (a.OH <= DWT_R) rgs = 1;
+    g.th = rgs * DWT_R;
+    g.ty = (a.OH + g.th - 1) / g.th;
+    const int ih = (g.th - 1) * a.s + a.k, iw = (g.tw - 1) * a.s + a.k;
+    g.smem = (size_t)ih * iw * g.cbw * 4;
+    return g;
+}
+
+template <int K, int S>
+static void launch_dw_tile(const ConvK &a, cudaStream_t st)
+{
+    const dw_tile_geom g = dw_tile_shape(a);
+    const int batch = a.M / (a.OH * a.OW);
+    dim3 grid(g.tx, g.ty, batch * g.slabs);
+    if (a.lut) conv_dw_tile<K, S, true><<<grid, DWT_T, g.smem, st>>>(a, g.cbw, g.tw, g.th);
+    else conv_dw_tile<K, S, false><<<grid, DWT_T, g.smem, st>>>(a, g.cbw, g.tw, g.th);
+}
+
 /* Depthwise, any k and stride, and the float-output case. */
 __global__ void conv_dw(ConvK a)
 {
@@ -953,6 +1065,216 @@ __global__ void __launch_bounds__(256) conv_f32_big(ConvK a)
     }
 }
 
+/* Element loads of the exact FP32 kernels below, the input's type a template parameter
+ * (yq_ld_f without its run-time test): IT 0, FP32 NCHW; 1, int8 NHWC; 2, uint8 NHWC, the
+ * int8 types dequantized as yq_dequantize does (one float multiply). */
+#define F32_IN_F 0
+#define F32_IN_S8 1
+#define F32_IN_U8 2
+
+template <int IT>
+__device__ __forceinline__ float f32_in(const yq_dtensor &t, long i)
+{
+    if (IT == F32_IN_F) return __ldg((const float *)t.p + i);
+    const int q = IT == F32_IN_U8 ? (int)__ldg((const uint8_t *)t.p + i) : (int)__ldg((const int8_t *)t.p + i);
+    return __fmul_rn((float)q, t.scale);
+}
+
+static int f32_in_type(yq_dtype t) { return t == YQ_F32 ? F32_IN_F : t == YQ_U8 ? F32_IN_U8 : F32_IN_S8; }
+
+/* FP32 conv, groups == 1, one output pixel a thread and 16 filters at a time ("f32_px"):
+ * the narrow float layers (yolo-fastest's 3 -> 16 image conv and its 16 -> 16 1x1s at
+ * 160 x 160), on which a 64- or 128-filter tile computes 4-8x more than it keeps.  The
+ * block stages a 16-filter slice of the weights in shared memory as [K][16] (every thread
+ * reads the same 64 bytes: a broadcast) and each thread runs its 16 chains over K in
+ * increasing order (ci, ky, kx), padding taps skipped (fmaf(w, 0, s) = s: a chain from +0
+ * is never -0), + bias, yq_act_x: the bytes of conv_f32 and the CPU. */
+#define PXF_T 128
+#define PXF_FC 16
+#define PXF_KMAX 512                     /* K x 16 floats of shared memory: 32 KB at most */
+
+/* One step of f32_px's chains: the 16 outputs' fmaf with input value v and the weights of
+ * K index kq (Ws: [K][16]). */
+__device__ __forceinline__ void pxf_step(float *acc, const float *Ws, int kq, float v)
+{
+    const float4 *w4 = reinterpret_cast<const float4 *>(Ws + kq * PXF_FC);
+#pragma unroll
+    for (int q = 0; q < PXF_FC / 4; q++) {
+        const float4 w = w4[q];
+        acc[4 * q + 0] = fmaf(w.x, v, acc[4 * q + 0]);
+        acc[4 * q + 1] = fmaf(w.y, v, acc[4 * q + 1]);
+        acc[4 * q + 2] = fmaf(w.z, v, acc[4 * q + 2]);
+        acc[4 * q + 3] = fmaf(w.w, v, acc[4 * q + 3]);
+    }
+}
+
+/* KS: the window, 1 or 3 (its taps unrolled: a channel's k x k loads issued together, then
+ * its steps), or 0 (any k, one tap at a time).  The weights' slice is dynamic shared
+ * memory of K x 16 floats, so that small K leaves room for many blocks. */
+template <int IT, int KS>
+__global__ void __launch_bounds__(PXF_T) conv_f32_px(ConvK a)
+{
+    extern __shared__ __align__(16) float Ws[];   /* [K][16] */
+    const int k = KS ? KS : a.k, kk2 = k * k, K = a.C * kk2, ohw = a.OH * a.OW;
+    const int p = blockIdx.x * PXF_T + threadIdx.x;
+    const bool live = p < a.M;
+    int b = 0, py = 0, px = 0;
+    if (live) yq_pixel_origin(a, p, &b, &py, &px);
+    const int pix = p - b * ohw;
+    const long ps = IT == F32_IN_F ? 0 : yq_ps(a.tin);
+    /* element (ci, y, x) of this pixel's image, or the CPU's zero outside it */
+    auto ld = [&](int ci, int y, int x) -> float {
+        const bool ok = live && (unsigned)y < (unsigned)a.IH && (unsigned)x < (unsigned)a.IW;
+        const long i = IT == F32_IN_F ? (((long)b * a.C + ci) * a.IH + y) * a.IW + x : (((long)b * a.IH + y) * a.IW + x) * ps + ci;
+        return ok ? f32_in<IT>(a.tin, i) : 0.f;
+    };
+    for (int f0 = 0; f0 < a.F; f0 += PXF_FC) {
+        __syncthreads();                 /* the previous slice's readers are done */
+        for (int i = threadIdx.x; i < K * PXF_FC; i += PXF_T) {
+            const int kq = i / PXF_FC, j = i - kq * PXF_FC, f = f0 + j;
+            Ws[i] = f < a.F ? __ldg(a.wf + (long)f * K + kq) : 0.f;
+        }
+        __syncthreads();
+        float acc[PXF_FC];
+#pragma unroll
+        for (int j = 0; j < PXF_FC; j++) acc[j] = 0.f;
+        /* the chains over K = (ci, ky, kx) in increasing order, as the CPU's */
+        if (KS == 1) {
+            int ci = 0;
+            for (; ci + 8 <= a.C; ci += 8) {
+                float v[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++) v[u] = ld(ci + u, py, px);
+#pragma unroll
+                for (int u = 0; u < 8; u++) pxf_step(acc, Ws, ci + u, v[u]);
+            }
+            for (; ci < a.C; ci++) pxf_step(acc, Ws, ci, ld(ci, py, px));
+        } else if (KS == 3) {
+            for (int ci = 0; ci < a.C; ci++) {
+                float v[9];
+#pragma unroll
+                for (int t = 0; t < 9; t++) v[t] = ld(ci, py + t / 3, px + t % 3);
+#pragma unroll
+                for (int t = 0; t < 9; t++) pxf_step(acc, Ws, ci * 9 + t, v[t]);
+            }
+        } else {
+            for (int ci = 0; ci < a.C; ci++)
+                for (int ky = 0; ky < k; ky++)
+                    for (int kx = 0; kx < k; kx++) pxf_step(acc, Ws, (ci * k + ky) * k + kx, ld(ci, py + ky, px + kx));
+        }
+        if (live) {
+            float *o = (float *)a.out + ((long)b * a.F + f0) * ohw + pix;
+#pragma unroll
+            for (int j = 0; j < PXF_FC; j++)
+                if (f0 + j < a.F) o[(long)j * ohw] = yq_act_x(__fadd_rn(acc[j], __ldg(a.bf + f0 + j)), a.act);
+        }
+    }
+}
+
+/* FP32 depthwise conv (groups == channels == filters), k x k of 3 or 5, stride 1 or 2
+ * ("f32_dw"): one output a thread, its chain over the k x k taps in order (ky, kx), padding
+ * skipped, + bias, yq_act_x, as conv_f32.  An FP32 (NCHW) input is read a plane at a time
+ * (consecutive threads, consecutive pixels of one channel); an int8 (NHWC) one a pixel at a
+ * time (consecutive threads, consecutive channels of one pixel: each tap of a warp one
+ * 32-byte run), with the weights transposed to [tap][F] (a.wdf) so that their loads are
+ * contiguous too. */
+#define DWF_NX 4                          /* f32_dw: outputs a thread, along a row */
+
+template <int K, int S, int IT>
+__global__ void __launch_bounds__(256) conv_f32_dw(ConvK a)
+{
+    /* 32-bit indices (f32_dw_fits: every index below 2^31); DWF_NX outputs along x a
+     * thread, sharing the loads of their overlapping windows */
+    constexpr int NC = (DWF_NX - 1) * S + K;   /* input columns of the thread's windows */
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int xq = (a.OW + DWF_NX - 1) / DWF_NX;
+    if (t >= a.M / a.OW * xq * a.F) return;
+    int c, q, oy, b;
+    if (IT == F32_IN_F) {                /* t = (b, c, oy, q): a warp along one channel's rows */
+        q = t % xq;
+        const int r = t / xq;
+        oy = r % a.OH;
+        const int bc = r / a.OH;
+        c = bc % a.F;
+        b = bc / a.F;
+    } else {                             /* t = (b, oy, q, c): a warp across a pixel's channels */
+        c = t % a.F;
+        const int r = t / a.F;
+        q = r % xq;
+        const int r2 = r / xq;
+        oy = r2 % a.OH;
+        b = r2 / a.OH;
+    }
+    const int ox0 = q * DWF_NX, y0 = oy * S - a.pad, x0 = ox0 * S - a.pad;
+    const int ps = IT == F32_IN_F ? 0 : (int)yq_ps(a.tin);
+    const int base = IT == F32_IN_F ? (b * a.F + c) * a.IH * a.IW : b * a.IH * a.IW * ps + c;
+    float s[DWF_NX];
+#pragma unroll
+    for (int i = 0; i < DWF_NX; i++) s[i] = 0.f;
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        const int y = y0 + ky;
+        const bool yok = (unsigned)y < (unsigned)a.IH;
+        float v[NC];
+#pragma unroll
+        for (int j = 0; j < NC; j++) {
+            const int x = x0 + j;
+            const bool ok = yok && (unsigned)x < (unsigned)a.IW;
+            const int i = base + (IT == F32_IN_F ? y * a.IW + x : (y * a.IW + x) * ps);
+            v[j] = ok ? f32_in<IT>(a.tin, i) : 0.f;   /* a padding tap: the CPU's zero */
+        }
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const int tap = ky * K + kx;
+            const float w = IT == F32_IN_F ? __ldg(a.wf + c * (K * K) + tap) : __ldg(a.wdf + tap * a.F + c);
+#pragma unroll
+            for (int i = 0; i < DWF_NX; i++) s[i] = fmaf(w, v[i * S + kx], s[i]);   /* taps in (ky, kx) order */
+        }
+    }
+    const float bias = __ldg(a.bf + c);
+    float *o = (float *)a.out + ((long)(b * a.F + c) * a.OH + oy) * a.OW + ox0;
+#pragma unroll
+    for (int i = 0; i < DWF_NX; i++)
+        if (ox0 + i < a.OW) o[i] = yq_act_x(__fadd_rn(s[i], bias), a.act);
+}
+
+/* f32_dw's indices are 32-bit: its tensors below 2^31 elements (else conv_f32 runs). */
+static bool f32_dw_fits(const ConvK &a)
+{
+    const long batch = a.M / (a.OH * a.OW), ps = a.tin.dtype == YQ_F32 ? a.F : yq_ps(a.tin);
+    return (long)a.M * a.F < (1L << 31) && batch * a.IH * a.IW * ps < (1L << 31) && batch * a.F * a.IH * a.IW < (1L << 31);
+}
+
+template <int K, int S>
+static void launch_f32_dw(const ConvK &a, cudaStream_t st)
+{
+    const unsigned g = yq_blocks((long)a.M / a.OW * ((a.OW + DWF_NX - 1) / DWF_NX) * a.F, 256);
+    switch (f32_in_type(a.tin.dtype)) {
+    case F32_IN_F: conv_f32_dw<K, S, F32_IN_F><<<g, 256, 0, st>>>(a); break;
+    case F32_IN_U8: conv_f32_dw<K, S, F32_IN_U8><<<g, 256, 0, st>>>(a); break;
+    default: conv_f32_dw<K, S, F32_IN_S8><<<g, 256, 0, st>>>(a); break;
+    }
+}
+
+template <int KS>
+static void launch_f32_px_k(const ConvK &a, cudaStream_t st)
+{
+    const unsigned g = yq_blocks(a.M, PXF_T);
+    const size_t sm = sizeof(float) * PXF_FC * a.C * a.k * a.k;
+    switch (f32_in_type(a.tin.dtype)) {
+    case F32_IN_F: conv_f32_px<F32_IN_F, KS><<<g, PXF_T, sm, st>>>(a); break;
+    case F32_IN_U8: conv_f32_px<F32_IN_U8, KS><<<g, PXF_T, sm, st>>>(a); break;
+    default: conv_f32_px<F32_IN_S8, KS><<<g, PXF_T, sm, st>>>(a); break;
+    }
+}
+
+static void launch_f32_px(const ConvK &a, cudaStream_t st)
+{
+    if (a.k == 1) launch_f32_px_k<1>(a, st);
+    else if (a.k == 3) launch_f32_px_k<3>(a, st);
+    else launch_f32_px_k<0>(a, st);
+}
+
 /* Split K of the FP16 family (kernels/cuda_f16.cu): the parts added in split order
  * (deterministic), then the bias and the activation. */
 __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
@@ -1200,6 +1522,7 @@ extern "C" void yq_cuda_conv_free(yq_cuda_conv *c)
     cudaFree(c->ws);
     cudaFree(c->wdw);
     cudaFree(c->wdt);
+    cudaFree(c->wdf);
     free(c->cw);
     free(c);
 }
@@ -1256,6 +1579,15 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
         if ((st = upload((void **)&c->wf, w, sizeof(float) * (size_t)n->n_w, err)) ||
             (st = upload((void **)&c->bf, n->b, sizeof(float) * (size_t)F, err)))
             goto fail;
+        if (cp->groups == is.c && F == is.c) {     /* f32_dw's transposed copy: [tap][F] */
+            float *h = (float *)malloc(sizeof *h * (size_t)F * k * k);
+            if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+            for (int ch = 0; ch < F; ch++)
+                for (int tap = 0; tap < k * k; tap++) h[(size_t)tap * F + ch] = w[(size_t)ch * k * k + tap];
+            st = upload((void **)&c->wdf, h, sizeof *h * (size_t)F * k * k, err);
+            free(h);
+            if (st) goto fail;
+        }
         if (cp->groups == 1 && c->arch >= 80) {    /* the FP16 weights, rounded once */
             __half *h = (__half *)malloc(sizeof *h * (size_t)(n->n_w ? n->n_w : 1));
             if (!h) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
@@ -1409,6 +1741,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.cw = c->cw;
     a.wdw = c->wdw;
     a.wdt = c->wdt;
+    a.wdf = c->wdf;
     a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act;
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
@@ -1488,7 +1821,15 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
-        if (cfg.tile == 1 && !a.u8 && !a.fout) {   /* dw_dp4a (cfg_ok: the shapes below) */
+        if (cfg.tile == 2 && !a.u8 && !a.fout && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15)) {   /* dw_tile (cfg_ok) */
+            if (a.k == 3 && a.s == 1) launch_dw_tile<3, 1>(a, s);
+            else if (a.k == 3) launch_dw_tile<3, 2>(a, s);
+            else if (a.s == 1) launch_dw_tile<5, 1>(a, s);
+            else launch_dw_tile<5, 2>(a, s);
+            break;
+        }
+        if (cfg.tile >= 1 && !a.u8 && !a.fout) {   /* dw_dp4a (cfg_ok: the shapes below); dw_tile's
+                                                      on tensors it cannot take (the same bytes) */
             if (a.k == 3 && a.s == 1) launch_dw_dp4a<3, 1>(a, s);
             else if (a.k == 3) launch_dw_dp4a<3, 2>(a, s);
             else if (a.s == 1) launch_dw_dp4a<5, 1>(a, s);
@@ -1505,7 +1846,14 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         conv_direct<<<yq_blocks((long)a.M * (a.fout ? a.F : a.F4), 256), 256, 0, s>>>(a);
         break;
     case YQ_CONV_F32:
-        if (a.groups == 1 && cfg.tile == 1) {
+        if (cfg.tile == 2) {                       /* f32_px (cfg_ok: groups 1, K <= PXF_KMAX) */
+            launch_f32_px(a, s);
+        } else if (cfg.tile == 3 && f32_dw_fits(a)) {   /* f32_dw (cfg_ok: its shapes) */
+            if (a.k == 3 && a.s == 1) launch_f32_dw<3, 1>(a, s);
+            else if (a.k == 3) launch_f32_dw<3, 2>(a, s);
+            else if (a.s == 1) launch_f32_dw<5, 1>(a, s);
+            else launch_f32_dw<5, 2>(a, s);
+        } else if (a.groups == 1 && cfg.tile == 1) {
             dim3 g3(yq_blocks(a.M, FB), yq_blocks(a.F, FB), 1);
             conv_f32_big<<<g3, 256, 0, s>>>(a);
         } else if (a.groups == 1) {
@@ -1546,7 +1894,9 @@ extern "C" int yq_cuda_arch(void)
 #define DP4A_TILES 5
 static const char *const dp4a_names[DP4A_TILES] = { "64x64", "128x128", "32x32ks", "px", "const" };
 static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
-#define DW_TILES 2                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a" */
+#define DW_TILES 3                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a", "dw_tile" */
+#define F32_TILES 4
+static const char *const f32_names[F32_TILES] = { "f32", "f32_128", "f32_px", "f32_dw" };
 
 /* dw_dp4a's shapes: 3x3 and 5x5, stride 1 or 2, int8 output (an image input, uint8, runs
  * tile 0 instead: yq_cuda_conv_run) */
@@ -1577,6 +1927,14 @@ static int cut_shape_ok(const yq_cuda_conv *c, int tile, int batch)
     return yq_cut_ok(a, tile);
 }
 
+/* The exact FP32 family's pixel kernel (f32_px): groups == 1, its K x 16 weights in shared
+ * memory; and its depthwise kernel (f32_dw): 3x3 and 5x5, stride 1 or 2. */
+static int f32_px_ok(const yq_cuda_conv *c) { return c->groups == 1 && c->cin * c->k * c->k <= PXF_KMAX; }
+static int f32_dw_ok(const yq_cuda_conv *c)
+{
+    return c->wdf && c->groups == c->cin && c->F == c->cin && (c->k == 3 || c->k == 5) && (c->stride == 1 || c->stride == 2);
+}
+
 /* The FP16 family: float layers with groups == 1 (their FP16 weights uploaded) on sm_80+. */
 static int f16_ok(const yq_cuda_conv *c) { return c->float_op && c->wh && c->arch >= 80; }
 
@@ -1598,14 +1956,15 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     /* a float conv runs the family its plan chose (c->var), never the other; the FP32
      * family unsplit (a split would change the summation order, which is defined) */
     case YQ_CONV_F32:
-        return c->float_op && c->var == YQ_CONV_F32 && g.split_k == 1 && (g.tile == 0 || (g.tile == 1 && c->groups == 1));
+        return c->float_op && c->var == YQ_CONV_F32 && g.split_k == 1 &&
+               (g.tile == 0 || (g.tile == 1 && c->groups == 1) || (g.tile == 2 && f32_px_ok(c)) || (g.tile == 3 && f32_dw_ok(c)));
     case YQ_CONV_F16:
         return f16_ok(c) && c->var == YQ_CONV_F16 && g.tile == 0 &&
                float_split_ok(c, g.split_k, batch, YQ_F16_TILE, YQ_F16_K);
     case YQ_CONV_DIRECT: return !c->float_op && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_DW:
         return !c->float_op && c->groups == c->cin && c->F == c->cin && g.split_k == 1 &&
-               (g.tile == 0 || (g.tile == 1 && dw_dp4a_ok(c)));
+               (g.tile == 0 || (g.tile == 1 && dw_dp4a_ok(c)) || (g.tile == 2 && dw_dp4a_ok(c) && c->cin % 16 == 0));
     case YQ_CONV_DP4A:
         return !c->float_op && c->w32 && g.split_k == 1 &&
                (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 + PX_STAGE_BYTES <= 48 * 1024) ||
@@ -1640,7 +1999,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         n++;
     };
     if (c->float_op) {
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < F32_TILES; t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(c->var, t, split_opts[k]);
         return n;
     }
@@ -1660,7 +2019,10 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
     if (c->var == YQ_CONV_DW && dw_dp4a_ok(c)) {
-        g.tile = 1;                   /* dw_dp4a */
+        /* dw_tile at stride 1 over 48 channels or more (on the H200 it beat dw_dp4a on every
+         * such layer of the yolo-fastest models at batch 32, 192 x 40 x 40 by 1.75x; at
+         * stride 2 and on 16-32 channels dw_dp4a was faster); else dw_dp4a */
+        g.tile = c->stride == 1 && c->cin >= 48 && c->cin % 16 == 0 ? 2 : 1;
         return g;
     }
     if (c->cw) {
@@ -1671,7 +2033,11 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
         g.tile = 4;
         return g;
     }
-    if (c->var == YQ_CONV_F32 && c->groups == 1) {   /* the 128 x 128 tile where its grid fills the SMs */
+    if (c->var == YQ_CONV_F32 && f32_dw_ok(c)) {
+        g.tile = 3;                   /* f32_dw */
+    } else if (c->var == YQ_CONV_F32 && c->groups == 1 && c->F <= 32 && f32_px_ok(c)) {
+        g.tile = 2;                   /* f32_px: a 64- or 128-filter tile would be mostly padding */
+    } else if (c->var == YQ_CONV_F32 && c->groups == 1) {   /* the 128 x 128 tile where its grid fills the SMs */
         long M = (long)batch * c->oh * c->ow;
         if (((M + FB - 1) / FB) * ((c->F + FB - 1) / FB) >= c->sms) g.tile = 1;
     } else if (c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
@@ -1749,10 +2115,10 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     int n = 0;
     switch ((yq_conv_variant)g.family) {
     case YQ_CONV_AUTO: n = snprintf(buf, cap, "auto"); break;
-    case YQ_CONV_F32: n = snprintf(buf, cap, g.tile == 0 ? "f32" : g.tile == 1 ? "f32_128" : "f32_?"); break;
+    case YQ_CONV_F32: n = snprintf(buf, cap, "%s", g.tile < F32_TILES ? f32_names[g.tile] : "f32_?"); break;
     case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
-    case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : "dw_?"); break;
+    case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : g.tile == 2 ? "dw_tile" : "dw_?"); break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
     case YQ_CONV_CUTLASS:
     case YQ_CONV_WGMMA:
@@ -1782,7 +2148,7 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
                              : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
-                             : fam == YQ_CONV_DW ? DW_TILES : fam == YQ_CONV_F32 ? 2 : 1); t++)
+                             : fam == YQ_CONV_DW ? DW_TILES : fam == YQ_CONV_F32 ? F32_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
                 yq_conv_cfg_name(g, buf, sizeof buf);

@@ -22,6 +22,7 @@ struct ConvK {
     const struct yq_const_w *cw;  /* dp4a_const: the host copy of its parameters */
     const unsigned *wdw;          /* depthwise: the weights as [tap][c4 / 4] words (4 channels each) */
     const unsigned *wdt;          /* depthwise on dp4a: [tap group][c4] words, taps 4g..4g+3 of a channel */
+    const float *wdf;             /* float depthwise: FP32 weights as [tap][F] */
     int qmin, qmax, act, u8, fout;
     yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
     /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's

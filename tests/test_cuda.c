@@ -181,6 +181,8 @@ static long n_cut32_runs;  /* of those, on the 32-filter tile */
 static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_dwdp4a_runs; /* and dw_dp4a ones */
+static long n_dwtile_runs;  /* and dw_tile ones */
+static long n_f32px_runs, n_f32dw_runs; /* the exact FP32 family's pixel and depthwise kernels */
 static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
 static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
@@ -409,6 +411,9 @@ static void conv_one(const conv_case *cc)
         n_halo_runs += fam == YQ_CONV_HALO;
         n_const_runs += !strcmp(name, "dp4a_const");
         n_dwdp4a_runs += !strcmp(name, "dw_dp4a");
+        n_dwtile_runs += !strcmp(name, "dw_tile");
+        n_f32px_runs += !strcmp(name, "f32_px");
+        n_f32dw_runs += !strcmp(name, "f32_dw");
         n_img_runs += fam == YQ_CONV_IMG;
         n_wg_runs += fam == YQ_CONV_WGMMA;
     }
@@ -554,9 +559,18 @@ static void t_conv_depthwise(void)
         { 64, 11, 13, 64, 3, 2, 64, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 144, 7, 9, 144, 5, 1, 144, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 16, 12, 10, 16, 5, 2, 16, 1, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        /* dw_tile: a slab of 4 words after four of 16, 12-word slabs, tiles cut in both
+         * directions, maps shorter than a thread's 4 rows */
+        { 272, 11, 10, 272, 3, 1, 272, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 48, 23, 37, 48, 3, 1, 48, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 96, 17, 21, 96, 5, 2, 96, 2, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        { 32, 3, 5, 32, 3, 1, 32, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 80, 6, 7, 80, 5, 1, 80, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
     };
+    long tile_before = n_dwtile_runs;
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) conv_one(&wide[i]);
     CHECKF(n_dwdp4a_runs >= 20, "dw_dp4a ran %ld configurations", n_dwdp4a_runs);
+    CHECKF(n_dwtile_runs - tile_before >= 9, "dw_tile ran %ld configurations", n_dwtile_runs - tile_before);
     conv_case grouped = { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 };
     conv_one(&grouped);
     conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };
@@ -600,7 +614,7 @@ static void t_conv_float_op(void)
 {
     need_gpu();
     rng_state = 99;
-    long f16_before = n_f16_runs;
+    long f16_before = n_f16_runs, px_before = n_f32px_runs, dw_before = n_f32dw_runs;
     static const yq_act acts[] = { YQ_ACT_LINEAR, YQ_ACT_LEAKY, YQ_ACT_MISH, YQ_ACT_LOGISTIC };
     for (int a = 0; a < 4; a++) {
         conv_case cc = { 13, 12, 10, 255, 1, 1, 1, 3, YQ_S8, YQ_F32, acts[a], 1 };
@@ -611,6 +625,21 @@ static void t_conv_float_op(void)
         conv_one(&dw);
         conv_case ff = { 40, 14, 9, 70, 3, 1, 1, 2, YQ_F32, YQ_F32, acts[a], 1 };   /* fed by a float layer */
         conv_one(&ff);
+        /* f32_dw (FP32 planes or int8 pixels in) and f32_px (16-filter slices, a tail of 4) */
+        static const conv_case more[] = {
+            { 16, 20, 18, 16, 3, 1, 16, 2, YQ_F32, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 24, 13, 11, 24, 5, 2, 24, 2, YQ_F32, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 20, 10, 9, 20, 5, 1, 20, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 36, 11, 14, 36, 3, 2, 36, 2, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 16, 17, 19, 16, 1, 1, 1, 2, YQ_F32, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 16, 15, 13, 20, 1, 1, 1, 2, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },
+            { 3, 21, 23, 16, 3, 2, 1, 2, YQ_F32, YQ_F32, YQ_ACT_LINEAR, 1 },
+        };
+        for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+            conv_case m = more[i];
+            m.act = acts[(a + (int)i) % 4];
+            conv_one(&m);
+        }
     }
     static const conv_case big[] = {
         { 256, 13, 13, 255, 1, 1, 1, 2, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 1 },  /* a YOLO head */
@@ -619,6 +648,8 @@ static void t_conv_float_op(void)
         { 96, 26, 26, 48, 1, 1, 1, 1, YQ_F32, YQ_F32, YQ_ACT_LEAKY, 1 },
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) conv_one(&big[i]);
+    CHECKF(n_f32px_runs - px_before >= 24 && n_f32dw_runs - dw_before >= 20, "f32_px ran %ld, f32_dw %ld configurations",
+           n_f32px_runs - px_before, n_f32dw_runs - dw_before);
     if (yq_cuda_arch() >= 80)
         CHECKF(n_f16_runs - f16_before >= 20, "%ld FP16 configurations ran", n_f16_runs - f16_before);
     printf("# float convs: %ld FP16 tensor-core configurations, largest relative error %.2g (bound %.0g)\n",
