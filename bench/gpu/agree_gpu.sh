@@ -4,16 +4,17 @@
 # side (tests/tools/compare_dets.py: 99.5% of detections the same class with box within
 # 0.5 px and score within 1e-3, mAP@[.5:.95] within 0.05 points).
 #
-#   bench/gpu/agree_gpu.sh pack   here: builds yqgpu for the H200 (sm_90 only, in $YQ_BUILD,
-#                                 default build/dev), quantizes every shared model four ways
-#                                 (below, --no-val: the evaluation is separate) into
-#                                 .gpuagree/pkg/, and evaluates each package here on the CPU on
-#                                 every image set of $SETS (yquant eval --dets, into
-#                                 .gpuagree-cpu/SET/)
-#   bench/gpu/agree_gpu.sh stage SET...   here: puts the images and annotations of those sets
-#                                 in .gpuagree/data/ (replacing any staged before), beside the
-#                                 program and the packages (carry .gpuagree: 64 MiB at most, so
-#                                 the 287 images go in two runs, val2017 + train2017, coco128)
+#   bench/gpu/agree_gpu.sh pack   here: quantizes every shared model four ways (below,
+#                                 --no-val: the evaluation is separate) into .gpuagree-pkg/, and
+#                                 evaluates each package here on the CPU on every image set of
+#                                 $SETS (yquant eval --dets, into .gpuagree-cpu/SET/)
+#   bench/gpu/agree_gpu.sh stage SET...   here: builds yqgpu for the H200 (sm_90 only, in
+#                                 $YQ_BUILD, default build/dev) from the working tree and puts
+#                                 in .gpuagree/ what travels: the program and the packages
+#                                 xz-compressed (6 + 6 MB, against 14 + 25 gzipped and plain),
+#                                 and the images and annotations of those sets (replacing any
+#                                 staged before).  Carry .gpuagree (64 MiB at most): the 287
+#                                 images go in two runs, val2017 + train2017 (38 MB), coco128 (34)
 #   bench/gpu/agree_gpu.sh run    there (carry .gpuagree), from the repository root: the same
 #                                 evaluations with --device cuda on each staged set; their
 #                                 detections and logs packed into $OUT/gpu_dets.tgz (default
@@ -36,6 +37,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D=.gpuagree
+PKG=.gpuagree-pkg
 CPU=.gpuagree-cpu
 SETS="${SETS:-val2017 train2017 coco128}"
 DATA="${YQ_DATA:-../shared}"
@@ -65,38 +67,42 @@ variant_args() {
 
 case "${1:-}" in
 pack)
-    B="${YQ_BUILD:-build/dev}"
     for set in $SETS; do
         im=$(set_images "$set") || exit 1
         [ -d "$im" ] && [ -f "$(set_ann "$set")" ] || { echo "agree_gpu: no images or annotations for $set" >&2; exit 1; }
     done
     CAL="$DATA/datasets/coco-mini/val2017_unlabelled/images"
     make -j2 all >/dev/null || exit 1
-    make -j2 B="$B" NVCC_ARCHS="-gencode arch=compute_90,code=sm_90" "$B/gpu/yqgpu" >/dev/null || exit 1
-    rm -rf "$D" "$CPU" && mkdir -p "$D/pkg" "$CPU" || exit 1
-    strip -o "$D/yqgpu" "$B/gpu/yqgpu" && gzip -f9 "$D/yqgpu" && cp "$B/gpu/libcjson.so.1" "$D/" || exit 1
+    rm -rf "$PKG" "$CPU" && mkdir -p "$PKG" "$CPU" || exit 1
     for m in $MODELS; do
         for v in default head8 skip int8; do
             n="$m-$v"
             # shellcheck disable=SC2046
             build/yquant quantize "$DATA/models/$m" --calib "$CAL" --no-val --layers 0 --no-tune $(variant_args "$v") \
-                -o "$D/pkg/$n.yqp" > "$D/pkg/$n.log" 2>&1 || { echo "agree_gpu: quantize $n failed:"; tail -3 "$D/pkg/$n.log"; exit 1; }
+                -o "$PKG/$n.yqp" > "$PKG/$n.log" 2>&1 || { echo "agree_gpu: quantize $n failed:"; tail -3 "$PKG/$n.log"; exit 1; }
             for set in $SETS; do
                 mkdir -p "$CPU/$set"
-                build/yquant eval "$D/pkg/$n.yqp" --images "$(set_images "$set")" --ann "$(set_ann "$set")" --device cpu \
+                build/yquant eval "$PKG/$n.yqp" --images "$(set_images "$set")" --ann "$(set_ann "$set")" --device cpu \
                     --dets "$CPU/$set/$n.json" --json "$CPU/$set/$n.stats.json" > "$CPU/$set/$n.log" 2>&1 ||
                     { echo "agree_gpu: cpu eval $n on $set failed:"; tail -3 "$CPU/$set/$n.log"; exit 1; }
             done
             echo "packed $n"
         done
     done
-    printf '%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)" > "$D/commit"
-    du -sh "$D"
+    printf '%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)" > "$PKG/commit"
+    du -sh "$PKG"
     ;;
 stage)
     shift
     [ $# -gt 0 ] || { echo "agree_gpu: stage SET... (val2017, train2017, coco128)" >&2; exit 2; }
-    rm -rf "$D/data" && mkdir -p "$D/data" || exit 1
+    [ -f "$PKG/commit" ] || { echo "agree_gpu: no packages in $PKG (run pack first)" >&2; exit 1; }
+    B="${YQ_BUILD:-build/dev}"
+    make -j2 B="$B" NVCC_ARCHS="-gencode arch=compute_90,code=sm_90" "$B/gpu/yqgpu" >/dev/null || exit 1
+    rm -rf "$D" && mkdir -p "$D/data" || exit 1
+    strip -o "$D/yqgpu" "$B/gpu/yqgpu" && xz -9 -T2 "$D/yqgpu" && cp "$B/gpu/libcjson.so.1" "$D/" || exit 1
+    (cd "$PKG" && tar cJf - ./*.yqp) > "$D/pkg.tar.xz" || exit 1
+    printf 'packages %s, yqgpu %s\n' "$(cat "$PKG/commit")" \
+        "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)" > "$D/commit"
     for set in "$@"; do
         im=$(set_images "$set") || exit 1
         mkdir -p "$D/data/$set/images" && cp "$im/"* "$D/data/$set/images/" && cp "$(set_ann "$set")" "$D/data/$set/ann.json" || exit 1
@@ -106,7 +112,18 @@ stage)
 run)
     OUT="${OUT:-/tmp/gpuagree-out}"
     mkdir -p "$OUT" || exit 1
-    gunzip -kf "$D/yqgpu.gz" && chmod +x "$D/yqgpu" || exit 1
+    # unpacked with Python's lzma (the machine may have no xz) into a folder of its own
+    X=$(mktemp -d)
+    python3 - "$D" "$X" <<'PYEOF' || exit 1
+import lzma, shutil, sys, tarfile
+d, x = sys.argv[1:]
+with lzma.open(d + "/yqgpu.xz") as f, open(x + "/yqgpu", "wb") as o:
+    shutil.copyfileobj(f, o)
+with tarfile.open(d + "/pkg.tar.xz") as t:
+    t.extractall(x + "/pkg")
+shutil.copy(d + "/libcjson.so.1", x)
+PYEOF
+    chmod +x "$X/yqgpu" || exit 1
     # shellcheck source=/dev/null
     . bench/gpu/env.sh
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -115,15 +132,15 @@ run)
     for sd in "$D"/data/*/; do
         set=$(basename "$sd")
         mkdir -p "$G/$set"
-        for p in "$D"/pkg/*.yqp; do
+        for p in "$X"/pkg/*.yqp; do
             n=$(basename "$p" .yqp)
-            "$D/yqgpu" yquant eval "$p" --images "$sd/images" --ann "$sd/ann.json" --device cuda \
+            "$X/yqgpu" yquant eval "$p" --images "$sd/images" --ann "$sd/ann.json" --device cuda \
                 --dets "$G/$set/$n.json" --json "$G/$set/$n.stats.json" > "$G/$set/$n.log" 2>&1 ||
                 { echo "agree_gpu: gpu eval $n on $set failed:"; tail -3 "$G/$set/$n.log"; continue; }
         done
-        echo "evaluated $(ls "$D"/pkg/*.yqp | wc -l) packages on $set on the GPU"
+        echo "evaluated $(ls "$X"/pkg/*.yqp | wc -l) packages on $set on the GPU"
     done
-    cp "$OUT/gpu.txt" "$G/" && tar czf "$OUT/gpu_dets.tgz" -C "$G" . && rm -rf "$G"
+    cp "$OUT/gpu.txt" "$G/" && tar czf "$OUT/gpu_dets.tgz" -C "$G" . && rm -rf "$G" "$X"
     ;;
 compare)
     shift
