@@ -15,8 +15,9 @@
  * Float tensors are NCHW, as on the CPU.  Results are bit-exact with the int8 CPU
  * reference (kernels/cpu_ref.c): integer sums are exact, requantization is the
  * shared ir/requant.h, the float steps (quantize x/scale, dequantize q*scale,
- * the dequantizing epilogue acc*deq) use the same single IEEE operations.  Only
- * float_op layers (kept in float by the qconfig) differ from the CPU by rounding.
+ * the dequantizing epilogue acc*deq) use the same single IEEE operations, and
+ * float_op layers (kept in float by the qconfig) run their exact FP32 definition
+ * (yq_f32_conv_exact's chains), unless the FP16 family is asked for.
  *
  * A stream is passed as void * (a cudaStream_t; NULL for the default stream).
  */

@@ -9,15 +9,15 @@
  *   tiles with K split over the block's 8 warps, for small outputs.  The first conv
  *   reads the uint8 image: dp4a.u32.s32 (unsigned bytes of the image times signed
  *   weight bytes, signed sum).
- * DW: depthwise, one thread per pixel and 4 channels (one input word per tap).
+ * DW: depthwise: byte products 4 or 16 channels a thread (dw), four taps transposed
+ *   into dp4a operands (dw_dp4a), or the same on a staged output tile (dw_tile).
  * DIRECT: one thread per output value, any groups (grouped convs are rare).
- * F16 (kernels/cuda_f16.cu): layers the qconfig keeps in float, groups == 1, on
- *   FP16 tensor cores with FP32 sums: the default for them on sm_80 and newer.
- * F32: the same layers in FP32, reading any input type (int8 dequantized as
- *   yq_dequantize does): a tiled implicit GEMM for groups == 1, one thread per
- *   output otherwise; what runs float layers the F16 family cannot, and every
- *   float layer when asked (yq_cuda_conv_set_variant).  Neither is bit-exact with
- *   OpenBLAS (summation order, FP16 weights); compared by relative error.
+ * F32: the layers the qconfig keeps in float, reading any input type (int8
+ *   dequantized as yq_dequantize does), in their exact FP32 definition: one fmaf
+ *   chain per output in the CPU's order (yq_f32_conv_exact), never split, so every
+ *   tile (f32, f32_128, f32_px, f32_dw) gives the CPU's bytes.
+ * F16 (kernels/cuda_f16.cu): the same layers on FP16 tensor cores with FP32 sums,
+ *   only when asked (yq_cuda_conv_set_variant): not the validated numerics.
  *
  * Integer sums are exact (int32, wrapping like the CPU's), so any order gives the
  * CPU's accumulator; the epilogue is ir/requant.h itself, or for float outputs
