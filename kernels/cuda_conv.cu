@@ -1821,7 +1821,8 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
-        if (cfg.tile == 2 && !a.u8 && !a.fout && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15)) {   /* dw_tile (cfg_ok) */
+        if (cfg.tile == 2 && !a.u8 && !a.fout && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15) &&
+            (long)(a.M / (a.OH * a.OW)) * ((a.F4 / 4 + 15) / 16) <= 65535) {   /* dw_tile (cfg_ok; its grid's z) */
             if (a.k == 3 && a.s == 1) launch_dw_tile<3, 1>(a, s);
             else if (a.k == 3) launch_dw_tile<3, 2>(a, s);
             else if (a.s == 1) launch_dw_tile<5, 1>(a, s);
