@@ -688,8 +688,8 @@ static void launch_dw_dp4a(const ConvK &a, cudaStream_t st)
  * each input pixel K x K times and the weights and parameters for every output from the
  * cache: on yolo-fastest-1.1-xl's 192 x 40 x 40 layers at batch 32 that was three times the
  * bytes of its input and output.  The arithmetic is dw_dp4a's (dw_taps4, rq_pair, res_word),
- * so the bytes are the same.  Channels a multiple of 16, pixel strides and the input 16-byte
- * aligned (dw_tile_ok). */
+ * so the bytes are the same.  Channels a multiple of 16 (cfg_ok), the input's pixels 16-byte
+ * aligned and the grid within CUDA's limits (dw_tile_fits). */
 #define DWT_R 4                           /* output rows a thread */
 #define DWT_T 256
 
@@ -767,8 +767,7 @@ static dw_tile_geom dw_tile_shape(const ConvK &a)
     g.cbw = cw < 16 ? cw : 16;
     g.slabs = (cw + g.cbw - 1) / g.cbw;
     int rgs = 2;                                          /* row groups of DWT_R */
-    int twmax = DWT_T / (g.cbw * rgs);
-    if (twmax < 1) twmax = 1;
+    const int twmax = DWT_T / (g.cbw * rgs);              /* at least 8: cbw <= 16 */
     g.tx = (a.OW + twmax - 1) / twmax;
     g.tw = (a.OW + g.tx - 1) / g.tx;
     if (a.OH <= DWT_R) rgs = 1;
@@ -777,6 +776,13 @@ static dw_tile_geom dw_tile_shape(const ConvK &a)
     const int ih = (g.th - 1) * a.s + a.k, iw = (g.tw - 1) * a.s + a.k;
     g.smem = (size_t)ih * iw * g.cbw * 4;
     return g;
+}
+
+/* Whether dw_tile can take these tensors: 16-byte input pixels, and a grid z (images x
+ * slabs) within 65535.  Otherwise dw_dp4a runs (the same bytes). */
+static bool dw_tile_fits(const ConvK &a)
+{
+    return a.IPW % 4 == 0 && !((uintptr_t)a.in & 15) && (long)(a.M / (a.OH * a.OW)) * dw_tile_shape(a).slabs <= 65535;
 }
 
 template <int K, int S>
@@ -1087,8 +1093,8 @@ static int f32_in_type(yq_dtype t) { return t == YQ_F32 ? F32_IN_F : t == YQ_U8 
  * 160 x 160), on which a 64- or 128-filter tile computes 4-8x more than it keeps.  The
  * block stages a 16-filter slice of the weights in shared memory as [K][16] (every thread
  * reads the same 64 bytes: a broadcast) and each thread runs its 16 chains over K in
- * increasing order (ci, ky, kx), padding taps skipped (fmaf(w, 0, s) = s: a chain from +0
- * is never -0), + bias, yq_act_x: the bytes of conv_f32 and the CPU. */
+ * increasing order (ci, ky, kx), a padding tap an fmaf with 0 as the CPU's im2col writes
+ * it, + bias, yq_act_x: the CPU's bytes. */
 #define PXF_T 128
 #define PXF_FC 16
 #define PXF_KMAX 512                     /* K x 16 floats of shared memory: 32 KB at most */
@@ -1172,8 +1178,8 @@ __global__ void __launch_bounds__(PXF_T) conv_f32_px(ConvK a)
 }
 
 /* FP32 depthwise conv (groups == channels == filters), k x k of 3 or 5, stride 1 or 2
- * ("f32_dw"): one output a thread, its chain over the k x k taps in order (ky, kx), padding
- * skipped, + bias, yq_act_x, as conv_f32.  An FP32 (NCHW) input is read a plane at a time
+ * ("f32_dw"): DWF_NX outputs along a row a thread, each a chain over the k x k taps in order
+ * (ky, kx), a padding tap an fmaf with 0, + bias, yq_act_x: the CPU's bytes.  An FP32 (NCHW) input is read a plane at a time
  * (consecutive threads, consecutive pixels of one channel); an int8 (NHWC) one a pixel at a
  * time (consecutive threads, consecutive channels of one pixel: each tap of a warp one
  * 32-byte run), with the weights transposed to [tap][F] (a.wdf) so that their loads are
@@ -1238,11 +1244,12 @@ __global__ void __launch_bounds__(256) conv_f32_dw(ConvK a)
         if (ox0 + i < a.OW) o[i] = yq_act_x(__fadd_rn(s[i], bias), a.act);
 }
 
-/* f32_dw's indices are 32-bit: its tensors below 2^31 elements (else conv_f32 runs). */
+/* f32_dw's indices are 32-bit: its output and input below 2^31 elements (an int8 input's
+ * pixel stride, at least F, in bytes), else conv_f32 runs. */
 static bool f32_dw_fits(const ConvK &a)
 {
     const long batch = a.M / (a.OH * a.OW), ps = a.tin.dtype == YQ_F32 ? a.F : yq_ps(a.tin);
-    return (long)a.M * a.F < (1L << 31) && batch * a.IH * a.IW * ps < (1L << 31) && batch * a.F * a.IH * a.IW < (1L << 31);
+    return (long)a.M * a.F < (1L << 31) && batch * a.IH * a.IW * ps < (1L << 31);
 }
 
 template <int K, int S>
@@ -1821,8 +1828,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
-        if (cfg.tile == 2 && !a.u8 && !a.fout && a.IPW % 4 == 0 && !((uintptr_t)a.in & 15) &&
-            (long)(a.M / (a.OH * a.OW)) * ((a.F4 / 4 + 15) / 16) <= 65535) {   /* dw_tile (cfg_ok; its grid's z) */
+        if (cfg.tile == 2 && !a.u8 && !a.fout && dw_tile_fits(a)) {   /* dw_tile (cfg_ok: its shapes) */
             if (a.k == 3 && a.s == 1) launch_dw_tile<3, 1>(a, s);
             else if (a.k == 3) launch_dw_tile<3, 2>(a, s);
             else if (a.s == 1) launch_dw_tile<5, 1>(a, s);

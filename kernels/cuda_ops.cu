@@ -198,6 +198,13 @@ __device__ __forceinline__ int32_t quant1(float x, float scale, int32_t qmin, in
     return v != v ? 0 : v < (float)qmin ? qmin : v > (float)qmax ? qmax : (int32_t)v;
 }
 
+/* The uint8 image's byte: the same rounding, clamped to 0..255. */
+__device__ __forceinline__ unsigned quant_u8(float x, float scale)
+{
+    float v = roundf(__fdiv_rn(x, scale));
+    return (unsigned)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
+}
+
 /* to S8/U8 NHWC4 from anything: one thread per output byte. */
 __global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
 {
@@ -214,8 +221,7 @@ __global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
     }
     float f = yq_ld_f(in, b, c, y, x);
     if (out.dtype == YQ_U8) {
-        float v = roundf(__fdiv_rn(f, out.scale));
-        ((uint8_t *)out.p)[o] = (uint8_t)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
+        ((uint8_t *)out.p)[o] = (uint8_t)quant_u8(f, out.scale);
     } else {
         ((int8_t *)out.p)[o] = (int8_t)quant1(f, out.scale, out.qmin, out.qmax);
     }
@@ -238,10 +244,7 @@ __global__ void to_int8_px(yq_dtensor in, yq_dtensor out, int npx)
     auto byte = [&](int c) -> unsigned {
         if (c >= out.c) return 0u;
         const float f = __ldg(src + (long)c * hw);
-        if (U8) {
-            const float v = roundf(__fdiv_rn(f, out.scale));
-            return (unsigned)(v != v || v < 0 ? 0 : v > 255 ? 255 : (int32_t)v);
-        }
+        if (U8) return quant_u8(f, out.scale);
         return (unsigned)(uint8_t)(int8_t)quant1(f, out.scale, out.qmin, out.qmax);
     };
     for (int c0 = 0; c0 < c4; c0 += V16 ? 16 : 4) {
