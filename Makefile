@@ -340,8 +340,9 @@ $(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
 #   make gpu-calib NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
 GPU_CALIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c kernels/*.c) calib/hist.c calib/methods.c \
                     calib/observe.c calib/observe_cuda.c runtime/plan.c runtime/exec_int8.c runtime/detector.c \
-                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/image_png.c datasets/fileio.c) \
-                  $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cudnn_fp.cu kernels/cuda_hist.cu)
+                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/image_png.c datasets/fileio.c \
+                    quant/equalize.c quant/qconfig.c quant/rewrite.c quant/table.c) \
+                  $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
 
 .PHONY: gpu-calib
 gpu-calib: $(B)/gpu/yqcal

@@ -1,8 +1,8 @@
-/* calib_gpu: calibration time, CPU engine against the GPU (cuDNN + device histograms),
+/* calib_gpu: calibration time, CPU engine against the GPU (exact FP32 kernels + device histograms),
  * on the same model and images in one process.
  *
  *   calib_gpu MODEL [--weights FILE|synthetic[:SEED]] [--size N] --calib DIR [--images N]
- *             [--batch N] [--threads N] [--cpu-images N] [--warm N] [--tune] [--cpu-only]
+ *             [--batch N] [--threads N] [--cpu-images N] [--warm N] [--cpu-only]
  *   calib_gpu --write-raw IMAGE...      IMAGE.rgb sidecars for a build without OpenCV
  *
  * MODEL as yquant takes it.  The first --images (default 64) *.jpg of DIR, sorted; when DIR
@@ -11,12 +11,11 @@
  *              libraries, the plan, the images, the runs, the download: what `yquant
  *              quantize` pays;
  *   GPU warm   --warm further calls (default 2; median): the context already made;
- *   GPU tuned  with --tune, one call that times cuDNN's algorithms and graph engines;
- *   CPU        yq_calib_observe (the CPU engine, OpenBLAS threads as OpenBLAS picked) on
+ *   CPU        yq_calib_observe (the CPU engine: the exact FP32 chains, one thread) on
  *              --cpu-images images (default all of them; fewer is extrapolated linearly and
  *              said so).  --cpu-only: the CPU alone (a machine without a GPU).
- * Then the ratios CPU / GPU, and how far the GPU's statistics are from the CPU's (worst
- * relative threshold difference per method over the nodes).  The last line is
+ * Then the ratios CPU / GPU, and whether the GPU's statistics equal the CPU's byte for byte
+ * (if not: the first difference, and the worst relative threshold difference per method).  The last line is
  * machine-readable: RESULT cpu_s=... gpu_cold_s=... gpu_warm_s=... ratio_cold=... ratio_warm=...
  */
 #include <dirent.h>
@@ -25,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <cblas.h>
 #include "calib/observe.h"
 #include "calib/observe_cuda.h"
 #include "datasets/image.h"
@@ -42,7 +40,7 @@ static double now_s(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: calib_gpu MODEL [--weights FILE|synthetic[:SEED]] [--size N] --calib DIR [--images N]\n"
-                    "                 [--batch N] [--threads N] [--cpu-images N] [--warm N] [--tune] [--cpu-only]\n"
+                    "                 [--batch N] [--threads N] [--cpu-images N] [--warm N] [--cpu-only]\n"
                     "       calib_gpu --write-raw IMAGE...\n");
     return 2;
 }
@@ -105,12 +103,11 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--write-raw")) return write_raw(argc - 2, argv + 2);
     const char *model = NULL, *weights = NULL, *dir = NULL;
-    int size = 0, n_img = 64, batch = 0, threads = 0, cpu_n = -1, warm = 2, tune = 0, cpu_only = 0;
+    int size = 0, n_img = 64, batch = 0, threads = 0, cpu_n = -1, warm = 2, cpu_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--tune")) tune = 1;
-        else if (!strcmp(a, "--cpu-only")) cpu_only = 1;
+        if (!strcmp(a, "--cpu-only")) cpu_only = 1;
         else if (!v && a[0] == '-') return usage();
         else if (!strcmp(a, "--weights")) weights = argv[++i];
         else if (!strcmp(a, "--size")) size = atoi(argv[++i]);
@@ -158,7 +155,7 @@ int main(int argc, char **argv)
     yq_calib_stats *gs = NULL, *cs = NULL;
     double t0;
     if (cpu_only) {
-        printf("CPU: OpenBLAS %d threads (%s)\n", openblas_get_num_threads(), openblas_get_config());
+        printf("CPU: the exact FP32 chains (kernels/cpu_fp32.h yq_f32_conv_exact)\n");
         t0 = now_s();
         if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
         double cpu = now_s() - t0;
@@ -202,31 +199,21 @@ int main(int argc, char **argv)
         qsort(wt, (size_t)warm, sizeof *wt, cmp_double);
         wmed = warm % 2 ? wt[warm / 2] : 0.5 * (wt[warm / 2 - 1] + wt[warm / 2]);
     }
-    double tuned = 0;
-    if (tune) {
-        yq_calib_stats *x = NULL;
-        o.tune = 1;
-        o.times = &tw;
-        t0 = now_s();
-        if (yq_calib_observe_cuda(g, paths, n_img, g->letter_box, &o, NULL, NULL, &x, &err) != YQ_OK) goto fail;
-        tuned = now_s() - t0;
-        yq_calib_stats_free(x);
-        o.tune = 0;
-        printf("GPU tuned: %7.3f s  (plan %.3f s: cuDNN algorithms and graph engines timed; images %.3f s, "
-               "waiting for the GPU %.3f s)\n", tuned, tw.plan_ms * 1e-3, tw.load_ms * 1e-3, tw.wait_ms * 1e-3);
-    }
-
-    printf("CPU: OpenBLAS %d threads (%s)\n", openblas_get_num_threads(), openblas_get_config());
+    printf("CPU: the exact FP32 chains (kernels/cpu_fp32.h yq_f32_conv_exact)\n");
     t0 = now_s();
     if (yq_calib_observe(g, paths, cpu_n, g->letter_box, NULL, NULL, NULL, NULL, &cs, &err) != YQ_OK) goto fail;
     double cpu = now_s() - t0, cpu_all = cpu * n_img / cpu_n;
     printf("CPU:      %8.3f s  (%d images, %.3f s per image%s)\n", cpu, cpu_n, cpu / cpu_n,
            cpu_n < n_img ? "; extrapolated to all images below" : "");
 
-    /* Thresholds of the two, when they saw the same images. */
+    /* The two engines' statistics, when they saw the same images: equal byte for byte
+     * (calib/observe.h), or the first difference and the worst threshold moves. */
     if (cpu_n == n_img) {
+        char diff[256];
+        int d = yq_calib_stats_cmp(gs, cs, g, diff, sizeof diff);
+        printf("GPU vs CPU statistics: %s\n", d ? diff : "identical, byte for byte");
         static const char *const mn[4] = { "max", "percentile:99.99", "mse", "kl" };
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; d && k < 4; k++) {
             yq_calib_method m;
             if (yq_calib_method_parse(mn[k], &m, &err) != YQ_OK) goto fail;
             double w = 0;
@@ -246,7 +233,6 @@ int main(int argc, char **argv)
            cpu_all / cold);
     if (warm > 0)
         printf("| GPU warm (median of %d) | %d | %.3f | %.4f | %.1f |\n", warm, n_img, wmed, wmed / n_img, cpu_all / wmed);
-    if (tune) printf("| GPU tuned plan | %d | %.3f | %.4f | %.1f |\n", n_img, tuned, tuned / n_img, cpu_all / tuned);
     printf("\nRESULT images=%d cpu_s=%.3f gpu_cold_s=%.3f gpu_warm_s=%.3f ratio_cold=%.1f ratio_warm=%.1f\n", n_img,
            cpu_all, cold, wmed, cpu_all / cold, cpu_all / wmed);
     yq_calib_stats_free(gs);

@@ -29,7 +29,9 @@
 #include "ir/fsio.h"
 #include "runtime/h5mem.h"
 
-#define KEY_TAG "yquant calib key v1"
+/* v2: statistics of the exact FP32 chains (calib/observe.h), the same on every device; a v1
+ * entry (OpenBLAS or cuDNN sums) is a miss, not a silently different package. */
+#define KEY_TAG "yquant calib key v2"
 #define MAX_BINS (1 << 24)                /* as yq_hist_init accepts */
 #define CHUNK_BYTES (256 * 1024)
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <openssl/evp.h>
 #include "calib/observe.h"
+#include "kernels/cuda_hist.h"
 #include "runtime/detector.h"
 
 yq_status yq_calib_stats_new(int n_nodes, const yq_graph *g, yq_calib_stats **out, yq_error *err)
@@ -60,6 +61,62 @@ void yq_calib_list_hash(char *const *paths, int n, uint8_t out[32])
     EVP_MD_CTX_free(mc);
 }
 
+double yq_calib_plane_sum(const float *x, long n)
+{
+    double total = 0;
+    for (long i0 = 0; i0 < n; i0 += YQ_HIST_CHUNK) {
+        long i1 = i0 + YQ_HIST_CHUNK < n ? i0 + YQ_HIST_CHUNK : n, i = i0;
+        double lane[32] = { 0 };
+        for (; i + 32 <= i1; i += 32)
+            for (int l = 0; l < 32; l++) lane[l] += (double)x[i + l];
+        for (int l = 0; i < i1; i++, l++) lane[l] += (double)x[i];
+        for (int o = 16; o > 0; o >>= 1)
+            for (int l = 0; l < o; l++) lane[l] += lane[l + o];
+        total += lane[0];
+    }
+    return total;
+}
+
+static int same_bytes(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+
+int yq_calib_stats_cmp(const yq_calib_stats *a, const yq_calib_stats *b, const yq_graph *g, char *why, size_t cap)
+{
+    if (a->n_nodes != b->n_nodes || a->n_nodes != g->n_nodes) {
+        snprintf(why, cap, "%d and %d nodes (the graph has %d)", a->n_nodes, b->n_nodes, g->n_nodes);
+        return 1;
+    }
+    if (a->images != b->images || a->skipped != b->skipped) {
+        snprintf(why, cap, "%d and %d images observed", a->images, b->images);
+        return 1;
+    }
+    for (int i = 0; i < a->n_nodes; i++) {
+        const yq_hist *x = &a->hist[i], *y = &b->hist[i];
+        const char *what = NULL;
+        int C = g->nodes[i].out.c;
+        if (x->nbins != y->nbins || !same_bytes(x->counts, y->counts, sizeof *x->counts * (size_t)x->nbins)) what = "histogram counts";
+        else if (!same_bytes(&x->range, &y->range, sizeof x->range)) what = "histogram range";
+        else if (!same_bytes(&x->n, &y->n, sizeof x->n) || !same_bytes(&x->n_nan, &y->n_nan, sizeof x->n_nan) ||
+                 !same_bytes(&x->n_inf, &y->n_inf, sizeof x->n_inf)) what = "value counts";
+        else if (!same_bytes(&x->min, &y->min, sizeof x->min) || !same_bytes(&x->max, &y->max, sizeof x->max) ||
+                 !same_bytes(&x->absmax, &y->absmax, sizeof x->absmax)) what = "min / max";
+        else if (!same_bytes(a->ch_max[i], b->ch_max[i], sizeof(float) * (size_t)C)) what = "per-channel max |x|";
+        if (!what && !same_bytes(a->ch_mean[i], b->ch_mean[i], sizeof(double) * (size_t)C)) {
+            int c = 0;
+            while (c < C && same_bytes(&a->ch_mean[i][c], &b->ch_mean[i][c], sizeof(double))) c++;
+            snprintf(why, cap, "node %d (%s): channel %d mean %.17g and %.17g", i, g->nodes[i].name, c, a->ch_mean[i][c],
+                     b->ch_mean[i][c]);
+            return 1;
+        }
+        if (what) {
+            snprintf(why, cap, "node %d (%s): %s differ (max |x| %.9g and %.9g, %.0f and %.0f values)", i,
+                     g->nodes[i].name, what, (double)x->absmax, (double)y->absmax, x->n, y->n);
+            return 1;
+        }
+    }
+    if (cap) why[0] = 0;
+    return 0;
+}
+
 typedef struct obs { yq_calib_stats *cs; } obs;
 
 static void hook(void *ctx, const yq_graph *g, int id, const void *data, int batch)
@@ -74,13 +131,12 @@ static void hook(void *ctx, const yq_graph *g, int id, const void *data, int bat
     for (int b = 0; b < batch; b++)
         for (int c = 0; c < n->out.c; c++) {
             const float *p = x + b * sz + c * plane;
-            double s = 0;
             float m = o->cs->ch_max[id][c];
-            for (long i = 0; i < plane; i++) {
-                s += (double)p[i];
-                m = fmaxf(m, fabsf(p[i]));
+            for (long i = 0; i < plane; i++) {   /* fmaxf(m, |x|) (NaN ignored), inline */
+                float a = fabsf(p[i]);
+                m = a > m ? a : m;
             }
-            o->cs->ch_mean[id][c] += s / plane;
+            o->cs->ch_mean[id][c] += yq_calib_plane_sum(p, plane) / (double)plane;
             o->cs->ch_max[id][c] = m;
         }
 }
@@ -94,7 +150,7 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
     yq_status st = yq_calib_stats_new(g->n_nodes, g, &cs, err);
     if (st != YQ_OK) return st;
     yq_plan *p = NULL;
-    st = yq_plan_new(g, 1, 0, &p, err);
+    st = yq_plan_new(g, 1, YQ_PLAN_EXACT, &p, err);
     obs o = { cs };
     for (int i = 0; i < n && st == YQ_OK; i++) {
         yq_image im;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "calib/observe_cuda.h"
+#include "ir/pack.h"
 #include "kernels/cuda.h"
 #include "kernels/cuda_hist.h"
 #include "kernels/cudnn_fp.h"
@@ -221,9 +222,8 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
     yq_cudnn_opt co = yq_cudnn_defaults(YQ_CUDNN_FP32);
     co.layout = YQ_CUDNN_NCHW;    /* what the statistics kernels read */
     co.device = o->device;
-    co.flags = 0;                 /* nothing is read after the run: tensors share memory */
-    co.heuristic = !o->tune;
-    co.legacy = !o->tune;
+    co.flags = YQ_PLAN_EXACT;     /* the CPU's bytes (calib/observe.h); nothing is read after
+                                     the run: tensors share memory */
     if (st == YQ_OK) st = yq_cudnn_plan_new(g, B, &co, &p, err);
     if (st == YQ_OK) {
         for (int i = 0; i < g->n_nodes; i++) channels[i] = g->nodes[i].out.c;

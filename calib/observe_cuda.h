@@ -8,11 +8,11 @@
  *     st = yq_calib_observe_cuda(g, paths, n, letterbox, &o, progress, ctx, &cs, &err);
  *     if (st == YQ_ERR_UNSUPPORTED) st = yq_calib_observe(g, paths, n, letterbox, progress, ctx, &cs, &err);
  *
- * What differs from the CPU: the float values themselves, by summation order (cuDNN
- * FP32 without TF32 against OpenBLAS: about 1e-6 relative per tensor).  Given equal
- * floats the histograms, min, max and counts are equal bit for bit; per-channel means
- * agree to double rounding.  Thresholds computed from the two differ by what the
- * values' rounding moves them (tests/test_calib_cuda.c states the bounds).
+ * The FP32 graph runs in its exact definition (kernels/cudnn_fp.h YQ_PLAN_EXACT: yquant's
+ * FP32 kernels, not cuDNN's convolutions), the floats of the CPU's run bit for bit, and
+ * the statistics kernels reduce them in the CPU's order (calib/observe.h), so the
+ * statistics equal yq_calib_observe's byte for byte (yq_calib_stats_cmp;
+ * tests/test_calib_cuda.c checks it on every shared model).
  *
  * Images are decoded and preprocessed on host threads while the GPU runs the previous
  * batch.  Unreadable images are skipped with a warning, as on the CPU; the run fails
@@ -36,8 +36,6 @@ typedef struct yq_calib_cuda_opt {
     int device;        /* CUDA device index */
     int batch;         /* images per run; 0: 32 (fewer when there are fewer images) */
     int threads;       /* image decoding threads; 0: up to 8, by the cores online */
-    int tune;          /* 1: time cuDNN's algorithms and graph engines per conv (yquant bench's
-                          plan: seconds of planning); 0: cuDNN's heuristic pick, legacy API */
     yq_calib_cuda_times *times;   /* optional: filled on return */
     yq_warn_fn warn;              /* an unreadable image skipped (as yq_calib_observe's); NULL: none */
     void *warn_ctx;

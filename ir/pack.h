@@ -19,8 +19,11 @@ enum {
     YQ_PLAN_NO_VIEWS = 16,    /* GPU int8 plan: every route copies (no concat or group views) */
     YQ_PLAN_GPU_F16 = 32,     /* GPU int8 plan: float convs on FP16 tensor cores (faster on wide
                                  layers; not their defined FP32 numerics: measuring only) */
-    YQ_PLAN_NO_FUSE = 64      /* GPU int8 plan: every [shortcut] its own kernel (no conv + add
+    YQ_PLAN_NO_FUSE = 64,     /* GPU int8 plan: every [shortcut] its own kernel (no conv + add
                                  epilogue; a baseline, or to download a fused conv's output) */
+    YQ_PLAN_EXACT = 128       /* FP32 plans (CPU, cuDNN's): convs and activations in their exact
+                                 definition (kernels/cpu_fp32.h yq_f32_conv_exact, yq_f32_act_exact),
+                                 the same bytes on the CPU and the GPU; calibration runs so */
 };
 
 typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that owns the buffer */

@@ -8,7 +8,9 @@
  * (-ffp-contract=off); the AVX clones could not contract anyway (AVX has no FMA). */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include <cblas.h>
 #include "kernels/cpu_fp32.h"
 
@@ -459,59 +461,104 @@ long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
     return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
 }
 
-/* y[r][j] = chain over k < K of w[r][k] * col[k][j], r < RB rows of w (row stride K), for
- * j in [j0, j1); col's rows N apart, y's rows N apart.  Scalar fmaf: correctly rounded, the
- * same as the vector FMA below lane by lane. */
-ALWAYS_INLINE void chain_scalar(const float *w, long K, const float *col, long N, float *y, int RB, long j0, long j1)
+/* y[r][j] = chain over k < K of w[r][k] * col[k][j], r < rows of w (row stride K), col's and
+ * y's rows N apart.  The work is blocked for the caches: K in blocks of CHAIN_KB, columns in
+ * panels of CHAIN_NB, so a panel of col (CHAIN_KB x CHAIN_NB floats) is read from cache by
+ * every row; between K blocks a chain's running sum waits in y.  Each output is still the
+ * one fmaf chain over k = 0, 1, ... K-1 from +0: the blocking moves no operation. */
+#define CHAIN_KB 256
+#define CHAIN_NB 256
+
+/* Rows [0, RB) x columns [j0, j1) over k in [k0, k1): s = k0 ? y : +0, the chain, y = s.
+ * Scalar fmaf: correctly rounded, the same as the vector FMA below lane by lane. */
+ALWAYS_INLINE void chain_scalar(const float *w, long K, const float *col, long N, float *y, int RB, long j0, long j1,
+                                long k0, long k1)
 {
     for (int r = 0; r < RB; r++)
         for (long j = j0; j < j1; j++) {
-            float s = 0.f;
-            for (long k = 0; k < K; k++) s = fmaf(w[r * K + k], col[k * N + j], s);
+            float s = k0 ? y[r * N + j] : 0.f;
+            for (long k = k0; k < k1; k++) s = fmaf(w[r * K + k], col[k * N + j], s);
             y[r * N + j] = s;
         }
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
-/* RB rows x 16 columns in registers per step of k: the same chains, 8 lanes at a time. */
-__attribute__((target("avx2,fma"))) static void chain_fma(const float *w, long K, const float *col, long N, float *y,
-                                                         int rows)
+/* One K block of one column panel, its 16-column strips packed: pk holds strip t's
+ * (k1 - k0) x 16 floats at t * (k1 - k0) * 16, so the inner loop reads memory in order.
+ * 4 rows x 16 columns in registers per step of k, then single rows: the same chains,
+ * 8 lanes at a time.  Columns past the last whole strip go through chain_scalar. */
+__attribute__((target("avx2,fma"))) static void chain_fma_block(const float *w, long K, const float *col, long N,
+                                                               float *y, int rows, long j0, long j1, long k0, long k1,
+                                                               const float *pk)
 {
+    const long kn = k1 - k0, js = j0 + (j1 - j0) / 16 * 16;   /* whole strips end at js */
     int r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) {
-        const float *w0 = w + r0 * K;
-        long j = 0;
-        for (; j + 16 <= N; j += 16) {
-            __m256 a[4][2];
-            for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = _mm256_setzero_ps();
-            for (long k = 0; k < K; k++) {
-                __m256 c0 = _mm256_loadu_ps(col + k * N + j), c1 = _mm256_loadu_ps(col + k * N + j + 8);
-                for (int r = 0; r < 4; r++) {
-                    __m256 wb = _mm256_broadcast_ss(w0 + r * K + k);
-                    a[r][0] = _mm256_fmadd_ps(wb, c0, a[r][0]);
-                    a[r][1] = _mm256_fmadd_ps(wb, c1, a[r][1]);
-                }
+        const float *w0 = w + r0 * K + k0;
+        float *y0 = y + r0 * N;
+        for (long j = j0; j < js; j += 16) {
+            const float *p = pk + (j - j0) * kn;
+            const float *wa = w0, *wb = w0 + K, *wc = w0 + 2 * K, *wd = w0 + 3 * K;
+            float *ya = y0 + j, *yb = ya + N, *yc = yb + N, *yd = yc + N;
+            /* eight named accumulators (an array of them was kept in memory by the compiler) */
+            __m256 a0, a1, b0, b1, c0, c1, d0, d1;
+            if (k0) {
+                a0 = _mm256_loadu_ps(ya); a1 = _mm256_loadu_ps(ya + 8);
+                b0 = _mm256_loadu_ps(yb); b1 = _mm256_loadu_ps(yb + 8);
+                c0 = _mm256_loadu_ps(yc); c1 = _mm256_loadu_ps(yc + 8);
+                d0 = _mm256_loadu_ps(yd); d1 = _mm256_loadu_ps(yd + 8);
+            } else {
+                a0 = a1 = b0 = b1 = c0 = c1 = d0 = d1 = _mm256_setzero_ps();
             }
-            for (int r = 0; r < 4; r++) {
-                _mm256_storeu_ps(y + (r0 + r) * N + j, a[r][0]);
-                _mm256_storeu_ps(y + (r0 + r) * N + j + 8, a[r][1]);
+            for (long k = 0; k < kn; k++) {
+                const __m256 x0 = _mm256_loadu_ps(p + 16 * k), x1 = _mm256_loadu_ps(p + 16 * k + 8);
+                __m256 v = _mm256_broadcast_ss(wa + k);
+                a0 = _mm256_fmadd_ps(v, x0, a0);
+                a1 = _mm256_fmadd_ps(v, x1, a1);
+                v = _mm256_broadcast_ss(wb + k);
+                b0 = _mm256_fmadd_ps(v, x0, b0);
+                b1 = _mm256_fmadd_ps(v, x1, b1);
+                v = _mm256_broadcast_ss(wc + k);
+                c0 = _mm256_fmadd_ps(v, x0, c0);
+                c1 = _mm256_fmadd_ps(v, x1, c1);
+                v = _mm256_broadcast_ss(wd + k);
+                d0 = _mm256_fmadd_ps(v, x0, d0);
+                d1 = _mm256_fmadd_ps(v, x1, d1);
             }
+            _mm256_storeu_ps(ya, a0); _mm256_storeu_ps(ya + 8, a1);
+            _mm256_storeu_ps(yb, b0); _mm256_storeu_ps(yb + 8, b1);
+            _mm256_storeu_ps(yc, c0); _mm256_storeu_ps(yc + 8, c1);
+            _mm256_storeu_ps(yd, d0); _mm256_storeu_ps(yd + 8, d1);
         }
-        chain_scalar(w0, K, col, N, y + r0 * N, 4, j, N);
+        chain_scalar(w + r0 * K, K, col, N, y0, 4, js, j1, k0, k1);
     }
     for (; r0 < rows; r0++) {
-        const float *w0 = w + r0 * K;
-        long j = 0;
-        for (; j + 32 <= N; j += 32) {
-            __m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-            for (long k = 0; k < K; k++) {
+        const float *w0 = w + r0 * K + k0;
+        float *y0 = y + r0 * N;
+        for (long j = j0; j < js; j += 16) {
+            const float *p = pk + (j - j0) * kn;
+            __m256 a0 = k0 ? _mm256_loadu_ps(y0 + j) : _mm256_setzero_ps();
+            __m256 a1 = k0 ? _mm256_loadu_ps(y0 + j + 8) : _mm256_setzero_ps();
+            for (long k = 0; k < kn; k++) {
                 __m256 wb = _mm256_broadcast_ss(w0 + k);
-                for (int v = 0; v < 4; v++) a[v] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(col + k * N + j + 8 * v), a[v]);
+                a0 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(p + 16 * k), a0);
+                a1 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(p + 16 * k + 8), a1);
             }
-            for (int v = 0; v < 4; v++) _mm256_storeu_ps(y + r0 * N + j + 8 * v, a[v]);
+            _mm256_storeu_ps(y0 + j, a0);
+            _mm256_storeu_ps(y0 + j + 8, a1);
         }
-        chain_scalar(w0, K, col, N, y + r0 * N, 1, j, N);
+        chain_scalar(w + r0 * K, K, col, N, y0, 1, js, j1, k0, k1);
+    }
+}
+
+/* col[k0:k1, j0:js) into pk as chain_fma_block reads it. */
+static void chain_pack(const float *col, long N, long j0, long js, long k0, long k1, float *pk)
+{
+    const long kn = k1 - k0;
+    for (long j = j0; j < js; j += 16) {
+        float *p = pk + (j - j0) * kn;
+        for (long k = k0; k < k1; k++, p += 16) memcpy(p, col + k * N + j, 16 * sizeof(float));
     }
 }
 static int cpu_has_fma(void)
@@ -525,15 +572,92 @@ static int cpu_has_fma(void)
 }
 #endif
 
-static void chain_rows(const float *w, long K, const float *col, long N, float *y, int rows)
+/* Columns [jb, je) of the rows. */
+static void chain_rows(const float *w, long K, const float *col, long N, float *y, int rows, long jb, long je)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
-    if (cpu_has_fma()) { chain_fma(w, K, col, N, y, rows); return; }
+    /* the packed panel: rows of 4 or more reuse it (fewer read col in place, unpacked) */
+    float *pk = cpu_has_fma() ? malloc(sizeof(float) * CHAIN_KB * CHAIN_NB) : NULL;
 #endif
-    /* rows of 4 over 64 columns at a time: the chains as above, in cache */
-    for (int r0 = 0; r0 < rows; r0 += 4)
-        for (long j = 0; j < N; j += 64)
-            chain_scalar(w + r0 * K, K, col, N, y + r0 * N, rows - r0 < 4 ? rows - r0 : 4, j, j + 64 < N ? j + 64 : N);
+    for (long k0 = 0; k0 < K; k0 += CHAIN_KB) {
+        long k1 = k0 + CHAIN_KB < K ? k0 + CHAIN_KB : K;
+        for (long j0 = jb; j0 < je; j0 += CHAIN_NB) {
+            long j1 = j0 + CHAIN_NB < je ? j0 + CHAIN_NB : je;
+#if defined(__GNUC__) && defined(__x86_64__)
+            if (pk) {
+                chain_pack(col, N, j0, j0 + (j1 - j0) / 16 * 16, k0, k1, pk);
+                chain_fma_block(w, K, col, N, y, rows, j0, j1, k0, k1, pk);
+                continue;
+            }
+#endif
+            for (int r0 = 0; r0 < rows; r0 += 4)
+                chain_scalar(w + r0 * K, K, col, N, y + r0 * N, rows - r0 < 4 ? rows - r0 : 4, j0, j1, k0, k1);
+        }
+    }
+#if defined(__GNUC__) && defined(__x86_64__)
+    free(pk);
+#endif
+}
+
+/* chain_rows over the host's cores, up to CHAIN_THREADS threads: the rows cut in blocks of 4,
+ * or where there are fewer blocks than threads and at least 4 strips of 16 columns a thread,
+ * the columns in strips (each thread packs only its own panels).  Every output is still its one chain, so the bytes do not depend
+ * on the cut; small convs (under CHAIN_PAR_FLOPS) stay on the calling thread. */
+#define CHAIN_THREADS 16
+#define CHAIN_PAR_FLOPS 4e6
+
+typedef struct chain_job {
+    const float *w, *col;
+    float *y;
+    long K, N, j0, j1;
+    int r0, r1;
+} chain_job;
+
+static void *chain_job_run(void *arg)
+{
+    chain_job *j = arg;
+    chain_rows(j->w + (long)j->r0 * j->K, j->K, j->col, j->N, j->y + (long)j->r0 * j->N, j->r1 - j->r0, j->j0, j->j1);
+    return NULL;
+}
+
+static int host_threads(void)
+{
+    static int n = 0;    /* a cache of a host property, set once; racing writers write the same value */
+    if (!n) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c < 1 ? 1 : c > CHAIN_THREADS ? CHAIN_THREADS : (int)c;
+    }
+    return n;
+}
+
+static void chain_rows_par(const float *w, long K, const float *col, long N, float *y, int rows)
+{
+    int nt = host_threads(), blocks = (rows + 3) / 4;
+    long strips = N / 16;
+    int by_cols = blocks < nt && strips >= 4L * nt;   /* rows first: faster where both feed every thread */
+    if (!by_cols && nt > blocks) nt = blocks;
+    if (nt < 2 || 2.0 * rows * K * N < CHAIN_PAR_FLOPS) {
+        chain_rows(w, K, col, N, y, rows, 0, N);
+        return;
+    }
+    chain_job job[CHAIN_THREADS];
+    pthread_t th[CHAIN_THREADS];
+    int started[CHAIN_THREADS] = { 0 };
+    for (int t = 0; t < nt; t++) {
+        if (by_cols) {
+            job[t] = (chain_job){ w, col, y, K, N, 16 * (strips * t / nt), t == nt - 1 ? N : 16 * (strips * (t + 1) / nt),
+                                  0, rows };
+        } else {
+            job[t] = (chain_job){ w, col, y, K, N, 0, N, 4 * (blocks * t / nt), 4 * (blocks * (t + 1) / nt) };
+            if (job[t].r1 > rows) job[t].r1 = rows;
+        }
+    }
+    for (int t = 1; t < nt; t++) started[t] = pthread_create(&th[t], NULL, chain_job_run, &job[t]) == 0;
+    chain_job_run(&job[0]);
+    for (int t = 1; t < nt; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else chain_job_run(&job[t]);       /* no thread: its rows here */
+    }
 }
 
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
@@ -555,11 +679,21 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
                 im2col(col, cg, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
                 col = work;
             }
-            chain_rows(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M);
+            chain_rows_par(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M);
         }
         for (int o = 0; o < c->filters; o++) {
             float *yo = y + (long)o * N, bo = n->b[o];
-            for (long j = 0; j < N; j++) yo[j] = yq_f32_act_exact(yo[j] + bo, n->act);
+            /* yq_f32_act_exact's piecewise-linear cases inline (the same expressions) */
+            switch (n->act) {
+            case YQ_ACT_LINEAR: for (long j = 0; j < N; j++) yo[j] = yo[j] + bo; break;
+            case YQ_ACT_LEAKY:
+                for (long j = 0; j < N; j++) {
+                    float v = yo[j] + bo;
+                    yo[j] = v > 0 ? v : .1f * v;
+                }
+                break;
+            default: for (long j = 0; j < N; j++) yo[j] = yq_f32_act_exact(yo[j] + bo, n->act); break;
+            }
         }
     }
 }

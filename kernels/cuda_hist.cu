@@ -2,7 +2,9 @@
  *
  * One add is four launches on the tensor's stream:
  *   k_parts      one warp per chunk of CHUNK values of one (image, channel) plane: the
- *                chunk's sum (double), max |x|, finite min/max, NaN and Inf counts;
+ *                chunk's sum (double: lane l adds values l, l + 32, ... in order, then
+ *                the lanes fold as a tree; calib/observe.h yq_calib_plane_sum is the
+ *                CPU's copy of this order), max |x|, finite min/max, NaN and Inf counts;
  *   k_fold_ch    one thread per channel: the plane sums (chunks in order) over the plane
  *                size, added image by image to the channel's mean sum, and max |x|;
  *   k_fold_node  one block: the batch's finite min/max and NaN/Inf counts, then the new
@@ -24,7 +26,7 @@ extern "C" {
 #include "kernels/cuda_hist.h"
 }
 
-#define CHUNK 2048            /* values per partial (one warp) */
+#define CHUNK YQ_HIST_CHUNK   /* values per partial (one warp) */
 #define MAX_BINS 4096         /* the merge holds every bin in shared memory */
 #define NT 256
 

@@ -24,8 +24,9 @@
  * (tests/test_calib_cuda.c checks it).  nbins must be a power of two in [2, 4096].
  *
  * Per channel: the sum over images of the channel's mean over the plane (summed in
- * double), and max |x| (NaN ignored), as calib/observe.c accumulates them; the mean's
- * summation order differs from the CPU's, so it agrees to double rounding.
+ * double), and max |x| (NaN ignored), as calib/observe.c accumulates them, in the same
+ * order (calib/observe.h yq_calib_plane_sum: chunks of YQ_HIST_CHUNK values, 32 lanes
+ * each, folded as a tree), so for the same floats the means are equal bit for bit too.
  * Every add is deterministic: partial sums are reduced in a fixed order, no float
  * atomics.  All work is on the one stream given at creation. */
 #ifndef YQ_KERNELS_CUDA_HIST_H
@@ -39,6 +40,8 @@ extern "C" {
 #endif
 
 typedef struct yq_cuda_hist yq_cuda_hist;
+
+#define YQ_HIST_CHUNK 2048    /* values per partial sum of a plane (calib/observe.h) */
 
 /* A tensor's histogram summary after download (the fields of calib/hist.h's yq_hist). */
 typedef struct yq_cuda_hist_sum {

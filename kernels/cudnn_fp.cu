@@ -16,6 +16,7 @@
 #include "kernels/cuda_common.cuh"
 extern "C" {
 #include "kernels/cudnn_fp.h"
+#include "kernels/cuda.h"
 #include "ir/pack.h"
 }
 
@@ -166,15 +167,19 @@ __global__ void k_bias_act(T *y, const float *bias, int C, long HW, long nv, int
     ((Vec<T, V> *)y)[t] = v;
 }
 
-/* out = act(a + b), elementwise over identical shapes. */
-template <typename T, int V>
+/* out = act(a + b), elementwise over identical shapes; X: the exact activation (yq_act_x,
+ * YQ_PLAN_EXACT plans) instead of darknet's float one. */
+template <typename T, int V, bool X>
 __global__ void k_shortcut(const T *a, const T *b, T *out, long nv, int act)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= nv) return;
     Vec<T, V> x = ((const Vec<T, V> *)a)[t], z = ((const Vec<T, V> *)b)[t], o;
 #pragma unroll
-    for (int j = 0; j < V; j++) stf(o.v, j, yq_act_f(__fadd_rn(ldf(x.v, j), ldf(z.v, j)), act));
+    for (int j = 0; j < V; j++) {
+        float v = __fadd_rn(ldf(x.v, j), ldf(z.v, j));
+        stf(o.v, j, X ? yq_act_x(v, act) : yq_act_f(v, act));
+    }
     ((Vec<T, V> *)out)[t] = o;
 }
 
@@ -277,6 +282,7 @@ typedef struct conv_plan {
     int cand_fused;
     int gowner_self;        /* 1: gplan is this conv's own (0: shared with an earlier, equal conv) */
     int share;              /* -1, or the earlier equal conv whose graph choice this one takes */
+    yq_cuda_conv *ex;       /* YQ_PLAN_EXACT: the conv runs our exact FP32 kernels (no cuDNN) */
     int nd;                 /* descriptors the plans refer to, destroyed with the plan */
     cudnnBackendDescriptor_t d[128];
 } conv_plan;
@@ -337,6 +343,7 @@ static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
 
 static void conv_destroy(conv_plan *c)
 {
+    yq_cuda_conv_free(c->ex);
     if (c->gpack) cudnnBackendDestroyDescriptor(c->gpack);
     for (int k = 0; k < c->n_cand; k++)
         if (c->cand[k]) cudnnBackendDestroyDescriptor(c->cand[k]);
@@ -881,6 +888,9 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
 {
     yq_cudnn_opt dflt = yq_cudnn_defaults(YQ_CUDNN_FP32);
     if (!o) o = &dflt;
+    const int exact = (o->flags & YQ_PLAN_EXACT) != 0;
+    if (exact && (o->precision != YQ_CUDNN_FP32 || o->layout == YQ_CUDNN_NHWC))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "an exact FP32 plan is FP32 NCHW");
     if (batch < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d must be >= 1", batch);
     int n = g->n_nodes;
     if (n < 1) return yq_fail(err, YQ_ERR_INVALID_ARG, "empty graph");
@@ -896,7 +906,7 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     if (st) return st;
     size_t limit = o->workspace_limit ? o->workspace_limit : (size_t)256 << 20;
     const char *env_legacy = getenv("YQ_CUDNN_LEGACY");
-    int use_graph = !o->legacy && !(env_legacy && *env_legacy == '1');
+    int use_graph = !exact && !o->legacy && !(env_legacy && *env_legacy == '1');
     const char *env_fuse = getenv("YQ_CUDNN_FUSE");
     int use_fuse = o->fuse || (env_fuse && *env_fuse == '1');
     yq_cudnn_plan *p = (yq_cudnn_plan *)calloc(1, sizeof *p);
@@ -910,7 +920,8 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     p->prec = o->precision;
     p->nhwc = o->layout == YQ_CUDNN_NHWC || (o->layout == YQ_CUDNN_LAYOUT_AUTO && o->precision == YQ_CUDNN_FP16);
     p->es = p->prec == YQ_CUDNN_FP16 ? 2 : 4;
-    snprintf(p->desc, sizeof p->desc, "%s %s", p->prec == YQ_CUDNN_FP16 ? "FP16" : "FP32", p->nhwc ? "NHWC" : "NCHW");
+    snprintf(p->desc, sizeof p->desc, "%s %s%s", p->prec == YQ_CUDNN_FP16 ? "FP16" : "FP32", p->nhwc ? "NHWC" : "NCHW",
+             exact ? ", exact convs" : "");
     p->owner = (int *)malloc((size_t)n * sizeof *p->owner);
     p->last_use = (int *)malloc((size_t)n * sizeof *p->last_use);
     p->off = (size_t *)calloc((size_t)n, sizeof *p->off);
@@ -964,6 +975,11 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
             const yq_node *nd = &g->nodes[i];
             if (nd->op != YQ_OP_CONV) continue;
             conv_plan *c = &p->cv[i];
+            c->share = -1;
+            if (exact) {                 /* weights uploaded by the conv itself */
+                if ((st = yq_cuda_conv_new(g, nd, NULL, &c->ex, err))) goto fail;
+                continue;
+            }
             if ((st = conv_describe(p, i, err)) || (st = conv_choose(p, i, limit, o->heuristic, err))) goto fail;
             /* cuDNN fuses bias + relu for any algorithm, bias + identity only with IMPLICIT_PRECOMP_GEMM. */
             c->fused = nd->act == YQ_ACT_RELU ||
@@ -1025,7 +1041,7 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
         if (!host) goto nomem;
         for (int i = 1; i < n; i++) {
             const yq_node *nd = &g->nodes[i];
-            if (nd->op != YQ_OP_CONV) continue;
+            if (nd->op != YQ_OP_CONV || p->cv[i].ex) continue;
             conv_plan *c = &p->cv[i];
             pack_weights(p, nd, yq_node_in_shape(g, nd).c / nd->p.conv.groups, host + c->w_off);
             for (int f = 0; f < nd->p.conv.filters; f++) {
@@ -1049,7 +1065,7 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
         cudaMemsetAsync(p->mem + p->arena_off, 0x3c, p->arena_bytes, p->s);
         for (int i = 1; i < n; i++) {
             conv_plan *c = &p->cv[i];
-            if (g->nodes[i].op != YQ_OP_CONV || !c->fused) continue;
+            if (g->nodes[i].op != YQ_OP_CONV || !c->fused || c->ex) continue;
             cudnnStatus_t cs = cudnnConvolutionBiasActivationForward(
                 p->h, &one, c->x, nbuf(p, g->nodes[i].src[0]), c->w, p->mem + c->w_off, c->conv, c->algo,
                 p->ws_bytes ? p->mem + p->ws_off : NULL, p->ws_bytes, &zero, c->y, nbuf(p, i), c->bias,
@@ -1107,6 +1123,10 @@ extern "C" void yq_cudnn_node_desc(const yq_cudnn_plan *p, int id, char *buf, si
     buf[0] = 0;
     if (id < 0 || id >= p->g->n_nodes || p->g->nodes[id].op != YQ_OP_CONV) return;
     const conv_plan *c = &p->cv[id];
+    if (c->ex) {
+        yq_conv_cfg_name(yq_cuda_conv_default_cfg(c->ex, p->batch), buf, cap);
+        return;
+    }
     if (c->graph)
         snprintf(buf, cap, "graph eng %lld%s", (long long)c->geng, c->gfused ? " fused" : "");
     else
@@ -1148,16 +1168,29 @@ static yq_status run_nodes(yq_cudnn_plan *p, yq_error *err)
         switch (nd->op) {
         case YQ_OP_CONV: {
             conv_plan *c = &p->cv[i];
-            yq_status st = c->graph ? conv_graph(p, i, c->gplan, c->gpack, c->gfused, err) : conv_legacy(p, i, err);
+            yq_status st;
+            if (c->ex) {
+                yq_shape xs = yq_node_in_shape(g, nd);
+                yq_dtensor in = { (void *)x, YQ_F32, xs.c, xs.h, xs.w, 1.f, 0, 0, 0 };
+                yq_dtensor out = { y, YQ_F32, os.c, os.h, os.w, 1.f, 0, 0, 0 };
+                st = yq_cuda_conv_run(c->ex, &in, &out, B, s, err);
+            } else {
+                st = c->graph ? conv_graph(p, i, c->gplan, c->gpack, c->gfused, err) : conv_legacy(p, i, err);
+            }
             if (st) return st;
             break;
         }
         case YQ_OP_SHORTCUT: {
             const T *b = (const T *)nbuf(p, nd->src[1]);
-            if (nout % VV == 0)
-                k_shortcut<T, 16 / sizeof(T)><<<yq_blocks(nout / VV, NT), NT, 0, s>>>(x, b, y, nout / VV, nd->act);
+            const bool ex = (p->flags & YQ_PLAN_EXACT) != 0;
+            if (nout % VV == 0 && ex)
+                k_shortcut<T, 16 / sizeof(T), true><<<yq_blocks(nout / VV, NT), NT, 0, s>>>(x, b, y, nout / VV, nd->act);
+            else if (nout % VV == 0)
+                k_shortcut<T, 16 / sizeof(T), false><<<yq_blocks(nout / VV, NT), NT, 0, s>>>(x, b, y, nout / VV, nd->act);
+            else if (ex)
+                k_shortcut<T, 1, true><<<yq_blocks(nout, NT), NT, 0, s>>>(x, b, y, nout, nd->act);
             else
-                k_shortcut<T, 1><<<yq_blocks(nout, NT), NT, 0, s>>>(x, b, y, nout, nd->act);
+                k_shortcut<T, 1, false><<<yq_blocks(nout, NT), NT, 0, s>>>(x, b, y, nout, nd->act);
             YQ_CUDA_LAUNCHED();
             break;
         }

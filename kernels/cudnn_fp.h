@@ -35,6 +35,10 @@
  * tensor in half and accumulates convs in float (engines with the reduced-precision
  * reduction note are refused).  Nondeterministic engines are refused: two runs give
  * the same bytes.  tests/test_cudnn.c bounds both precisions against the CPU.
+ * With YQ_PLAN_EXACT in opt->flags (FP32 NCHW only) the convs run yquant's exact FP32
+ * kernels instead of cuDNN (kernels/cuda.h YQ_CONV_F32: one fmaf chain per output in the
+ * CPU's order) and the shortcuts the exact activation, so every tensor equals the CPU's
+ * YQ_PLAN_EXACT run (runtime/plan.h) byte for byte; calibration runs so.
  * An int8 graph (g->q set) runs its float original; a graph without float weights
  * (a .yqp package) is refused.
  *

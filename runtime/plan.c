@@ -79,7 +79,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
             size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * batch * yq_dtype_size(dtype(p, i));
             items[m++] = (yq_buf){ i, (bytes + 63) & ~(size_t)63 };
         }
-        long w = yq_f32_conv_work(g, &g->nodes[i]);
+        long w = flags & YQ_PLAN_EXACT ? yq_f32_conv_exact_work(g, &g->nodes[i]) : yq_f32_conv_work(g, &g->nodes[i]);
         if (g->q && !(flags & YQ_PLAN_FLOAT)) {   /* in floats, rounded up */
             long wr = (long)((yq_blas_conv_work(g, &g->nodes[i]) + sizeof(float) - 1) / sizeof(float));
             if (wr > w) w = wr;
@@ -163,10 +163,16 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
         switch (n->op) {
         case YQ_OP_CONV:
             if (!n->w) return yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv has no weights", n->layer);
-            yq_f32_conv(g, n, NULL, x, y, p->work, B);
+            if (p->flags & YQ_PLAN_EXACT) yq_f32_conv_exact(g, n, NULL, x, y, p->work, B);
+            else yq_f32_conv(g, n, NULL, x, y, p->work, B);
             break;
         case YQ_OP_SHORTCUT:
-            yq_f32_shortcut(yq_shape_size(n->out), x, buf(p, n->src[1]), n->act, y, B);
+            if (p->flags & YQ_PLAN_EXACT) {   /* the add, then the exact activation */
+                yq_f32_shortcut(yq_shape_size(n->out), x, buf(p, n->src[1]), YQ_ACT_LINEAR, y, B);
+                yq_f32_activate_exact(y, yq_shape_size(n->out) * B, n->act);
+            } else {
+                yq_f32_shortcut(yq_shape_size(n->out), x, buf(p, n->src[1]), n->act, y, B);
+            }
             break;
         case YQ_OP_ROUTE: {
             int c_off = 0;

@@ -41,7 +41,9 @@ float    *yq_plan_work(const yq_plan *p);
 typedef void (*yq_node_hook)(void *ctx, const yq_graph *g, int id, const void *data, int batch);
 
 /* Runs the graph in FP32 on the CPU.  input: batch x C x H x W floats, or NULL
- * when it was written through yq_plan_input. */
+ * when it was written through yq_plan_input.  Convs through OpenBLAS (fast; the sums'
+ * order is OpenBLAS's), or with YQ_PLAN_EXACT in their exact definition (one fmaf chain
+ * per output, kernels/cpu_fp32.h), which the GPU's exact FP32 plan reproduces bit for bit. */
 yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
 /* Nodes [from, to) only (the input copied in only when from is 0), on whatever the plan's
  * buffers hold from earlier nodes: a caller that saved the activation memory

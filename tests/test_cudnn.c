@@ -5,8 +5,12 @@
  * max |cpu|.  Bounds, per head input: FP32 1e-4 (cuDNN with CUDNN_FMA_MATH sums in
  * another order than OpenBLAS, nothing else differs), FP16 2e-2 (every tensor
  * stored in half, 11 bits of mantissa, through 20 to 160 layers).  A NaN or Inf
- * where the CPU has none fails.  Fresh seeded random input for every check.  Every
- * test is skipped without a GPU or without cuDNN in the build. */
+ * where the CPU has none fails.  Fresh seeded random input for every check.
+ * The exact FP32 plan (YQ_PLAN_EXACT: yquant's FP32 conv kernels, the exact activation;
+ * what calibration runs) against the CPU's exact plan: every node's output equal by
+ * memcmp, on every model here.  Every test is skipped without a GPU or without cuDNN in
+ * the build. */
+#include <string.h>
 #include <math.h>
 #include "ir/ir.h"
 #include "kernels/cuda.h"
@@ -125,6 +129,51 @@ static void compare_graph(const char *label, const yq_graph *g, int B, int all_n
     free(x);
 }
 
+/* The exact plans, CPU and GPU, every node compared byte for byte.  Fills why[] on the
+ * first difference. */
+static void compare_exact(const char *label, const yq_graph *g, int B, char *why, size_t cap)
+{
+    yq_shape is = g->nodes[0].out;
+    long in_n = yq_shape_size(is) * B;
+    float *x = malloc(4 * (size_t)in_n);
+    if (!x) { snprintf(why, cap, "out of memory"); return; }
+    for (long i = 0; i < in_n; i++) x[i] = rnd_unit();
+    const int flags = YQ_PLAN_KEEP_ALL | YQ_PLAN_EXACT | (g->q ? YQ_PLAN_FLOAT : 0);
+    yq_plan *cp = NULL;
+    yq_cudnn_plan *gp = NULL;
+    yq_cudnn_opt o = yq_cudnn_defaults(YQ_CUDNN_FP32);
+    o.layout = YQ_CUDNN_NCHW;
+    o.flags = flags;
+    if (yq_plan_new(g, B, flags, &cp, &err) || yq_exec_fp32(cp, x, NULL, NULL, &err))
+        snprintf(why, cap, "%s: cpu exact: %s", label, err.msg);
+    else if (yq_cudnn_plan_new(g, B, &o, &gp, &err) || yq_cudnn_run(gp, x, &err))
+        snprintf(why, cap, "%s: gpu exact: %s", label, err.msg);
+    int checked = 0;
+    for (int i = 1; i < g->n_nodes && !why[0]; i++) {
+        const yq_node *n = &g->nodes[i];
+        long nn = yq_shape_size(n->out) * B;
+        float *got = malloc(4 * (size_t)(nn ? nn : 1));
+        const float *ref = yq_plan_tensor(cp, i);
+        if (!got || !ref) {
+            snprintf(why, cap, "%s: node %d: no data", label, i);
+        } else if (yq_cudnn_download(gp, i, got, &err)) {
+            snprintf(why, cap, "%s exact: download %d: %s", label, i, err.msg);
+        } else if (memcmp(ref, got, 4 * (size_t)nn)) {
+            long k = 0;
+            while (k < nn && !memcmp(ref + k, got + k, 4)) k++;
+            snprintf(why, cap, "%s exact: node %d (%s %s) differs from the CPU's exact plan at %ld: %.9g, CPU %.9g "
+                     "(relative error of the tensor %.3g)", label, i, n->name, yq_op_name(n->op), k, (double)got[k],
+                     (double)ref[k], rel_err(ref, got, nn));
+        }
+        checked++;
+        free(got);
+    }
+    if (!why[0]) printf("#   %-17s every node equal by memcmp (%d nodes; %s)\n", "FP32 exact", checked, yq_cudnn_plan_desc(gp));
+    yq_cudnn_plan_free(gp);
+    yq_plan_free(cp);
+    free(x);
+}
+
 static void model_case(const char *label, const char *cfg, const char *weights, int size, int B, int all_nodes, int nconf)
 {
     yq_import_opt opt = { .width = size, .height = size, .synthetic = weights == NULL, .seed = 1 };
@@ -132,6 +181,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
     OK(yq_darknet_load(cfg, weights, &opt, &g, &err));
     char why[700] = "";
     compare_graph(label, g, B, all_nodes, nconf, why, sizeof why);
+    if (!why[0]) compare_exact(label, g, B, why, sizeof why);
     yq_graph_free(g);
     CHECKF(!why[0], "%s", why);
 }
@@ -243,9 +293,14 @@ static void t_errors(void)
     int no_weights = st == YQ_ERR_INVALID_ARG && p == NULL && strstr(err.msg, "weights") != NULL;
     st = yq_cudnn_plan_new(g, 0, &o, &p, &err);
     int bad_batch = st == YQ_ERR_INVALID_ARG && p == NULL;
+    yq_cudnn_opt oh = yq_cudnn_defaults(YQ_CUDNN_FP16);
+    oh.flags |= YQ_PLAN_EXACT;
+    st = yq_cudnn_plan_new(g, 1, &oh, &p, &err);
+    int exact_fp16 = st == YQ_ERR_INVALID_ARG && p == NULL && strstr(err.msg, "exact") != NULL;
     yq_graph_free(g);
     CHECKF(no_weights, "a conv without weights was not refused with a message");
     CHECKF(bad_batch, "batch 0 was not refused");
+    CHECKF(exact_fp16, "an exact FP16 plan was not refused with a message");
 }
 
 int main(void)
