@@ -6,6 +6,9 @@
 
 /* YQ_DATA, default ../shared. */
 const char *cli_data_dir(void);
+/* SOURCE_DATE_EPOCH (the reproducible-builds convention) as the packages' 'created' time:
+ * then the same inputs write the same package bytes; 0 (now) when unset or not a number. */
+long long cli_created_unix(void);
 
 /* Model options every command takes: MODEL, --weights, --size, --bn. */
 typedef struct cli_model_opt {

@@ -430,7 +430,8 @@ int cmd_quantize(int argc, char **argv)
     cJSON_AddBoolToObject(root, "letterbox", letterbox);
     acc_json = cJSON_PrintUnformatted(rows);
     yq_package_meta meta = { .qconfig_text = qtext, .accuracy_json = acc_json, .calib_method = qsum,
-                             .calib_images = cs->images, .letterbox = letterbox };
+                             .calib_images = cs->images, .letterbox = letterbox,
+                             .created_unix = cli_created_unix() };
     memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
     if (yq_package_write(out, g, &meta, &err) != YQ_OK) goto fail;
     struct stat sb;

@@ -353,6 +353,7 @@ int cmd_tune(int argc, char **argv)
         meta.n_kernels = nmerged;
         meta.calib_images = info->calib_images;
         meta.letterbox = info->letterbox;
+        meta.created_unix = cli_created_unix();
         for (int i = 0; i < 32; i++) {
             unsigned x = 0;
             sscanf(info->calib_images_sha256 + 2 * i, "%2x", &x);

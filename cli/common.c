@@ -16,6 +16,18 @@ const char *cli_data_dir(void)
     return d && *d ? d : "../shared";
 }
 
+long long cli_created_unix(void)
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    char *end = NULL;
+    long long v = e && *e ? strtoll(e, &end, 10) : 0;
+    if (e && *e && (*end || v <= 0)) {
+        fprintf(stderr, "warning: SOURCE_DATE_EPOCH=%s is not a positive number of seconds: ignored\n", e);
+        return 0;
+    }
+    return v;
+}
+
 int cli_error(const yq_error *err)
 {
     fprintf(stderr, "yquant: %s\n", err->msg);

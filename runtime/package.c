@@ -647,7 +647,7 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
     pk_qnode *qrec = NULL;
     float *thr = NULL;
     char hex[65], created[32], name[32];
-    time_t now = time(NULL);
+    time_t now = m && m->created_unix > 0 ? (time_t)m->created_unix : time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
     else snprintf(created, sizeof created, "unknown");
@@ -803,7 +803,12 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
 #endif
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-    hid_t f = H5Fcreate("/dev/null/yquant-package-in-memory", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    /* no times in the root group's header either (every other object is made without):
+     * the same contents and 'created' give the same bytes */
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (fcpl >= 0) H5Pset_obj_track_times(fcpl, 0);
+    hid_t f = H5Fcreate("/dev/null/yquant-package-in-memory", H5F_ACC_TRUNC, fcpl >= 0 ? fcpl : H5P_DEFAULT, fapl);
+    if (fcpl >= 0) H5Pclose(fcpl);
     H5Pclose(fapl);
     if (f < 0) return wfail(&w, "the in-memory file");
     yq_status st = write_all(&w, f, g, meta);

@@ -57,6 +57,9 @@ typedef struct yq_package_meta {
     uint8_t calib_images_sha256[32];
     int calib_images;             /* images calibration used */
     int letterbox;                /* preprocessing the accuracy was measured with (meta NULL: the cfg's) */
+    long long created_unix;       /* the 'created' time, seconds since 1970 UTC; 0: now.  The rest of
+                                     the file is a function of its contents, so a fixed time gives
+                                     the same bytes (yquant takes it from SOURCE_DATE_EPOCH) */
 } yq_package_meta;
 
 /* The metadata of a loaded package.  Owned; free with yq_package_info_free. */

@@ -333,6 +333,52 @@ def check_tune():
             report("PASS", name)
 
 
+def check_reproducible():
+    """The same quantize with SOURCE_DATE_EPOCH set writes the same package bytes twice
+    (no times but 'created' in the file); and the package calibrated on the GPU
+    (--calib-device cuda) is the one calibrated on the CPU, byte for byte (issue 14:
+    calibration in the exact FP32 definition on both engines).  The second needs a GPU."""
+    model = os.path.join(DATA, "models", "yolo-fastest-1.1")
+    samples = os.path.join(DATA, "datasets", "darknet-samples")
+    if not os.path.isdir(model) or not os.path.isdir(samples):
+        for n in ("quantize_reproducible", "quantize_calib_device_same_package"):
+            report("SKIP", n, "%s or %s not found" % (model, samples))
+        return
+    os.environ["SOURCE_DATE_EPOCH"] = "1764806400"
+    try:
+        with tempfile.TemporaryDirectory(prefix="yq_cli_repro.") as tmp:
+            def quantize(out, device):
+                return run(["quantize", model, "--calib", samples, "--calib-device", device, "--no-val",
+                            "--no-tune", "--layers", "0", "--calib-cache", os.path.join(tmp, "c-%s.h5" % device),
+                            "-o", os.path.join(tmp, out)])
+
+            def digest(name):
+                with open(os.path.join(tmp, name), "rb") as f:
+                    return hashlib.sha256(f.read()).hexdigest()
+
+            runs = [quantize(n, "cpu") for n in ("a.yqp", "b.yqp")]
+            bad = [r for r in runs if r[0] != 0]
+            if bad:
+                report("FAIL", "quantize_reproducible", "exit %d: %r" % (bad[0][0], bad[0][2][-300:]))
+            elif digest("a.yqp") != digest("b.yqp"):
+                report("FAIL", "quantize_reproducible", "two runs wrote different bytes")
+            else:
+                report("PASS", "quantize_reproducible")
+            rc, out, err = quantize("g.yqp", "cuda")
+            fell_back = [l for l in err.splitlines() if "calibrating on the CPU" in l]
+            if fell_back:   # no GPU (or no cuDNN): quantize said so and calibrated on the CPU
+                report("SKIP", "quantize_calib_device_same_package", "no GPU here: " + fell_back[0][:140])
+            elif rc != 0:
+                report("FAIL", "quantize_calib_device_same_package", "exit %d: %r" % (rc, err[-300:]))
+            elif not bad and digest("g.yqp") != digest("a.yqp"):
+                report("FAIL", "quantize_calib_device_same_package",
+                       "--calib-device cuda and cpu wrote different packages")
+            elif not bad:
+                report("PASS", "quantize_calib_device_same_package")
+    finally:
+        del os.environ["SOURCE_DATE_EPOCH"]
+
+
 def check_hardening():
     """Outputs onto inputs refused before any work, with the input intact; --max-dets out of
     range; a damaged package named as one; two .cfg files named; -o into a missing folder
@@ -441,6 +487,7 @@ def main():
     check_usage()
     check_device_strings()
     check_tune()
+    check_reproducible()
     check_hardening()
     for status, name, why in results:
         print("%s %s%s" % (status, name, ": " + why if why else ""))
