@@ -10,7 +10,8 @@
  *   reads the uint8 image: dp4a.u32.s32 (unsigned bytes of the image times signed
  *   weight bytes, signed sum).
  * DW: depthwise: byte products 4 or 16 channels a thread (dw), four taps transposed
- *   into dp4a operands (dw_dp4a), or the same on a staged output tile (dw_tile).
+ *   into dp4a operands (dw_dp4a), the same on a staged output tile (dw_tile), or (3x3)
+ *   down a column with the window sliding in registers (dw_col).
  * DIRECT: one thread per output value, any groups (grouped convs are rare).
  * F32: the layers the qconfig keeps in float, reading any input type (int8
  *   dequantized as yq_dequantize does), in their exact FP32 definition: one fmaf
@@ -793,6 +794,107 @@ static void launch_dw_tile(const ConvK &a, cudaStream_t st)
     dim3 grid(g.tx, g.ty, batch * g.slabs);
     if (a.lut) conv_dw_tile<K, S, true><<<grid, DWT_T, g.smem, st>>>(a, g.cbw, g.tw, g.th);
     else conv_dw_tile<K, S, false><<<grid, DWT_T, g.smem, st>>>(a, g.cbw, g.tw, g.th);
+}
+
+/* Depthwise 3x3 down a column ("dw_col", DW tile 3): a thread takes one word (4 channels)
+ * of one output column over DWC_R rows, its 3 x 3 window in registers sliding down: each
+ * output row loads only the S new input rows' three words (the next rows loaded before the
+ * current one is computed), where dw_dp4a loads all nine taps for every output.  Consecutive
+ * threads take consecutive words of a pixel and then the next column, so a warp's loads and
+ * stores are contiguous.  Weights and per-channel parameters are loaded once for the DWC_R
+ * outputs.  The arithmetic is dw_dp4a's (dw_taps4 over taps 0-3 and 4-7, dw_tap1 for tap
+ * 8, rq_pair, res_word): the same bytes.  int8 input and output, 3x3, stride 1 or 2. */
+#define DWC_R 8
+
+template <int S, bool LUT>
+__global__ void __launch_bounds__(256) conv_dw_col(ConvK a, int nseg)
+{
+    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int cw = a.F4 >> 2;
+    const long total = (long)(a.M / (a.OH * a.OW)) * nseg * a.OW * cw;
+    if (t >= total) return;
+    const int w = (int)(t % cw);
+    long rest = t / cw;
+    const int ox = (int)(rest % a.OW);
+    rest /= a.OW;
+    const int seg = (int)(rest % nseg), b = (int)(rest / nseg);
+    const int oy0 = seg * DWC_R, c0 = 4 * w, rs = a.IW * a.IPW;
+    const unsigned *in = (const unsigned *)a.in + (long)b * a.IH * rs + w;
+    const int x0 = ox * S - a.pad;
+    int coff[3];
+    bool cok[3];
+#pragma unroll
+    for (int kx = 0; kx < 3; kx++) {
+        coff[kx] = min(max(x0 + kx, 0), a.IW - 1) * a.IPW;
+        cok[kx] = (unsigned)(x0 + kx) < (unsigned)a.IW;
+    }
+    /* input row iy's three words, zero outside the image (loaded from a valid address) */
+    auto row = [&](int iy, unsigned *v) {
+        const bool rok = (unsigned)iy < (unsigned)a.IH;
+        const unsigned *pr = in + (long)min(max(iy, 0), a.IH - 1) * rs;
+#pragma unroll
+        for (int kx = 0; kx < 3; kx++) {
+            const unsigned q = __ldg(pr + coff[kx]);
+            v[kx] = rok && cok[kx] ? q : 0u;
+        }
+    };
+    const uint4 *wtp = reinterpret_cast<const uint4 *>(a.wdt) + w;
+    const uint4 wt0 = __ldg(wtp), wt1 = __ldg(wtp + cw), wt2 = __ldg(wtp + 2 * cw);
+    const int4 bq = __ldg(reinterpret_cast<const int4 *>(a.bq + c0));
+    const float4 sp = __ldg(reinterpret_cast<const float4 *>(a.pos + c0));
+    const float4 sn = __ldg(reinterpret_cast<const float4 *>(a.neg + c0));
+    const int iy0 = oy0 * S - a.pad;
+    unsigned v[3][3];                     /* [ky][kx] of the current output row */
+    row(iy0, v[0]);
+    row(iy0 + 1, v[1]);
+    row(iy0 + 2, v[2]);
+    const int rows = min(DWC_R, a.OH - oy0);
+    unsigned *out = (unsigned *)a.out;
+#pragma unroll
+    for (int r = 0; r < DWC_R; r++) {
+        if (r >= rows) break;
+        unsigned n0[3], n1[3];            /* the next output row's new input rows, loaded now */
+        if (r + 1 < rows) {
+            if (S == 1) {
+                row(iy0 + r + 3, n0);
+            } else {
+                row(iy0 + 2 * r + 3, n0);
+                row(iy0 + 2 * r + 4, n1);
+            }
+        }
+        int s4[4] = { 0, 0, 0, 0 };
+        dw_taps4<false>(v[0][0], v[0][1], v[0][2], v[1][0], wt0, s4);
+        dw_taps4<false>(v[1][1], v[1][2], v[2][0], v[2][1], wt1, s4);
+        dw_tap1<false>(v[2][2], wt2, s4);
+        const unsigned word = __byte_perm(rq_pair<LUT>(s4[0] + bq.x, sp.x, sn.x, s4[1] + bq.y, sp.y, sn.y, a),
+                                          rq_pair<LUT>(s4[2] + bq.z, sp.z, sn.z, s4[3] + bq.w, sp.w, sn.w, a), 0x5410);
+        const long wi = (((long)b * a.OH + oy0 + r) * a.OW + ox) * a.OPW + w;
+        out[wi] = res_word(word, wi, c0, a);
+        if (r + 1 < rows) {
+#pragma unroll
+            for (int kx = 0; kx < 3; kx++) {
+                if (S == 1) {
+                    v[0][kx] = v[1][kx];
+                    v[1][kx] = v[2][kx];
+                    v[2][kx] = n0[kx];
+                } else {
+                    v[0][kx] = v[2][kx];
+                    v[1][kx] = n0[kx];
+                    v[2][kx] = n1[kx];
+                }
+            }
+        }
+    }
+}
+
+template <int S>
+static void launch_dw_col(const ConvK &a, cudaStream_t st)
+{
+    const int nseg = (a.OH + DWC_R - 1) / DWC_R;
+    const long n = (long)(a.M / (a.OH * a.OW)) * nseg * a.OW * (a.F4 >> 2);
+    const unsigned g = yq_blocks(n, 256);
+    if (a.lut) conv_dw_col<S, true><<<g, 256, 0, st>>>(a, nseg);
+    else conv_dw_col<S, false><<<g, 256, 0, st>>>(a, nseg);
 }
 
 /* Depthwise, any k and stride, and the float-output case. */
@@ -1828,6 +1930,11 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
+        if (cfg.tile == 3 && !a.u8 && !a.fout && a.k == 3) {   /* dw_col (cfg_ok: its shapes) */
+            if (a.s == 1) launch_dw_col<1>(a, s);
+            else launch_dw_col<2>(a, s);
+            break;
+        }
         if (cfg.tile == 2 && !a.u8 && !a.fout && dw_tile_fits(a)) {   /* dw_tile (cfg_ok: its shapes) */
             if (a.k == 3 && a.s == 1) launch_dw_tile<3, 1>(a, s);
             else if (a.k == 3) launch_dw_tile<3, 2>(a, s);
@@ -1901,7 +2008,7 @@ extern "C" int yq_cuda_arch(void)
 #define DP4A_TILES 5
 static const char *const dp4a_names[DP4A_TILES] = { "64x64", "128x128", "32x32ks", "px", "const" };
 static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
-#define DW_TILES 3                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a", "dw_tile" */
+#define DW_TILES 4                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a", "dw_tile", "dw_col" */
 #define F32_TILES 4
 static const char *const f32_names[F32_TILES] = { "f32", "f32_128", "f32_px", "f32_dw" };
 
@@ -1971,7 +2078,8 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     case YQ_CONV_DIRECT: return !c->float_op && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_DW:
         return !c->float_op && c->groups == c->cin && c->F == c->cin && g.split_k == 1 &&
-               (g.tile == 0 || (g.tile == 1 && dw_dp4a_ok(c)) || (g.tile == 2 && dw_dp4a_ok(c) && c->cin % 16 == 0));
+               (g.tile == 0 || (g.tile == 1 && dw_dp4a_ok(c)) || (g.tile == 2 && dw_dp4a_ok(c) && c->cin % 16 == 0) ||
+                (g.tile == 3 && dw_dp4a_ok(c) && c->k == 3));
     case YQ_CONV_DP4A:
         return !c->float_op && c->w32 && g.split_k == 1 &&
                (g.tile < 3 || (g.tile == 3 && c->K4 <= PX_KMAX && (size_t)c->F * c->K4 * 4 + PX_STAGE_BYTES <= 48 * 1024) ||
@@ -2026,10 +2134,13 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
     if (c->var == YQ_CONV_DW && dw_dp4a_ok(c)) {
-        /* dw_tile at stride 1 over 48 channels or more (on the H200 it beat dw_dp4a on every
-         * such layer of the yolo-fastest models at batch 32, 192 x 40 x 40 by 1.75x; at
-         * stride 2 and on 16-32 channels dw_dp4a was faster); else dw_dp4a */
-        g.tile = c->stride == 1 && c->cin >= 48 && c->cin % 16 == 0 ? 2 : 1;
+        /* 3x3 over 64 channels or more: dw_col (H200, yolo-fastest-1.1-xl at batch 128: the
+         * fastest on every such layer, 96x40x40 38.5 against dw_tile's 50.2 us, 272x20x20 29.1
+         * against 38.2, 192x40x40 stride 2 30.4 against dw_dp4a's 42.8).  Else dw_tile at
+         * stride 1 over 48 channels or more (192 x 40 x 40 by 1.75x over dw_dp4a at batch 32;
+         * the 5x5 layers); else dw_dp4a (16-48 channels, where it was the fastest) */
+        if (c->k == 3 && c->cin >= 64) g.tile = 3;
+        else g.tile = c->stride == 1 && c->cin >= 48 && c->cin % 16 == 0 ? 2 : 1;
         return g;
     }
     if (c->cw) {
@@ -2125,7 +2236,9 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     case YQ_CONV_F32: n = snprintf(buf, cap, "%s", g.tile < F32_TILES ? f32_names[g.tile] : "f32_?"); break;
     case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
     case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
-    case YQ_CONV_DW: n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : g.tile == 2 ? "dw_tile" : "dw_?"); break;
+    case YQ_CONV_DW:
+        n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : g.tile == 2 ? "dw_tile" : g.tile == 3 ? "dw_col" : "dw_?");
+        break;
     case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
     case YQ_CONV_CUTLASS:
     case YQ_CONV_WGMMA:

@@ -182,6 +182,7 @@ static long n_halo_runs;   /* halo-family ones */
 static long n_const_runs;  /* and dp4a_const ones */
 static long n_dwdp4a_runs; /* and dw_dp4a ones */
 static long n_dwtile_runs;  /* and dw_tile ones */
+static long n_dwcol_runs;   /* and dw_col ones */
 static long n_f32px_runs, n_f32dw_runs; /* the exact FP32 family's pixel and depthwise kernels */
 static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
 static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
@@ -412,6 +413,7 @@ static void conv_one(const conv_case *cc)
         n_const_runs += !strcmp(name, "dp4a_const");
         n_dwdp4a_runs += !strcmp(name, "dw_dp4a");
         n_dwtile_runs += !strcmp(name, "dw_tile");
+        n_dwcol_runs += !strcmp(name, "dw_col");
         n_f32px_runs += !strcmp(name, "f32_px");
         n_f32dw_runs += !strcmp(name, "f32_dw");
         n_img_runs += fam == YQ_CONV_IMG;
@@ -541,6 +543,7 @@ static void t_conv_depthwise(void)
 {
     need_gpu();
     rng_state = 4242;
+    long col_before = n_dwcol_runs;
     static const int chans[] = { 3, 5, 8, 13, 48, 255 };
     for (int ci = 0; ci < 6; ci++)
         for (int k = 1; k <= 5; k += 2)
@@ -571,6 +574,8 @@ static void t_conv_depthwise(void)
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) conv_one(&wide[i]);
     CHECKF(n_dwdp4a_runs >= 20, "dw_dp4a ran %ld configurations", n_dwdp4a_runs);
     CHECKF(n_dwtile_runs - tile_before >= 9, "dw_tile ran %ld configurations", n_dwtile_runs - tile_before);
+    /* dw_col: every 3x3 case above (maps shorter and longer than its 8 rows, both strides) */
+    CHECKF(n_dwcol_runs - col_before >= 17, "dw_col ran %ld configurations", n_dwcol_runs - col_before);
     conv_case grouped = { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 };
     conv_one(&grouped);
     conv_case grouped2 = { 12, 9, 7, 9, 1, 2, 3, 1, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 };

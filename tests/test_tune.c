@@ -235,6 +235,8 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("dp4a_const", &c) == 0 && c.family == YQ_CONV_DP4A && c.tile == 4);
     CHECK(yq_conv_cfg_parse("dw", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 0);
     CHECK(yq_conv_cfg_parse("dw_dp4a", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 1);
+    CHECK(yq_conv_cfg_parse("dw_tile", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 2);
+    CHECK(yq_conv_cfg_parse("dw_col", &c) == 0 && c.family == YQ_CONV_DW && c.tile == 3);
     CHECK(yq_conv_cfg_parse("img_mma", &c) == 0 && c.family == YQ_CONV_IMG && c.tile == 0);
     CHECK(yq_conv_cfg_parse("wgmma_128x256x128_s4", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 2);
     CHECK(yq_conv_cfg_parse("wgmma_128x128x64_s6", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 3);
