@@ -731,7 +731,9 @@ static void t_float_precision(void)
  * kx) from +0 skipping the padding taps (as the GPU's conv_f32 does), + bias, then
  * yq_f32_act_exact.  yq_f32_conv_exact (im2col with zero taps, AVX2 FMA rows where the CPU has
  * them, scalar fmaf tails) must give the same bytes on every shape: dense 3x3 with stride 1
- * and 2, 1x1, 5x5, grouped and depthwise, widths that leave vector tails, every activation. */
+ * and 2, 1x1, 5x5, grouped and depthwise, widths that leave vector tails, every activation,
+ * K over several of its blocks, more rows than a row group, and convs large enough to run on
+ * the host's threads (cut by rows, and by strips). */
 static void t_float_exact(void)
 {
     static const struct { int c, h, w, f, k, s, groups; yq_act act; } cs[] = {
@@ -739,6 +741,8 @@ static void t_float_exact(void)
         { 40, 7, 5, 255, 1, 1, 1, YQ_ACT_LINEAR },  { 16, 12, 19, 16, 3, 1, 16, YQ_ACT_LEAKY },
         { 24, 10, 13, 24, 5, 2, 24, YQ_ACT_MISH },  { 32, 8, 8, 20, 3, 1, 4, YQ_ACT_SWISH },
         { 9, 33, 31, 5, 3, 1, 1, YQ_ACT_LOGISTIC }, { 64, 6, 6, 70, 3, 1, 1, YQ_ACT_RELU },
+        /* large enough for the host's threads: cut by rows, and (3 filters) by strips */
+        { 64, 40, 40, 98, 3, 1, 1, YQ_ACT_LEAKY },  { 64, 40, 43, 3, 3, 1, 1, YQ_ACT_LINEAR },
     };
     yq_error err;
     for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
