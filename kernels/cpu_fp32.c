@@ -453,14 +453,6 @@ void yq_f32_activate_exact(float *x, long n, yq_act act)
     for (long i = 0; i < n; i++) x[i] = yq_f32_act_exact(x[i], act);
 }
 
-long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
-{
-    if (n->op != YQ_OP_CONV || is_pointwise(&n->p.conv)) return 0;
-    yq_shape is = yq_node_in_shape(g, n);
-    const yq_conv_p *c = &n->p.conv;
-    return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
-}
-
 /* y[r][j] = chain over k < K of w[r][k] * col[k][j], r < rows of w (row stride K), col's and
  * y's rows N apart.  The work is blocked for the caches: K in blocks of CHAIN_KB, columns in
  * panels of CHAIN_NB, so a panel of col (CHAIN_KB x CHAIN_NB floats) is read from cache by
@@ -468,6 +460,26 @@ long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
  * one fmaf chain over k = 0, 1, ... K-1 from +0: the blocking moves no operation. */
 #define CHAIN_KB 256
 #define CHAIN_NB 256
+#define CHAIN_THREADS 16
+#define CHAIN_PAR_FLOPS 4e6
+#define CHAIN_PANEL ((long)CHAIN_KB * CHAIN_NB)     /* floats of one thread's packed panel */
+
+/* im2col's columns (none for a 1x1 conv), rounded up to 64 bytes, then a packed panel for
+ * each of up to CHAIN_THREADS threads: the caller's scratch, so that no conv allocates (a
+ * 256 KB malloc is an mmap and an munmap, per group of a depthwise conv). */
+static long col_floats(const yq_graph *g, const yq_node *n)
+{
+    if (is_pointwise(&n->p.conv)) return 0;
+    yq_shape is = yq_node_in_shape(g, n);
+    const yq_conv_p *c = &n->p.conv;
+    return ((long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w + 15) & ~15L;
+}
+
+long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
+{
+    if (n->op != YQ_OP_CONV) return 0;
+    return col_floats(g, n) + CHAIN_THREADS * CHAIN_PANEL;
+}
 
 /* Rows [0, RB) x columns [j0, j1) over k in [k0, k1): s = k0 ? y : +0, the chain, y = s.
  * Scalar fmaf: correctly rounded, the same as the vector FMA below lane by lane. */
@@ -572,12 +584,14 @@ static int cpu_has_fma(void)
 }
 #endif
 
-/* Columns [jb, je) of the rows. */
-static void chain_rows(const float *w, long K, const float *col, long N, float *y, int rows, long jb, long je)
+/* Columns [jb, je) of the rows; pk: room for one packed panel (CHAIN_PANEL floats). */
+static void chain_rows(const float *w, long K, const float *col, long N, float *y, int rows, long jb, long je,
+                       float *pk)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
-    /* the packed panel: rows of 4 or more reuse it (fewer read col in place, unpacked) */
-    float *pk = cpu_has_fma() ? malloc(sizeof(float) * CHAIN_KB * CHAIN_NB) : NULL;
+    if (!cpu_has_fma()) pk = NULL;
+#else
+    (void)pk;
 #endif
     for (long k0 = 0; k0 < K; k0 += CHAIN_KB) {
         long k1 = k0 + CHAIN_KB < K ? k0 + CHAIN_KB : K;
@@ -594,21 +608,16 @@ static void chain_rows(const float *w, long K, const float *col, long N, float *
                 chain_scalar(w + r0 * K, K, col, N, y + r0 * N, rows - r0 < 4 ? rows - r0 : 4, j0, j1, k0, k1);
         }
     }
-#if defined(__GNUC__) && defined(__x86_64__)
-    free(pk);
-#endif
 }
 
 /* chain_rows over the host's cores, up to CHAIN_THREADS threads: the rows cut in blocks of 4,
  * or where there are fewer blocks than threads and at least 4 strips of 16 columns a thread,
- * the columns in strips (each thread packs only its own panels).  Every output is still its one chain, so the bytes do not depend
- * on the cut; small convs (under CHAIN_PAR_FLOPS) stay on the calling thread. */
-#define CHAIN_THREADS 16
-#define CHAIN_PAR_FLOPS 4e6
-
+ * the columns in strips (each thread packs only its own panels).  Every output is still its
+ * one chain, so the bytes do not depend on the cut; small convs (under CHAIN_PAR_FLOPS) stay
+ * on the calling thread. */
 typedef struct chain_job {
     const float *w, *col;
-    float *y;
+    float *y, *pk;
     long K, N, j0, j1;
     int r0, r1;
 } chain_job;
@@ -616,7 +625,8 @@ typedef struct chain_job {
 static void *chain_job_run(void *arg)
 {
     chain_job *j = arg;
-    chain_rows(j->w + (long)j->r0 * j->K, j->K, j->col, j->N, j->y + (long)j->r0 * j->N, j->r1 - j->r0, j->j0, j->j1);
+    chain_rows(j->w + (long)j->r0 * j->K, j->K, j->col, j->N, j->y + (long)j->r0 * j->N, j->r1 - j->r0, j->j0, j->j1,
+               j->pk);
     return NULL;
 }
 
@@ -630,14 +640,15 @@ static int host_threads(void)
     return n;
 }
 
-static void chain_rows_par(const float *w, long K, const float *col, long N, float *y, int rows)
+/* panels: CHAIN_THREADS x CHAIN_PANEL floats. */
+static void chain_rows_par(const float *w, long K, const float *col, long N, float *y, int rows, float *panels)
 {
     int nt = host_threads(), blocks = (rows + 3) / 4;
     long strips = N / 16;
     int by_cols = blocks < nt && strips >= 4L * nt;   /* rows first: faster where both feed every thread */
     if (!by_cols && nt > blocks) nt = blocks;
     if (nt < 2 || 2.0 * rows * K * N < CHAIN_PAR_FLOPS) {
-        chain_rows(w, K, col, N, y, rows, 0, N);
+        chain_rows(w, K, col, N, y, rows, 0, N, panels);
         return;
     }
     chain_job job[CHAIN_THREADS];
@@ -645,10 +656,11 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
     int started[CHAIN_THREADS] = { 0 };
     for (int t = 0; t < nt; t++) {
         if (by_cols) {
-            job[t] = (chain_job){ w, col, y, K, N, 16 * (strips * t / nt), t == nt - 1 ? N : 16 * (strips * (t + 1) / nt),
-                                  0, rows };
+            job[t] = (chain_job){ w, col, y, panels + t * CHAIN_PANEL, K, N, 16 * (strips * t / nt),
+                                  t == nt - 1 ? N : 16 * (strips * (t + 1) / nt), 0, rows };
         } else {
-            job[t] = (chain_job){ w, col, y, K, N, 0, N, 4 * (blocks * t / nt), 4 * (blocks * (t + 1) / nt) };
+            job[t] = (chain_job){ w, col, y, panels + t * CHAIN_PANEL, K, N, 0, N, 4 * (blocks * t / nt),
+                                  4 * (blocks * (t + 1) / nt) };
             if (job[t].r1 > rows) job[t].r1 = rows;
         }
     }
@@ -670,6 +682,7 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
     long N = (long)n->out.h * n->out.w;
     long in_sz = yq_shape_size(is), out_sz = yq_shape_size(n->out);
     int pw = is_pointwise(c);
+    float *panels = work + col_floats(g, n);
     for (int b = 0; b < batch; b++) {
         const float *x = in + b * in_sz;
         float *y = out + b * out_sz;
@@ -679,7 +692,7 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
                 im2col(col, cg, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
                 col = work;
             }
-            chain_rows_par(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M);
+            chain_rows_par(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M, panels);
         }
         for (int o = 0; o < c->filters; o++) {
             float *yo = y + (long)o * N, bo = n->b[o];
