@@ -11,7 +11,7 @@
  *              libraries, the plan, the images, the runs, the download: what `yquant
  *              quantize` pays;
  *   GPU warm   --warm further calls (default 2; median): the context already made;
- *   CPU        yq_calib_observe (the CPU engine: the exact FP32 chains, one thread) on
+ *   CPU        yq_calib_observe (the CPU engine: the exact FP32 chains, on the host's cores) on
  *              --cpu-images images (default all of them; fewer is extrapolated linearly and
  *              said so).  --cpu-only: the CPU alone (a machine without a GPU).
  * Then the ratios CPU / GPU, and whether the GPU's statistics equal the CPU's byte for byte
