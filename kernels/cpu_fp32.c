@@ -432,7 +432,7 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
  * differ between libms by an ulp of a double at most, which moves the float result only when
  * it lies within that of a rounding midpoint (about 2^-28 of the time), where expf differs by
  * an ulp of a float.  kernels/cuda_common.cuh yq_act_x is the same expression. */
-float yq_f32_act_exact(float x, yq_act act)
+ALWAYS_INLINE float act_exact(float x, yq_act act)
 {
     double d = x;
     switch (act) {
@@ -446,6 +446,8 @@ float yq_f32_act_exact(float x, yq_act act)
     }
     return x;
 }
+
+float yq_f32_act_exact(float x, yq_act act) { return act_exact(x, act); }
 
 void yq_f32_activate_exact(float *x, long n, yq_act act)
 {
@@ -696,15 +698,10 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
         }
         for (int o = 0; o < c->filters; o++) {
             float *yo = y + (long)o * N, bo = n->b[o];
-            /* yq_f32_act_exact's piecewise-linear cases inline (the same expressions) */
+            /* the common activations with their case fixed, so act_exact inlines to it */
             switch (n->act) {
-            case YQ_ACT_LINEAR: for (long j = 0; j < N; j++) yo[j] = yo[j] + bo; break;
-            case YQ_ACT_LEAKY:
-                for (long j = 0; j < N; j++) {
-                    float v = yo[j] + bo;
-                    yo[j] = v > 0 ? v : .1f * v;
-                }
-                break;
+            case YQ_ACT_LINEAR: for (long j = 0; j < N; j++) yo[j] = act_exact(yo[j] + bo, YQ_ACT_LINEAR); break;
+            case YQ_ACT_LEAKY: for (long j = 0; j < N; j++) yo[j] = act_exact(yo[j] + bo, YQ_ACT_LEAKY); break;
             default: for (long j = 0; j < N; j++) yo[j] = yq_f32_act_exact(yo[j] + bo, n->act); break;
             }
         }
