@@ -797,102 +797,147 @@ static void launch_dw_tile(const ConvK &a, cudaStream_t st)
 }
 
 /* Depthwise 3x3 down a column ("dw_col", DW tile 3): a thread takes one word (4 channels)
- * of one output column over DWC_R rows, its 3 x 3 window in registers sliding down: each
- * output row loads only the S new input rows' three words (the next rows loaded before the
- * current one is computed), where dw_dp4a loads all nine taps for every output.  Consecutive
- * threads take consecutive words of a pixel and then the next column, so a warp's loads and
- * stores are contiguous.  Weights and per-channel parameters are loaded once for the DWC_R
- * outputs.  The arithmetic is dw_dp4a's (dw_taps4 over taps 0-3 and 4-7, dw_tap1 for tap
- * 8, rq_pair, res_word): the same bytes.  int8 input and output, 3x3, stride 1 or 2. */
+ * of one output column over DWC_R rows, its window sliding down: each output row loads
+ * only the S new input rows' three words (issued before the current row is computed).
+ * Each input row is transposed once, when it enters the window, into four words of one
+ * channel's three taps (6 byte permutes), and an output is then three dp4a a channel
+ * against that channel's three weights of a row, the bias the chain's starting value:
+ * dw_dp4a transposes the whole window again for every output (20 permutes a word), and
+ * the window's arithmetic had left this kernel bound by the integer ALU, not by memory
+ * (H200, Nsight Compute: 77% ALU, 19% of DRAM bandwidth on 64 x 80 x 80 at batch 128).
+ * Consecutive threads take consecutive words of a pixel and then the next column, so a
+ * warp's loads and stores are contiguous.  Integer sums are exact in any order, and the
+ * epilogue is dw_dp4a's (rq_pair, res_word): the same bytes.  int8 input and output, 3x3,
+ * stride 1 or 2, an image's input at most 2^31 words (dw_col_fits). */
 #define DWC_R 8
 
-template <int S, bool LUT>
-__global__ void __launch_bounds__(256) conv_dw_col(ConvK a, int nseg)
+/* Three words (taps kx = 0, 1, 2 of 4 channels) into four words of one channel's three
+ * taps (byte 3 is not zero: the weights' is). */
+__device__ __forceinline__ void dw_row_t(unsigned a, unsigned b, unsigned c, unsigned *t)
 {
-    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    const int cw = a.F4 >> 2;
-    const long total = (long)(a.M / (a.OH * a.OW)) * nseg * a.OW * cw;
-    if (t >= total) return;
-    const int w = (int)(t % cw);
-    long rest = t / cw;
-    const int ox = (int)(rest % a.OW);
-    rest /= a.OW;
-    const int seg = (int)(rest % nseg), b = (int)(rest / nseg);
-    const int oy0 = seg * DWC_R, c0 = 4 * w, rs = a.IW * a.IPW;
-    const unsigned *in = (const unsigned *)a.in + (long)b * a.IH * rs + w;
+    const unsigned lo = __byte_perm(a, b, 0x5140), hi = __byte_perm(a, b, 0x7362);   /* a0 b0 a1 b1, a2 b2 a3 b3 */
+    t[0] = __byte_perm(lo, c, 0x0410);
+    t[1] = __byte_perm(lo, c, 0x0532);
+    t[2] = __byte_perm(hi, c, 0x0610);
+    t[3] = __byte_perm(hi, c, 0x0732);
+}
+
+template <int S, bool LUT>
+__global__ void __launch_bounds__(256, 3) conv_dw_col(ConvK a, int nseg)
+{
+    /* grid: x over (column, word) of an output row, y over (image, segment of DWC_R rows) */
+    const int cw = a.F4 >> 2, t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.OW * cw) return;
+    const int ox = t / cw, w = t - ox * cw;
+    const int b = blockIdx.y / nseg, oy0 = (blockIdx.y - b * nseg) * DWC_R, c0 = 4 * w, rs = a.IW * a.IPW;
     const int x0 = ox * S - a.pad;
-    int coff[3];
+    /* the window's three columns, each a pointer (clamped into the image) */
+    const unsigned *img = (const unsigned *)a.in + (long)b * a.IH * rs + w;
+    const unsigned *colp[3];
     bool cok[3];
 #pragma unroll
     for (int kx = 0; kx < 3; kx++) {
-        coff[kx] = min(max(x0 + kx, 0), a.IW - 1) * a.IPW;
+        colp[kx] = img + min(max(x0 + kx, 0), a.IW - 1) * a.IPW;
         cok[kx] = (unsigned)(x0 + kx) < (unsigned)a.IW;
     }
     /* input row iy's three words, zero outside the image (loaded from a valid address) */
-    auto row = [&](int iy, unsigned *v) {
+    auto load = [&](int iy, unsigned *v) {
         const bool rok = (unsigned)iy < (unsigned)a.IH;
-        const unsigned *pr = in + (long)min(max(iy, 0), a.IH - 1) * rs;
+        const int ro = min(max(iy, 0), a.IH - 1) * rs;
 #pragma unroll
         for (int kx = 0; kx < 3; kx++) {
-            const unsigned q = __ldg(pr + coff[kx]);
+            const unsigned q = __ldg(colp[kx] + ro);
             v[kx] = rok && cok[kx] ? q : 0u;
         }
     };
+    /* the weights of each row of taps, per channel: [tap group][c4] words hold taps
+     * 4g..4g+3, so row ky's taps 3ky..3ky+2 come from one or two groups; byte 3 zero */
     const uint4 *wtp = reinterpret_cast<const uint4 *>(a.wdt) + w;
-    const uint4 wt0 = __ldg(wtp), wt1 = __ldg(wtp + cw), wt2 = __ldg(wtp + 2 * cw);
+    const uint4 g0 = __ldg(wtp), g1 = __ldg(wtp + cw), g2 = __ldg(wtp + 2 * cw);
+    const unsigned G0[4] = { g0.x, g0.y, g0.z, g0.w }, G1[4] = { g1.x, g1.y, g1.z, g1.w },
+                   G2[4] = { g2.x, g2.y, g2.z, g2.w };
+    unsigned wr[3][4];
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        wr[0][c] = G0[c] & 0x00FFFFFFu;
+        wr[1][c] = __byte_perm(G0[c], G1[c], 0x7543) & 0x00FFFFFFu;
+        wr[2][c] = __byte_perm(G1[c], G2[c], 0x7432) & 0x00FFFFFFu;
+    }
     const int4 bq = __ldg(reinterpret_cast<const int4 *>(a.bq + c0));
     const float4 sp = __ldg(reinterpret_cast<const float4 *>(a.pos + c0));
     const float4 sn = __ldg(reinterpret_cast<const float4 *>(a.neg + c0));
+    const int bqa[4] = { bq.x, bq.y, bq.z, bq.w };
     const int iy0 = oy0 * S - a.pad;
-    unsigned v[3][3];                     /* [ky][kx] of the current output row */
-    row(iy0, v[0]);
-    row(iy0 + 1, v[1]);
-    row(iy0 + 2, v[2]);
-    const int rows = min(DWC_R, a.OH - oy0);
+    unsigned tw[3][4];                    /* [ky][channel]: the window, transposed */
+    {
+        unsigned v[3][3];
+        load(iy0, v[0]);
+        load(iy0 + 1, v[1]);
+        load(iy0 + 2, v[2]);
+#pragma unroll
+        for (int ky = 0; ky < 3; ky++) dw_row_t(v[ky][0], v[ky][1], v[ky][2], tw[ky]);
+    }
+    /* Every thread runs all DWC_R rows (a segment cut by the map's last row loads zeros
+     * there and stores nothing), so the window slides by renaming registers in the
+     * unrolled loop, not by moves under a test of each row. */
+    const int rows = a.OH - oy0;
+    const long ostep = (long)a.OW * a.OPW;
+    long wi = (((long)b * a.OH + oy0) * a.OW + ox) * a.OPW + w;
     unsigned *out = (unsigned *)a.out;
 #pragma unroll
     for (int r = 0; r < DWC_R; r++) {
-        if (r >= rows) break;
         unsigned n0[3], n1[3];            /* the next output row's new input rows, loaded now */
-        if (r + 1 < rows) {
-            if (S == 1) {
-                row(iy0 + r + 3, n0);
-            } else {
-                row(iy0 + 2 * r + 3, n0);
-                row(iy0 + 2 * r + 4, n1);
-            }
+        if (r + 1 < DWC_R) {
+            load(iy0 + S * (r + 1) + 3 - S, n0);
+            if (S == 2) load(iy0 + 2 * r + 4, n1);
         }
-        int s4[4] = { 0, 0, 0, 0 };
-        dw_taps4<false>(v[0][0], v[0][1], v[0][2], v[1][0], wt0, s4);
-        dw_taps4<false>(v[1][1], v[1][2], v[2][0], v[2][1], wt1, s4);
-        dw_tap1<false>(v[2][2], wt2, s4);
-        const unsigned word = __byte_perm(rq_pair<LUT>(s4[0] + bq.x, sp.x, sn.x, s4[1] + bq.y, sp.y, sn.y, a),
-                                          rq_pair<LUT>(s4[2] + bq.z, sp.z, sn.z, s4[3] + bq.w, sp.w, sn.w, a), 0x5410);
-        const long wi = (((long)b * a.OH + oy0 + r) * a.OW + ox) * a.OPW + w;
-        out[wi] = res_word(word, wi, c0, a);
-        if (r + 1 < rows) {
+        int s4[4];
 #pragma unroll
-            for (int kx = 0; kx < 3; kx++) {
+        for (int c = 0; c < 4; c++) {
+            int acc = dot4<false>((int)tw[0][c], (int)wr[0][c], bqa[c]);
+            acc = dot4<false>((int)tw[1][c], (int)wr[1][c], acc);
+            s4[c] = dot4<false>((int)tw[2][c], (int)wr[2][c], acc);
+        }
+        if (r < rows) {
+            const unsigned word = __byte_perm(rq_pair<LUT>(s4[0], sp.x, sn.x, s4[1], sp.y, sn.y, a),
+                                              rq_pair<LUT>(s4[2], sp.z, sn.z, s4[3], sp.w, sn.w, a), 0x5410);
+            out[wi] = res_word(word, wi, c0, a);
+        }
+        wi += ostep;
+        if (r + 1 < DWC_R) {
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
                 if (S == 1) {
-                    v[0][kx] = v[1][kx];
-                    v[1][kx] = v[2][kx];
-                    v[2][kx] = n0[kx];
+                    tw[0][c] = tw[1][c];
+                    tw[1][c] = tw[2][c];
                 } else {
-                    v[0][kx] = v[2][kx];
-                    v[1][kx] = n0[kx];
-                    v[2][kx] = n1[kx];
+                    tw[0][c] = tw[2][c];
                 }
+            }
+            if (S == 1) {
+                dw_row_t(n0[0], n0[1], n0[2], tw[2]);
+            } else {
+                dw_row_t(n0[0], n0[1], n0[2], tw[1]);
+                dw_row_t(n1[0], n1[1], n1[2], tw[2]);
             }
         }
     }
+}
+
+/* Whether dw_col can take these tensors: an image's input within 32-bit word offsets, a
+ * row's (column, word) pairs and the (image, segment) pairs within the grid's limits.
+ * Otherwise dw_dp4a runs (the same bytes). */
+static bool dw_col_fits(const ConvK &a)
+{
+    const long nseg = (a.OH + DWC_R - 1) / DWC_R, batch = a.M / (a.OH * a.OW);
+    return (long)a.IH * a.IW * a.IPW < (1L << 31) && batch * nseg <= 65535 && (long)a.OW * (a.F4 >> 2) < (1L << 30);
 }
 
 template <int S>
 static void launch_dw_col(const ConvK &a, cudaStream_t st)
 {
     const int nseg = (a.OH + DWC_R - 1) / DWC_R;
-    const long n = (long)(a.M / (a.OH * a.OW)) * nseg * a.OW * (a.F4 >> 2);
-    const unsigned g = yq_blocks(n, 256);
+    const dim3 g(yq_blocks((long)a.OW * (a.F4 >> 2), 256), (unsigned)(a.M / (a.OH * a.OW) * nseg));
     if (a.lut) conv_dw_col<S, true><<<g, 256, 0, st>>>(a, nseg);
     else conv_dw_col<S, false><<<g, 256, 0, st>>>(a, nseg);
 }
@@ -1555,6 +1600,7 @@ static void launch_const_k(const ConvK &a, cudaStream_t s)
     if (a.F4 <= 8) conv_const<U8, K, C4W, 8><<<g, 128, 0, s>>>(a, *a.cw);
     else if (a.F4 <= 16) conv_const<U8, K, C4W, 16><<<g, 128, 0, s>>>(a, *a.cw);
     else if (a.F4 <= 32) conv_const<U8, K, C4W, 32><<<g, 128, 0, s>>>(a, *a.cw);
+    else if (a.F4 <= 48) conv_const<U8, K, C4W, 48><<<g, 128, 0, s>>>(a, *a.cw);   /* 64 slots: a third wasted */
     else conv_const<U8, K, C4W, 64><<<g, 128, 0, s>>>(a, *a.cw);
 }
 
@@ -1930,7 +1976,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         break;
     }
     case YQ_CONV_DW:
-        if (cfg.tile == 3 && !a.u8 && !a.fout && a.k == 3) {   /* dw_col (cfg_ok: its shapes) */
+        if (cfg.tile == 3 && !a.u8 && !a.fout && a.k == 3 && dw_col_fits(a)) {   /* dw_col (cfg_ok: its shapes) */
             if (a.s == 1) launch_dw_col<1>(a, s);
             else launch_dw_col<2>(a, s);
             break;
@@ -2134,12 +2180,12 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
 {
     yq_conv_cfg g = { (uint8_t)c->var, 0, 1, 0 };
     if (c->var == YQ_CONV_DW && dw_dp4a_ok(c)) {
-        /* 3x3 over 64 channels or more: dw_col (H200, yolo-fastest-1.1-xl at batch 128: the
-         * fastest on every such layer, 96x40x40 38.5 against dw_tile's 50.2 us, 272x20x20 29.1
-         * against 38.2, 192x40x40 stride 2 30.4 against dw_dp4a's 42.8).  Else dw_tile at
-         * stride 1 over 48 channels or more (192 x 40 x 40 by 1.75x over dw_dp4a at batch 32;
-         * the 5x5 layers); else dw_dp4a (16-48 channels, where it was the fastest) */
-        if (c->k == 3 && c->cin >= 64) g.tile = 3;
+        /* 3x3: dw_col (H200, yolo-fastest-1.1-xl and -1.1 at batch 32 and 128: the fastest
+         * on 36 of their 40 3x3 layers, 8x160x160 47.1 against dw_dp4a's 81.4 us at batch
+         * 128, 192x40x40 62.3 against dw_tile's 82.7; the other four, stride 2 over 32 and
+         * 136 channels, within 2 us).  Else (5x5) dw_tile at stride 1 over 48 channels or
+         * more (the 5x5 layers); else dw_dp4a */
+        if (c->k == 3) g.tile = 3;
         else g.tile = c->stride == 1 && c->cin >= 48 && c->cin % 16 == 0 ? 2 : 1;
         return g;
     }

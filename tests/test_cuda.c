@@ -489,6 +489,9 @@ static void t_conv_mma(void)
         { 3, 17, 19, 8, 3, 2, 1, 3, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 3, 18, 21, 64, 3, 1, 1, 1, YQ_U8, YQ_S8, YQ_ACT_RELU, 0 },        /* 64 filters: 8 tiles of 8 */
         { 3, 13, 12, 40, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },       /* 40: 8 tiles, 3 of them padding */
+        /* wide rows (the image's usual shape: more pixels a row than a block's) */
+        { 3, 7, 150, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 3, 6, 261, 16, 3, 2, 1, 2, YQ_U8, YQ_S8, YQ_ACT_LEAKY, 0 },
         /* CUTLASS's 32-filter tile: 32 filters (YOLOv3's 1x1 at 208 x 208), 48 (two N tiles) */
         { 64, 33, 31, 32, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 32, 27, 25, 48, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
@@ -521,7 +524,7 @@ static void t_conv_mma(void)
     CHECK(n_const_runs >= 8);
     /* the image's 3x3 on tensor cores: 32 and 24 filters (the 16-byte and word stores),
      * strides 1 and 2, with and without a fused shortcut, on views */
-    CHECKF(yq_cuda_arch() < 80 || n_img_runs >= 2, "sm_%d: img_mma ran %ld configurations", yq_cuda_arch(), n_img_runs);
+    CHECKF(yq_cuda_arch() < 80 || n_img_runs >= 8, "sm_%d: img_mma ran %ld configurations", yq_cuda_arch(), n_img_runs);
 }
 
 static void t_conv_head_float(void)
@@ -569,6 +572,10 @@ static void t_conv_depthwise(void)
         { 96, 17, 21, 96, 5, 2, 96, 2, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
         { 32, 3, 5, 32, 3, 1, 32, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 80, 6, 7, 80, 5, 1, 80, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        /* dw_col: 16 channels over 19 rows (a segment cut short: rows that load zeros and
+         * store nothing), stride 2 over 19 output rows */
+        { 16, 19, 13, 16, 3, 1, 16, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 64, 37, 21, 64, 3, 2, 64, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
     };
     long tile_before = n_dwtile_runs;
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) conv_one(&wide[i]);
@@ -1179,6 +1186,21 @@ static void t_model_yolov3(void) { cfg_only_model("yolov3.cfg", 128, 1, 2); }
 /* YOLOv4: mish convs int8 through their tables; CSP concats and SPP. */
 static void t_model_yolov4(void) { cfg_only_model("yolov4.cfg", 128, 1, 1); }
 
+static const char *perf_cases;    /* YQ_CUDA_PERF=only:I,J,...: those cases of t_perf alone */
+
+static int perf_case_on(size_t i)
+{
+    if (!perf_cases) return 1;
+    for (const char *p = perf_cases; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) return 0;
+        if (v == (long)i) return 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
 static void t_perf(void)
 {
     rng_state = 1;
@@ -1204,14 +1226,19 @@ static void t_perf(void)
         { 128, 52, 52, 256, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 1 },
         { 512, 13, 13, 1024, 3, 1, 1, 1, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 1 },
         { 96, 40, 40, 96, 1, 1, 1, 8, YQ_F32, YQ_F32, YQ_ACT_LEAKY, 1 },   /* fed by a float layer */
+        /* yolo-fastest-1.1-xl at batch 128: its widest depthwise and 1x1 layers */
+        { 64, 80, 80, 64, 3, 1, 64, 128, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 8, 160, 160, 48, 1, 1, 1, 128, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        if (perf_case_on(i)) conv_one(&cs[i]);
 }
 
 int main(void)
 {
     const char *pm = getenv("YQ_CUDA_PERF");
-    if (pm && !strcmp(pm, "only") && yq_cuda_device_count() > 0) {   /* the timings alone */
+    if (pm && !strncmp(pm, "only", 4) && yq_cuda_device_count() > 0) {   /* the timings alone */
+        if (pm[4] == ':') perf_cases = pm + 5;
         perf_mode = 1;
         TEST(t_perf);
         return test_done();
