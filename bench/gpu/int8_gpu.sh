@@ -12,7 +12,8 @@
 #
 # Environment: YQGPU (default build/gpu/yqgpu), YQ_DATA (default ../shared: models/),
 # YQ_GPU_RUNS (timed runs per configuration, default 30), YQ_GPU_BATCHES (default
-# 1,8,32,128), YQ_GPU_PEERS (default 1; 0: yquant only), YQ_GPU_MODELS (default all five:
+# 1,8,32,128), YQ_GPU_PEERS (default 1; 0: yquant only), YQ_GPU_CUDNN8 (default 1; 0: leave
+# out cuDNN's int8 convs, which take minutes on YOLOv4), YQ_GPU_MODELS (default all five:
 # yolov3,yolov4,yolov4-tiny,fastest-1.1-xl,fastest-1.1; a run split over two device calls
 # gives each a part, and int8_report.py reads both parts' logs from one folder),
 # YQ_GPU_LOG and OUT (below).
@@ -24,6 +25,7 @@ DATA="${YQ_DATA:-../shared}"
 RUNS="${YQ_GPU_RUNS:-30}"
 BATCHES="${YQ_GPU_BATCHES:-1,8,32,128}"
 PEERS="${YQ_GPU_PEERS:-1}"
+CUDNN8="${YQ_GPU_CUDNN8:-1}"
 MODELS=",${YQ_GPU_MODELS:-yolov3,yolov4,yolov4-tiny,fastest-1.1-xl,fastest-1.1},"
 want() { [[ "$MODELS" == *",$1,"* ]]; }
 # the logs: $YQ_GPU_LOG, default a temporary folder; with $OUT set (the lent device machine,
@@ -58,6 +60,7 @@ run() {   # run NAME CFG WEIGHTS SIZE: one bench over every batch, then the peer
     timeout 300 python3 bench/gpu/peer_torch.py "$cfg" "${tw[@]}" "${sz[@]}" --batch "$BATCHES" --precision fp16 \
         --runs "$RUNS" --json "$OUTD/$name.torch.json" > "$OUTD/$name.torch.txt" 2>&1 || echo "!! $name torch exited $?"
     grep '^RESULT' "$OUTD/$name.torch.txt"
+    [ "$CUDNN8" = 0 ] && return
     timeout 300 "$BIN" cudnn_int8 "$cfg" "${sz[@]}" --batch "$BATCHES" --json "$OUTD/$name.cudnn8.json" \
         > "$OUTD/$name.cudnn8.txt" 2>&1 || echo "!! $name cudnn_int8 exited $?"
 }
