@@ -250,7 +250,7 @@ endif
 # bench/gpu/run_gpu.sh and bench/gpu/sweep_gpu.sh run it there.
 #   make gpu-bench NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"   (H200 only: faster)
 GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/cmd_tune.o $(B)/cli/common.o \
-                  $(B)/runtime/package.o $(B)/runtime/h5mem.o $(B)/runtime/tune.o $(B)/runtime/tune_log.o $(B)/runtime/tune_gpu.o $(B)/runtime/tune_apply.o $(B)/runtime/latency.o
+                  $(B)/runtime/package.o $(B)/runtime/h5mem.o $(B)/runtime/h5util.o $(B)/runtime/tune.o $(B)/runtime/tune_log.o $(B)/runtime/tune_gpu.o $(B)/runtime/tune_apply.o $(B)/runtime/latency.o
 GPU_BENCH_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
                   $(GPU_TEST_LIBS)
 YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o \
@@ -310,7 +310,7 @@ $(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/
 #   make gpu-test, then `YQ_DATA=... build/gpu/test_session`
 GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
                       calib/compare.c $(wildcard calib/simulate.c) \
-                      calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/session.c \
+                      calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/h5util.c runtime/session.c \
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_wgmma.cu \

@@ -28,6 +28,7 @@
 #include "calib/cache.h"
 #include "ir/fsio.h"
 #include "runtime/h5mem.h"
+#include "runtime/h5util.h"
 
 /* v2: statistics of the exact FP32 chains (calib/observe.h), the same on every device; a v1
  * entry (OpenBLAS or cuDNN sums) is a miss, not a silently different package. */
@@ -36,28 +37,6 @@
 #define CHUNK_BYTES (256 * 1024)
 
 /* --- key ------------------------------------------------------------------ */
-
-static void hex32(const uint8_t b[32], char out[65])
-{
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = d[b[i] >> 4];
-        out[2 * i + 1] = d[b[i] & 15];
-    }
-    out[64] = 0;
-}
-
-static int unhex32(const char *s, uint8_t b[32])
-{
-    if (strlen(s) != 64) return -1;
-    for (int i = 0; i < 64; i++) {
-        int c = s[i], v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (v < 0) return -1;
-        if (i % 2) b[i / 2] = (uint8_t)(b[i / 2] | v);
-        else b[i / 2] = (uint8_t)(v << 4);
-    }
-    return 0;
-}
 
 void yq_calib_key(const yq_graph *g, const uint8_t images_sha256[32], int letterbox, int stage,
                   uint8_t key[32])
@@ -93,25 +72,7 @@ void yq_calib_key(const yq_graph *g, const uint8_t images_sha256[32], int letter
     EVP_MD_CTX_free(mc);
 }
 
-/* --- HDF5 helpers ----------------------------------------------------------- */
-
-typedef struct h5why { char s[200]; } h5why;
-
-static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *ctx)
-{
-    h5why *w = ctx;
-    if (n == 0 && e && e->desc) snprintf(w->s, sizeof w->s, "%s", e->desc);
-    return 0;
-}
-
-/* The innermost message of the error stack of the HDF5 call that just failed. */
-static const char *h5_why(h5why *w)
-{
-    w->s[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, w);
-    if (!w->s[0]) snprintf(w->s, sizeof w->s, "HDF5 error");
-    return w->s;
-}
+/* --- HDF5 helpers of the cache's own (the shared ones: runtime/h5util.h) ---- */
 
 static void h5_close(hid_t *id)
 {
@@ -140,30 +101,6 @@ static hid_t fapl_new(int locking)
     return fa;
 }
 
-static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v)
-{
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
-    if (sp >= 0) a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = a >= 0 && H5Awrite(a, mtype, v) >= 0;
-    h5_close(&a);
-    h5_close(&sp);
-    return ok ? 0 : -1;
-}
-
-static int attr_put_int(hid_t loc, const char *name, int v)
-{
-    return attr_put(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v);
-}
-
-static int attr_put_str(hid_t loc, const char *name, const char *s)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    int r = t >= 0 && H5Tset_size(t, strlen(s) + 1) >= 0 && H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0
-            ? attr_put(loc, name, t, t, s) : -1;
-    h5_close(&t);
-    return r;
-}
-
 /* Opens a one-value attribute of class cls: 1 opened, 0 absent, -1 malformed. */
 static int attr_open(hid_t loc, const char *name, H5T_class_t cls, hid_t *a, hid_t *t)
 {
@@ -179,16 +116,6 @@ static int attr_open(hid_t loc, const char *name, H5T_class_t cls, hid_t *a, hid
     h5_close(&sp);
     if (!ok) { h5_close(t); h5_close(a); }
     return ok ? 1 : -1;
-}
-
-static int attr_get_int(hid_t loc, const char *name, int *v)
-{
-    hid_t a, t;
-    int r = attr_open(loc, name, H5T_INTEGER, &a, &t);
-    if (r == 1 && H5Aread(a, H5T_NATIVE_INT, v) < 0) r = -1;
-    h5_close(&t);
-    h5_close(&a);
-    return r;
 }
 
 /* A string attribute, fixed-length or variable-length (as h5py writes them). */
@@ -259,8 +186,8 @@ static int ds_get(hid_t loc, const char *name, H5T_class_t cls, hid_t mtype, int
     d = H5Dopen2(loc, name, H5P_DEFAULT);
     if (d >= 0) { sp = H5Dget_space(d); t = H5Dget_type(d); }
     if (d < 0 || sp < 0 || t < 0) {
-        h5why w;
-        snprintf(why, cap, "dataset %s cannot be opened (%s)", name, h5_why(&w));
+        char w[YQ_H5_WHY];
+        snprintf(why, cap, "dataset %s cannot be opened (%s)", name, yq_h5_why(w));
         goto done;
     }
     hsize_t got[2] = { 0, 0 };
@@ -281,8 +208,8 @@ static int ds_get(hid_t loc, const char *name, H5T_class_t cls, hid_t mtype, int
         goto done;
     }
     if (dims[0] > 0 && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        h5why w;
-        snprintf(why, cap, "dataset %s cannot be read (%s)", name, h5_why(&w));
+        char w[YQ_H5_WHY];
+        snprintf(why, cap, "dataset %s cannot be read (%s)", name, yq_h5_why(w));
         goto done;
     }
     r = 0;
@@ -303,7 +230,7 @@ static yq_status check_format(hid_t f, const char *path, yq_error *err)
     if (r < 0 || strcmp(fmt, YQ_CALIB_CACHE_FORMAT))
         return yq_fail(err, YQ_ERR_FORMAT, "%s: an HDF5 file, but not a yquant calibration cache (format is not \"%s\")",
                        path, YQ_CALIB_CACHE_FORMAT);
-    if (attr_get_int(f, "version", &ver) != 1)
+    if (yq_h5_attr_get_int(f, "version", &ver) != 1)
         return yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: no readable version attribute", path);
     if (ver != YQ_CALIB_CACHE_VERSION)
         return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: calibration cache version %d; this yquant reads version %d"
@@ -319,10 +246,10 @@ static yq_status open_cache(const char *path, hid_t *f, yq_error *err)
         return yq_fail(err, YQ_ERR_FORMAT, "%s: not an HDF5 file (a damaged or foreign calibration cache)", path);
     hid_t fa = fapl_new(1);
     *f = H5Fopen(path, H5F_ACC_RDONLY, fa);
-    h5why w;
+    char w[YQ_H5_WHY] = "";
     yq_status st = YQ_OK;
     if (*f < 0)
-        st = yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: HDF5 cannot open it (%s)", path, h5_why(&w));
+        st = yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: HDF5 cannot open it (%s)", path, yq_h5_why(w));
     h5_close(&fa);
     if (st == YQ_OK) st = check_format(*f, path, err);
     if (st != YQ_OK) h5_close(f);
@@ -364,10 +291,10 @@ static yq_status read_entry(hid_t grp, const char *path, const char *hex, const 
     uint8_t isha[32];
     if (attr_get_str(grp, "key", s, sizeof s) != 1 || strcmp(s, hex))
         return damaged(err, path, hex, "its key attribute is missing or differs from its name");
-    if (attr_get_int(grp, "n_nodes", &n_nodes) != 1 || attr_get_int(grp, "nbins", &nbins) != 1 ||
-        attr_get_int(grp, "images", &images) != 1 || attr_get_int(grp, "skipped", &skipped) != 1)
+    if (yq_h5_attr_get_int(grp, "n_nodes", &n_nodes) != 1 || yq_h5_attr_get_int(grp, "nbins", &nbins) != 1 ||
+        yq_h5_attr_get_int(grp, "images", &images) != 1 || yq_h5_attr_get_int(grp, "skipped", &skipped) != 1)
         return damaged(err, path, hex, "attribute n_nodes, nbins, images or skipped is missing or not an integer");
-    if (attr_get_str(grp, "images_sha256", s, sizeof s) != 1 || unhex32(s, isha))
+    if (attr_get_str(grp, "images_sha256", s, sizeof s) != 1 || !yq_hex_decode(s, isha, 32))
         return damaged(err, path, hex, "attribute images_sha256 is missing or not 64 hex digits");
     if (n_nodes != g->n_nodes) {
         snprintf(why, sizeof why, "%d nodes, the graph has %d", n_nodes, g->n_nodes);
@@ -476,12 +403,12 @@ static yq_status load_file(const char *path, const uint8_t key[32], const yq_gra
     yq_status st = open_cache(path, &f, err);
     if (st != YQ_OK) return st;
     char hex[65];
-    hex32(key, hex);
-    h5why w;
+    yq_hex_encode(key, 32, hex);
+    char w[YQ_H5_WHY] = "";
     htri_t ex = H5Lexists(f, hex, H5P_DEFAULT);
     if (ex < 0) {
         st = yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: cannot look up entry %.12s... (%s)",
-                     path, hex, h5_why(&w));
+                     path, hex, yq_h5_why(w));
     } else if (ex > 0) {
         grp = H5Gopen2(f, hex, H5P_DEFAULT);
         if (grp < 0) st = damaged(err, path, hex, "not a group");
@@ -512,7 +439,7 @@ yq_status yq_calib_cache_load(const char *path, const uint8_t key[32], const yq_
 
 /* --- store ------------------------------------------------------------------ */
 
-typedef struct copy_ctx { hid_t dst; const char *skip; char failed[80]; h5why w; } copy_ctx;
+typedef struct copy_ctx { hid_t dst; const char *skip; char failed[80]; char w[YQ_H5_WHY]; } copy_ctx;
 
 static herr_t copy_cb(hid_t loc, const char *name, const H5L_info_t *info, void *ctx)
 {
@@ -521,7 +448,7 @@ static herr_t copy_cb(hid_t loc, const char *name, const H5L_info_t *info, void 
     if (!strcmp(name, c->skip)) return 0;     /* the entry being replaced */
     if (H5Ocopy(loc, name, c->dst, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
         snprintf(c->failed, sizeof c->failed, "%s", name);
-        h5_why(&c->w);
+        yq_h5_why(c->w);
         return -1;
     }
     return 0;
@@ -564,7 +491,7 @@ static yq_status write_entry(hid_t f, const char *tmp, const char *hex, const yq
         off += c;
     }
     char isha[65], created[32];
-    hex32(cs->images_sha256, isha);
+    yq_hex_encode(cs->images_sha256, 32, isha);
     time_t now = time(NULL);
     struct tm tm;
     if (!gmtime_r(&now, &tm) || !strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -574,20 +501,18 @@ static yq_status write_entry(hid_t f, const char *tmp, const char *hex, const yq
     static const char *const dnames[4] = { "range", "n", "n_nan", "n_inf" };
     static const char *const fnames[3] = { "absmax", "min", "max" };
     grp = H5Gcreate2(f, hex, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int bad = grp < 0 || attr_put_str(grp, "key", hex) || attr_put_int(grp, "n_nodes", cs->n_nodes) ||
-              attr_put_int(grp, "nbins", nbins) || attr_put_int(grp, "images", cs->images) ||
-              attr_put_int(grp, "skipped", cs->skipped) || attr_put_str(grp, "images_sha256", isha) ||
-              attr_put_str(grp, "created", created) ||
+    char w[YQ_H5_WHY] = "";           /* an attribute's failure: HDF5's message, taken then */
+    int bad = grp < 0 || yq_h5_attr_put_str(grp, "key", hex, w) || yq_h5_attr_put_int(grp, "n_nodes", cs->n_nodes, w) ||
+              yq_h5_attr_put_int(grp, "nbins", nbins, w) || yq_h5_attr_put_int(grp, "images", cs->images, w) ||
+              yq_h5_attr_put_int(grp, "skipped", cs->skipped, w) || yq_h5_attr_put_str(grp, "images_sha256", isha, w) ||
+              yq_h5_attr_put_str(grp, "created", created, w) ||
               ds_put(grp, "counts", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, d2, counts) ||
               ds_put(grp, "channels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, d1, chan) ||
               ds_put(grp, "ch_mean", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dc, ch_mean) ||
               ds_put(grp, "ch_max", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dc, ch_max);
     for (int k = 0; k < 4 && !bad; k++) bad = ds_put(grp, dnames[k], H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, d1, sc + k * N);
     for (int k = 0; k < 3 && !bad; k++) bad = ds_put(grp, fnames[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, d1, fc + k * N);
-    if (bad) {
-        h5why w;
-        st = yq_fail(err, YQ_ERR_IO, "%s: cannot write the cache entry (%s)", tmp, h5_why(&w));
-    }
+    if (bad) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write the cache entry (%s)", tmp, w[0] ? w : yq_h5_why(w));
 done:
     h5_close(&grp);
     free(chan);
@@ -607,8 +532,8 @@ static yq_status store_file(const char *path, const char *tmp, int fd, int have_
 {
     hid_t old = H5I_INVALID_HID, f = H5I_INVALID_HID, fa = H5I_INVALID_HID;
     char hex[65];
-    hex32(key, hex);
-    h5why w;
+    yq_hex_encode(key, 32, hex);
+    char w[YQ_H5_WHY] = "";
     yq_h5mem mem = { NULL, 0 };
     yq_status st = have_old ? open_cache(path, &old, err) : YQ_OK;
     if (st != YQ_OK) return st;               /* not ours to overwrite */
@@ -616,11 +541,12 @@ static yq_status store_file(const char *path, const char *tmp, int fd, int have_
     if (fa >= 0) H5Pset_fclose_degree(fa, H5F_CLOSE_STRONG);
     f = fa < 0 ? H5I_INVALID_HID : H5Fcreate(YQ_H5MEM_NAME, H5F_ACC_TRUNC, H5P_DEFAULT, fa);
     if (f < 0) {
-        st = yq_fail(err, YQ_ERR_IO, "%s: cannot create (%s)", tmp, h5_why(&w));
+        st = yq_fail(err, YQ_ERR_IO, "%s: cannot create (%s)", tmp, yq_h5_why(w));
         goto done;
     }
-    if (attr_put_str(f, "format", YQ_CALIB_CACHE_FORMAT) || attr_put_int(f, "version", YQ_CALIB_CACHE_VERSION)) {
-        st = yq_fail(err, YQ_ERR_IO, "%s: cannot write (%s)", tmp, h5_why(&w));
+    if (yq_h5_attr_put_str(f, "format", YQ_CALIB_CACHE_FORMAT, w) ||
+        yq_h5_attr_put_int(f, "version", YQ_CALIB_CACHE_VERSION, w)) {
+        st = yq_fail(err, YQ_ERR_IO, "%s: cannot write (%s)", tmp, w);
         goto done;
     }
     if (old >= 0) {
@@ -628,15 +554,15 @@ static yq_status store_file(const char *path, const char *tmp, int fd, int have_
         if (H5Literate(old, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_cb, &c) < 0) {
             if (c.failed[0])
                 st = yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: entry %.12s... cannot be copied (%s)",
-                             path, c.failed, c.w.s);
+                             path, c.failed, c.w);
             else
                 st = yq_fail(err, YQ_ERR_FORMAT, "%s: damaged calibration cache: cannot list its entries (%s)",
-                             path, h5_why(&w));
+                             path, yq_h5_why(w));
             goto done;
         }
     }
     st = write_entry(f, tmp, hex, g, cs, err);
-    if (st == YQ_OK && H5Fclose(f) < 0) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write (%s)", tmp, h5_why(&w));
+    if (st == YQ_OK && H5Fclose(f) < 0) st = yq_fail(err, YQ_ERR_IO, "%s: cannot write (%s)", tmp, yq_h5_why(w));
     f = H5I_INVALID_HID;
     if (st == YQ_OK) {
         size_t n = yq_h5mem_image(&mem), done_n = 0;

@@ -86,6 +86,7 @@
 #include <openssl/evp.h>
 #include "ir/fsio.h"
 #include "runtime/h5mem.h"
+#include "runtime/h5util.h"
 #include "ir/half.h"
 #include "ir/requant.h"
 #include "kernels/cuda.h"
@@ -160,17 +161,9 @@ static const field kernel_fields[] = {
 #undef FK
 #define NFIELDS(a) ((int)(sizeof a / sizeof a[0]))
 
-static hid_t str_type(size_t size)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0) return -1;
-    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) { H5Tclose(t); return -1; }
-    return t;
-}
-
 static hid_t member_type(const field *f, int file)
 {
-    if (f->kind == K_STR) return str_type((size_t)f->n);
+    if (f->kind == K_STR) return yq_h5_str_type((size_t)f->n);
     hid_t base = f->kind == K_I32 ? (file ? H5T_STD_I32LE : H5T_NATIVE_INT32) : (file ? H5T_IEEE_F32LE : H5T_NATIVE_FLOAT);
     if (f->n == 1) return H5Tcopy(base);
     hsize_t d = (hsize_t)f->n;
@@ -204,33 +197,6 @@ static hid_t compound_type(const field *fs, int nf, size_t mem_size, int file)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void to_hex(const uint8_t *b, int n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < n; i++) {
-        out[2 * i] = hx[b[i] >> 4];
-        out[2 * i + 1] = hx[b[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* 0 unless s is exactly 2n hex digits. */
-static int from_hex(const char *s, uint8_t *b, int n)
-{
-    if ((int)strlen(s) != 2 * n) return 0;
-    for (int i = 0; i < n; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return 0;
-        b[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return 1;
-}
-
 static int op_from_name(const char *s)
 {
     for (int k = 0; k < YQ_OP_COUNT; k++) if (!strcmp(s, yq_op_name((yq_op)k))) return k;
@@ -245,20 +211,6 @@ static const char *dtype_name(yq_dtype t) { return t == YQ_S8 ? "s8" : t == YQ_U
 static int dtype_from_name(const char *s)
 {
     return !strcmp(s, "f32") ? YQ_F32 : !strcmp(s, "s8") ? YQ_S8 : !strcmp(s, "u8") ? YQ_U8 : -1;
-}
-
-/* The innermost message on HDF5's error stack ("truncated file: eof = ..."). */
-static herr_t first_error(unsigned n, const H5E_error2_t *e, void *ctx)
-{
-    char *buf = ctx;
-    if (n == 0 && e->desc) snprintf(buf, 200, "%s", e->desc);
-    return 0;
-}
-static void h5_error(char *buf)
-{
-    buf[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_error, buf);
-    if (!buf[0]) snprintf(buf, 200, "HDF5 error");
 }
 
 /* Expected weight count of conv node n (shapes already inferred); -1 beyond 2^31. */
@@ -308,7 +260,7 @@ static int ck_push(cklist *l, const char *name, const uint8_t sha[32])
     pk_check *c = &l->v[l->n++];
     memset(c, 0, sizeof *c);
     snprintf(c->object, sizeof c->object, "%s", name);
-    to_hex(sha, 32, c->sha256);
+    yq_hex_encode(sha, 32, c->sha256);
     return 0;
 }
 
@@ -439,45 +391,25 @@ typedef struct wctx { const char *path; yq_error *err; } wctx;
 /* h: HDF5's message, taken at the failure (a later call clears the stack); NULL: take it now. */
 static yq_status wfail_h(wctx *w, const char *what, const char *h)
 {
-    char buf[200];
+    char buf[YQ_H5_WHY];
     if (!h) {
-        h5_error(buf);
+        yq_h5_why(buf);
         h = buf;
     }
     return yq_fail(w->err, YQ_ERR_IO, "%s: writing %s failed (%s)", w->path, what, h);
 }
 static yq_status wfail(wctx *w, const char *what) { return wfail_h(w, what, NULL); }
 
-static yq_status w_attr(wctx *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v)
-{
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = s < 0 ? -1 : H5Acreate2(loc, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = a >= 0 && H5Awrite(a, mtype, v) >= 0;
-    char h[200] = "";
-    if (!ok) h5_error(h);
-    if (a >= 0 && H5Aclose(a) < 0 && ok) {
-        ok = 0;
-        h5_error(h);
-    }
-    if (s >= 0) H5Sclose(s);
-    return ok ? YQ_OK : wfail_h(w, name, h);
-}
-
 static yq_status w_attr_int(wctx *w, hid_t loc, const char *name, int v)
 {
-    int32_t x = v;
-    return w_attr(w, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &x);
+    char h[YQ_H5_WHY];
+    return yq_h5_attr_put_int(loc, name, v, h) ? wfail_h(w, name, h) : YQ_OK;
 }
 
 static yq_status w_attr_str(wctx *w, hid_t loc, const char *name, const char *s)
 {
-    if (!s) s = "";
-    size_t len = strlen(s);
-    hid_t t = str_type(len + 1);
-    if (t < 0) return wfail(w, name);
-    yq_status st = w_attr(w, loc, name, t, t, s);
-    H5Tclose(t);
-    return st;
+    char h[YQ_H5_WHY];
+    return yq_h5_attr_put_str(loc, name, s, h) ? wfail_h(w, name, h) : YQ_OK;
 }
 
 /* A 1-d dataset of n elements, or a scalar one when n == 0. */
@@ -494,11 +426,11 @@ static yq_status w_ds(wctx *w, hid_t loc, const char *name, const char *what, hi
     hid_t d = s < 0 ? -1 : H5Dcreate2(loc, name, ftype, s, H5P_DEFAULT, dcpl >= 0 ? dcpl : H5P_DEFAULT, H5P_DEFAULT);
     if (dcpl >= 0) H5Pclose(dcpl);
     int ok = d >= 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
-    char h[200] = "";
-    if (!ok) h5_error(h);
+    char h[YQ_H5_WHY] = "";
+    if (!ok) yq_h5_why(h);
     if (d >= 0 && H5Dclose(d) < 0 && ok) {
         ok = 0;
-        h5_error(h);
+        yq_h5_why(h);
     }
     if (s >= 0) H5Sclose(s);
     return ok ? YQ_OK : wfail_h(w, what ? what : name, h);
@@ -507,7 +439,7 @@ static yq_status w_ds(wctx *w, hid_t loc, const char *name, const char *what, hi
 static yq_status w_ds_str(wctx *w, hid_t loc, const char *name, const char *s)
 {
     if (!s) s = "";
-    hid_t t = str_type(strlen(s) + 1);
+    hid_t t = yq_h5_str_type(strlen(s) + 1);
     if (t < 0) return wfail(w, name);
     yq_status st = w_ds(w, loc, name, NULL, t, t, 0, s);
     H5Tclose(t);
@@ -657,10 +589,10 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
     TRY(w_attr_int(w, f, "format_version", YQ_PACKAGE_VERSION));
     TRY(w_attr_str(w, f, "yquant_version", YQ_VERSION));
     TRY(w_attr_str(w, f, "created", created));
-    to_hex(g->model_sha256, 32, hex);
+    yq_hex_encode(g->model_sha256, 32, hex);
     TRY(w_attr_str(w, f, "model_sha256", hex));
     static const uint8_t zero[32];
-    to_hex(m ? m->calib_images_sha256 : zero, 32, hex);
+    yq_hex_encode(m ? m->calib_images_sha256 : zero, 32, hex);
     TRY(w_attr_str(w, f, "calib_images_sha256", hex));
     TRY(w_attr_str(w, f, "cfg_path", g->cfg_path));
     TRY(w_attr_str(w, f, "weights_path", g->weights_path));
@@ -731,7 +663,7 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
             if (l > len) len = l;
         }
         char *buf = calloc((size_t)g->n_class_names, len);
-        hid_t t = str_type(len);
+        hid_t t = yq_h5_str_type(len);
         if (!buf || t < 0) {
             free(buf);
             if (t >= 0) H5Tclose(t);
@@ -925,17 +857,8 @@ static yq_status r_attr_buf(rctx *r, hid_t loc, const char *name, char *buf, siz
 static yq_status r_attr_int(rctx *r, hid_t loc, const char *objname, const char *name, int *v)
 {
     if (H5Aexists(loc, name) <= 0) return RFAIL(YQ_ERR_FORMAT, "%s: missing attribute '%s' of %s", r->path, name, objname);
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    hid_t t = a < 0 ? -1 : H5Aget_type(a);
-    hid_t s = a < 0 ? -1 : H5Aget_space(a);
-    int32_t x = 0;
-    int ok = t >= 0 && s >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Sget_simple_extent_npoints(s) == 1 &&
-             H5Aread(a, H5T_NATIVE_INT32, &x) >= 0;
-    if (s >= 0) H5Sclose(s);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    *v = x;
-    return ok ? YQ_OK : RFAIL(YQ_ERR_FORMAT, "%s: attribute '%s' of %s is not an integer", r->path, name, objname);
+    return yq_h5_attr_get_int(loc, name, v) == 1
+               ? YQ_OK : RFAIL(YQ_ERR_FORMAT, "%s: attribute '%s' of %s is not an integer", r->path, name, objname);
 }
 
 /* A scalar string dataset; absent: NULL when optional. */
@@ -1331,7 +1254,7 @@ static yq_status load_names(rctx *r, hid_t f, yq_graph *g)
     if (n == 0) goto done;
     char *buf = yq_arena_alloc(g, (size_t)n * (len + 1));
     char **names = yq_arena_alloc(g, sizeof *names * (size_t)n);
-    m = str_type(len + 1);
+    m = yq_h5_str_type(len + 1);
     if (!buf || !names || m < 0) {
         st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", r->path);
         goto done;
@@ -1500,7 +1423,7 @@ static yq_status verify_checksums(rctx *r, hid_t f, int *have)
         char hex[65];
         if (x < 0 || ck_hash(x, at != NULL, sha) != 0)
             st = RFAIL(YQ_ERR_FORMAT, "%s: damaged package: %s is missing or cannot be read", r->path, c->object);
-        else if (to_hex(sha, 32, hex), strcmp(hex, c->sha256))
+        else if (yq_hex_encode(sha, 32, hex), strcmp(hex, c->sha256))
             st = RFAIL(YQ_ERR_FORMAT, "%s: damaged package: %s does not match its checksum", r->path, c->object);
         if (at && x >= 0) H5Aclose(x);
         if (o >= 0) H5Oclose(o);
@@ -1517,8 +1440,8 @@ static hid_t open_file(rctx *r, yq_status *st)
     hid_t f = H5Fopen(r->path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
     if (fapl >= 0) H5Pclose(fapl);
     if (f < 0) {
-        char h[200];
-        h5_error(h);
+        char h[YQ_H5_WHY];
+        yq_h5_why(h);
         FILE *fp = fopen(r->path, "rb");
         long size = -1;
         if (fp && fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
@@ -1556,7 +1479,7 @@ static yq_status package_load(const char *path, yq_graph **out, yq_package_info 
     TRY(r_attr_buf(r, f, "cfg_path", info->cfg_path, sizeof info->cfg_path));
     TRY(r_attr_buf(r, f, "weights_path", info->weights_path, sizeof info->weights_path));
     uint8_t sha[32], sha2[32];
-    if (!from_hex(info->model_sha256, sha, 32) || !from_hex(info->calib_images_sha256, sha2, 32)) {
+    if (!yq_hex_decode(info->model_sha256, sha, 32) || !yq_hex_decode(info->calib_images_sha256, sha2, 32)) {
         st = RFAIL(YQ_ERR_FORMAT, "%s: model_sha256 or calib_images_sha256 is not 64 hex digits", path);
         goto fail;
     }
