@@ -21,6 +21,8 @@
 #include "ir/requant.h"
 #include "ir/ir.h"
 #include "quant/rewrite.h"
+#include "runtime/h5mem.h"
+#include "runtime/h5util.h"
 #include "runtime/package.h"
 #include "runtime/plan.h"
 
@@ -964,6 +966,62 @@ static void t_real_models(void)
     if (!done) TEST_SKIP("no models under %s/models", test_data_dir());
 }
 
+/* runtime/h5util: the helpers the package and the calibration cache share, on an
+ * in-memory file: attributes written and read back with their types, absent and
+ * malformed ones told apart, a failed write's HDF5 message captured, hex both ways. */
+static void t_h5util(void)
+{
+    uint8_t b[4] = { 0x00, 0x9f, 0xa0, 0xff }, back[4] = { 1, 1, 1, 1 };
+    char hex[9];
+    yq_hex_encode(b, 4, hex);
+    CHECK(!strcmp(hex, "009fa0ff"));
+    CHECK(yq_hex_decode("009FA0ff", back, 4) == 1 && !memcmp(back, b, 4));
+    memset(back, 7, sizeof back);
+    CHECK(yq_hex_decode("009fa0f", back, 4) == 0 && back[0] == 7);    /* odd length */
+    CHECK(yq_hex_decode("009fa0fg", back, 4) == 0 && back[0] == 7);   /* not hex: b untouched */
+    CHECK(yq_hex_decode("009fa0ff00", back, 4) == 0);
+
+    yq_h5mem m = { 0 };
+    hid_t fa = yq_h5mem_fapl(&m);
+    CHECK(fa >= 0);
+    hid_t f = H5Fcreate(YQ_H5MEM_NAME, H5F_ACC_TRUNC, H5P_DEFAULT, fa);
+    CHECK(f >= 0);
+    char why[YQ_H5_WHY] = "";
+    CHECK(yq_h5_attr_put_int(f, "n", -42, why) == 0);
+    CHECK(yq_h5_attr_put_str(f, "s", "yquant", why) == 0);
+    CHECK(yq_h5_attr_put_str(f, "empty", NULL, why) == 0);
+    float x = 1.5f;
+    CHECK(yq_h5_attr_put(f, "x", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &x, why) == 0);
+    int v = 0;
+    CHECK(yq_h5_attr_get_int(f, "n", &v) == 1 && v == -42);
+    v = 5;
+    CHECK(yq_h5_attr_get_int(f, "absent", &v) == 0 && v == 5);
+    CHECK(yq_h5_attr_get_int(f, "x", &v) == -1 && v == 5);            /* a float: not an integer */
+    CHECK(yq_h5_attr_get_int(f, "s", &v) == -1);
+    /* the types as written: a little-endian int32, a NUL-terminated string of its length */
+    hid_t a = H5Aopen(f, "n", H5P_DEFAULT), t = H5Aget_type(a);
+    CHECK(H5Tequal(t, H5T_STD_I32LE) > 0);
+    H5Tclose(t);
+    H5Aclose(a);
+    a = H5Aopen(f, "s", H5P_DEFAULT);
+    t = H5Aget_type(a);
+    CHECK(H5Tget_class(t) == H5T_STRING && H5Tget_size(t) == 7 && H5Tget_strpad(t) == H5T_STR_NULLTERM);
+    H5Tclose(t);
+    H5Aclose(a);
+    /* a second attribute of the same name fails, with HDF5's own words */
+    int r;
+    H5E_BEGIN_TRY { r = yq_h5_attr_put_int(f, "n", 1, why); } H5E_END_TRY;
+    CHECKF(r == -1 && why[0] && strcmp(why, "HDF5 error"), "why: '%s'", why);
+    printf("# a second attribute 'n': %s\n", why);
+    H5Fclose(f);
+    H5Pclose(fa);
+    CHECK(yq_h5mem_image(&m) > 0);
+    yq_h5mem_free(&m);
+    /* nothing on the stack: the fallback */
+    H5Eclear2(H5E_DEFAULT);
+    CHECK(!strcmp(yq_h5_why(why), "HDF5 error"));
+}
+
 int main(void)
 {
     H5dont_atexit();     /* as the yquant program: see cli/yquant.c */
@@ -973,6 +1031,7 @@ int main(void)
         printf("FAIL test_package: cannot create a temporary directory\n");
         return 1;
     }
+    TEST(t_h5util);
     TEST(t_roundtrip);
     TEST(t_minimal);
     TEST(t_h5dump);
