@@ -42,7 +42,7 @@ LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null)
             -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
             -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 
-LIB_DIRS := ir quant calib kernels runtime datasets
+LIB_DIRS := ir quant calib kernels runtime datasets pipeline
 C_SRCS   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 CXX_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cpp))
 CU_SRCS  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu))

@@ -1,0 +1,60 @@
+/* The quantization pipeline's first steps, as library code: calibrate a graph (the
+ * calibration cache, the device, equalization's second pass) and rewrite it into int8 as a
+ * qconfig directs (with the float layers and thresholds chosen by measurement, and data
+ * bias correction).  The CLI's quantize, eval, sensitivity and sweep commands all
+ * run these; they moved here from cli/ (issue 16) so that C code, tests included, can run
+ * them without the command line.  Nothing here prints: progress, warnings and notes go to
+ * the caller's callbacks (yq_pipe_io; any of them may be NULL).
+ *
+ *     yq_pipe_io io = { .warn = my_warn, .ctx = me };
+ *     yq_pipe_calib cal = { .images = "calib/", .device = "cpu" };
+ *     yq_calib_stats *cs;
+ *     yq_pipe_calibrate(&cal, &qc, g, letterbox, &io, &cs, &err);
+ *     yq_pipe_quantize(&cal, &qc, g, cs, letterbox, &io, &err);   // g->q set
+ */
+#ifndef YQ_PIPELINE_QUANTIZE_H
+#define YQ_PIPELINE_QUANTIZE_H
+
+#include "calib/observe.h"
+#include "ir/ir.h"
+#include "quant/qconfig.h"
+
+typedef struct yq_pipe_io {
+    void (*stage)(void *ctx, const char *label);   /* a step with progress begins ("calibrating (GPU)") */
+    yq_progress_fn progress;                       /* its progress */
+    yq_warn_fn warn;                               /* something went around ("calibration cache: ...") */
+    yq_warn_fn note;                               /* something worth a line ("calibration: cache hit (PATH)") */
+    void *ctx;                                     /* passed to all four */
+} yq_pipe_io;
+
+/* Where calibration reads and runs. */
+typedef struct yq_pipe_calib {
+    const char *images;       /* the calibration images (a folder) */
+    const char *cache;        /* the cache file; NULL: $XDG_CACHE_HOME/yquant/calib.h5 or
+                                 ~/.cache/yquant/calib.h5 (none when neither is set) */
+    int no_cache;             /* 1: neither read nor write a cache */
+    const char *device;       /* "cpu", "cuda", "cuda:N"; NULL: cuda when usable, else cpu.  A
+                                 device given that cannot run is an error; the default one
+                                 falls back to the CPU with a warning */
+} yq_pipe_calib;
+
+/* The statistics of g's activations on c->images (*cs, yq_calib_stats_free), from the
+ * cache when it holds them, else observed and stored; with qc->equalize, g's weights are
+ * equalized with them and g is observed again (*cs then the second pass's).  A cache that
+ * cannot be read or written costs one warning and the run goes on without it. */
+yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, yq_graph *g, int letterbox,
+                            const yq_pipe_io *io, yq_calib_stats **cs, yq_error *err);
+
+/* g rewritten into int8 (g->q) as qc directs, from cs.  keep_float and thresh_search are
+ * measured on up to 16 of c->images through simulated int8, and their choices written into
+ * qc (per-layer skips and thresholds, which the package records; the two keys are then 0);
+ * bias_correction data measures on the same images. */
+yq_status yq_pipe_quantize(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
+                           int letterbox, const yq_pipe_io *io, yq_error *err);
+
+/* Up to max images of dir, evenly spaced over it, preprocessed for g (*out: *got inputs of
+ * g's input size, malloc'd); images that cannot be decoded are left out. */
+yq_status yq_pipe_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, const yq_pipe_io *io,
+                              float **out, int *got, yq_error *err);
+
+#endif
