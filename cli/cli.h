@@ -78,11 +78,9 @@ extern const char *cli_quant_help;
 #include "calib/compare.h"
 yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
                            yq_layer_err **out, yq_error *err);
-/* Up to max preprocessed images of dir, evenly spaced; *out malloc'ed. */
+/* pipeline/quantize.h's yq_pipe_load_inputs, yq_pipe_quantize and yq_pipe_calibrate on q's
+ * flags, with the terminal's progress bar, warnings and notes (cli/qflags.c). */
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
-/* The rewrite; then keep_float's measured choice of float layers and thresh_search's
- * thresholds (quant/select.h, on up to 16 calibration images; written into q's per-layer
- * skips and thresholds) and the data-driven bias correction, when the qconfig asks. */
 yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
