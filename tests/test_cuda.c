@@ -508,6 +508,10 @@ static void t_conv_mma(void)
         { 192, 19, 23, 80, 3, 2, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 256, 11, 9, 272, 3, 1, 1, 1, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 128, 21, 17, 144, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        /* more tiles than the H200's 132 multiprocessors (several waves): K of 9 steps,
+         * and of one (a 1x1 over 128 channels) */
+        { 64, 96, 96, 128, 3, 1, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 128, 64, 64, 64, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
     };
     long halo_before = n_halo_runs, wg_before = n_wg_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
