@@ -120,7 +120,7 @@ $(B)/tests/test_harden: $(B)/tests/test_harden.o $(B)/tests/peer/opencv_decode.o
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
-# examples/*.c: small programs on the public API (include/yq.h) alone.
+# examples/*.c: small programs on the public API (include/yq.h, include/yq_quant.h) alone.
 examples: $(EXAMPLES)
 $(B)/examples/%: $(B)/examples/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
@@ -178,7 +178,7 @@ $(B)/yquant.pc.in: include/yq.h Makefile
 
 install: $(LIB) $(SOLIB) $(B)/yquant $(B)/yquant.pc.in
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
-	install -m 644 include/yq.h $(DESTDIR)$(INCDIR)/yq.h
+	install -m 644 include/yq.h include/yq_quant.h $(DESTDIR)$(INCDIR)/
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libyq.a
 	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION)
 	ln -sf libyq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR)
@@ -188,7 +188,7 @@ install: $(LIB) $(SOLIB) $(B)/yquant $(B)/yquant.pc.in
 	install -m 755 $(B)/yquant $(DESTDIR)$(BINDIR)/yquant
 
 uninstall:
-	rm -f $(DESTDIR)$(INCDIR)/yq.h $(DESTDIR)$(LIBDIR)/libyq.a $(DESTDIR)$(LIBDIR)/libyq.so \
+	rm -f $(DESTDIR)$(INCDIR)/yq.h $(DESTDIR)$(INCDIR)/yq_quant.h $(DESTDIR)$(LIBDIR)/libyq.a $(DESTDIR)$(LIBDIR)/libyq.so \
 	    $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/yquant.pc $(DESTDIR)$(BINDIR)/yquant
 

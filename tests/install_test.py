@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """`make install` into a fresh prefix, then a program built against the installed copy alone.
 
-  - `make install PREFIX=<tmp>` installs include/yq.h, libyq.a, libyq.so.<version> with the
+  - `make install PREFIX=<tmp>` installs include/yq.h and yq_quant.h, libyq.a, libyq.so.<version> with the
     soname libyq.so.<major> and its two links, lib/pkgconfig/yquant.pc and bin/yquant;
   - pkg-config (PKG_CONFIG_PATH=<tmp>/lib/pkgconfig) reports the version of include/yq.h and
     flags that name only the prefix;
   - examples/detect.c, compiled outside the tree with `cc detect.c $(pkg-config --cflags
     --libs yquant)`, links the shared library (readelf: NEEDED libyq.so.<major>), runs on a
     shared model and image, and prints the same detections as build/examples/detect;
+  - examples/quantize.c (the quantizer, include/yq_quant.h) builds the same way;
   - the installed yquant runs (`--version`); `make uninstall` removes every file again.
 
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed."""
@@ -48,7 +49,7 @@ def main():
         if r.returncode:
             return 1
         lib = os.path.join(pfx, "lib")
-        want = [os.path.join(pfx, "include", "yq.h"), os.path.join(lib, "libyq.a"),
+        want = [os.path.join(pfx, "include", "yq.h"), os.path.join(pfx, "include", "yq_quant.h"), os.path.join(lib, "libyq.a"),
                 os.path.join(lib, f"libyq.so.{version}"), os.path.join(lib, "pkgconfig", "yquant.pc"),
                 os.path.join(pfx, "bin", "yquant")]
         missing = [p for p in want if not os.path.isfile(p)]
@@ -76,6 +77,10 @@ def main():
         report("install_build_example", r.returncode == 0, r.stderr[-600:])
         if r.returncode:
             return 1
+        qsrc = os.path.join(tmp, "quantize.c")
+        shutil.copy(os.path.join(ROOT, "examples", "quantize.c"), qsrc)
+        r = run([cc, "-std=c11", "-o", os.path.join(tmp, "quantize"), qsrc] + shlex.split(cflags) + shlex.split(libs), cwd=tmp)
+        report("install_build_quantize_example", r.returncode == 0, r.stderr[-600:])
         need = run(["readelf", "-d", exe]).stdout
         report("install_links_shared", f"[libyq.so.{major}]" in need, need[-300:])
 

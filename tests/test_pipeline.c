@@ -10,6 +10,12 @@
 #include "calib/observe.h"
 #include "pipeline/quantize.h"
 #include "quant/rewrite.h"
+#include "yq_quant.h"
+#include "calib/hist.h"
+#include "datasets/image.h"
+#include "datasets/labels.h"
+#include "runtime/evaluate.h"
+#include "runtime/package.h"
 
 static yq_error err;
 static char samples[600], tmpdir[64];
@@ -194,6 +200,214 @@ static void t_errors(void)
     free(qc);
 }
 
+/* ---- the public API (include/yq_quant.h) ---------------------------------------- */
+
+static void t_qconf(void)
+{
+    yq_qconf *q = NULL, *r = NULL;
+    CHECKF(yq_qconf_new(&q, &err) == YQ_OK, "%s", err.msg);
+    char *t0 = yq_qconf_text(q);
+    CHECK(t0 && strstr(t0, "bits = 8\n"));
+    CHECKF(yq_qconf_set(q, "bits", "7", &err) == YQ_OK && yq_qconf_set(q, "head", "int8", &err) == YQ_OK, "%s", err.msg);
+    char *t1 = yq_qconf_text(q);
+    CHECKF(t1 && strstr(t1, "bits = 7\n") && strstr(t1, "head = int8\n"), "%s", t1 ? t1 : "(null)");
+    /* refused: named in the message, the handle unchanged */
+    yq_status st = yq_qconf_set(q, "no_such_key", "1", &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "no_such_key"), "%s: %s", yq_status_str(st), err.msg);
+    printf("# %s\n", err.msg);
+    st = yq_qconf_set(q, "bits", "99", &err);
+    CHECKF(st != YQ_OK && strstr(err.msg, "99"), "%s: %s", yq_status_str(st), err.msg);
+    char *t2 = yq_qconf_text(q);
+    CHECK(t2 && !strcmp(t1, t2));
+    /* the text is a qconfig file that reads back to the same qconfig */
+    char path[96];
+    snprintf(path, sizeof path, "%s/q.qconfig", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(t1, f) >= 0 && fclose(f) == 0);
+    CHECKF(yq_qconf_load(path, &r, &err) == YQ_OK, "%s", err.msg);
+    char *t3 = yq_qconf_text(r);
+    CHECKF(t3 && !strcmp(t1, t3), "read back:\n%s", t3 ? t3 : "(null)");
+    yq_qconf *none = (yq_qconf *)1;
+    st = yq_qconf_load("/nonexistent/q.qconfig", &none, &err);
+    CHECKF(st != YQ_OK && none == NULL && strstr(err.msg, "/nonexistent/q.qconfig"), "%s", err.msg);
+    free(t0);
+    free(t1);
+    free(t2);
+    free(t3);
+    yq_qconf_free(q);
+    yq_qconf_free(r);
+    yq_qconf_free(NULL);
+}
+
+/* A COCO annotation file for two of the samples (boxes where the FP32 model finds the
+ * dog, the bicycle and the truck, and a horse). */
+static void write_ann(const char *path)
+{
+    static const struct { const char *file; int cat; double b[4]; } box[] = {
+        { "dog.jpg", 18, { 109, 201, 289, 309 } }, { "dog.jpg", 2, { 116, 98, 473, 364 } },
+        { "dog.jpg", 8, { 452, 80, 227, 85 } },    { "horses.jpg", 19, { 0, 215, 237, 161 } },
+    };
+    static const char *files[2] = { "dog.jpg", "horses.jpg" };
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fprintf(f, "{\"images\": [");
+    for (int i = 0; i < 2; i++) {
+        char p[700];
+        int w = 0, h = 0;
+        snprintf(p, sizeof p, "%s/%s", samples, files[i]);
+        CHECKF(yq_image_size(p, &w, &h, &err) == YQ_OK, "%s", err.msg);
+        fprintf(f, "%s{\"id\": %d, \"file_name\": \"%s\", \"width\": %d, \"height\": %d}", i ? ", " : "", i + 1, files[i], w, h);
+    }
+    fprintf(f, "], \"annotations\": [");
+    for (int k = 0; k < 4; k++)
+        fprintf(f, "%s{\"id\": %d, \"image_id\": %d, \"category_id\": %d, \"bbox\": [%g, %g, %g, %g], \"area\": %g, "
+                   "\"iscrowd\": 0}", k ? ", " : "", k + 1, strcmp(box[k].file, "dog.jpg") ? 2 : 1, box[k].cat, box[k].b[0],
+                box[k].b[1], box[k].b[2], box[k].b[3], box[k].b[2] * box[k].b[3]);
+    fprintf(f, "], \"categories\": [{\"id\": 2, \"name\": \"bicycle\"}, {\"id\": 8, \"name\": \"truck\"}, "
+               "{\"id\": 18, \"name\": \"dog\"}, {\"id\": 19, \"name\": \"horse\"}]}\n");
+    CHECK(fclose(f) == 0);
+}
+
+typedef struct api_ctx {
+    yq_quantizer *q;
+    yq_qconf *qc;
+    const char *path;
+    yq_status st;
+} api_ctx;
+static void run_save(void *p)
+{
+    api_ctx *a = p;
+    a->st = yq_quantizer_save(a->q, a->qc, a->path, &err);
+}
+
+/* A model folder as the CLI (and the quantizer) loads it: cfg, weights, class names. */
+static yq_graph *load_folder(const char *dir)
+{
+    yq_model_paths mp;
+    yq_import_opt imp = { 0 };
+    yq_graph *g = NULL;
+    CHECKF(yq_model_resolve(dir, NULL, &mp, &err) == YQ_OK && yq_darknet_load(mp.cfg, mp.weights, &imp, &g, &err) == YQ_OK &&
+           (!mp.names[0] || yq_graph_load_names(g, mp.names, &err) == YQ_OK), "%s", err.msg);
+    return g;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb, ca, cb;
+    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF) {}
+    if (same) same = ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+/* The quantizer on yolo-fastest-1.1 (its weights) calibrated on the samples: its package
+ * is byte for byte the one pipeline/quantize.h and the package writer make by hand with
+ * the same metadata; a second save reuses the calibration; evaluation gives the mAP of
+ * yq_eval_detect and yq_coco_eval run by hand, FP32 and int8; and nothing is printed. */
+static void t_quantizer(void)
+{
+    need_samples();
+    char dir[600], cfg[700], weights[700];
+    snprintf(dir, sizeof dir, "%s/models/yolo-fastest-1.1", test_data_dir());
+    snprintf(cfg, sizeof cfg, "%s/yolo-fastest-1.1.cfg", dir);
+    snprintf(weights, sizeof weights, "%s/yolo-fastest-1.1.weights", dir);
+    if (access(cfg, R_OK) || access(weights, R_OK)) TEST_SKIP("%s not found (set YQ_DATA)", dir);
+    seen s = { 0 };
+    yq_quant_io io = { on_stage, on_progress, on_warn, on_note, &s };
+    yq_quant_opt o = yq_quant_defaults();
+    o.calib = samples;
+    o.no_cache = 1;
+    o.device = "cpu";
+    o.created_unix = 1764547200;       /* fixed: the same bytes */
+    api_ctx a = { 0 };
+    CHECKF(yq_quantizer_new(dir, &o, &io, &a.q, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_qconf_new(&a.qc, &err) == YQ_OK && yq_qconf_set(a.qc, "keep_float", "1", &err) == YQ_OK, "%s", err.msg);
+    char p1[96], p2[96], ann[96];
+    snprintf(p1, sizeof p1, "%s/api.yqp", tmpdir);
+    snprintf(p2, sizeof p2, "%s/hand.yqp", tmpdir);
+    snprintf(ann, sizeof ann, "%s/ann.json", tmpdir);
+    a.path = p1;
+    long printed = stderr_bytes_during(run_save, &a);
+    CHECKF(a.st == YQ_OK, "%s", err.msg);
+    CHECKF(printed == 0, "the quantizer printed %ld bytes", printed);
+    int stages = s.stages;
+    CHECK(stages >= 1);
+
+    /* by hand */
+    yq_graph *g = load_folder(dir);
+    yq_qconfig *qc = malloc(sizeof *qc);
+    CHECK(qc);
+    yq_qconfig_defaults(qc);
+    qc->keep_float = 1;
+    yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
+    yq_calib_stats *cs = NULL;
+    CHECKF(yq_pipe_calibrate(&c, qc, g, g->letter_box, NULL, &cs, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_pipe_quantize(&c, qc, g, cs, g->letter_box, NULL, &err) == YQ_OK, "%s", err.msg);
+    char *text = yq_qconfig_text(qc), method[128];
+    yq_calib_method_str(&qc->calib, method, sizeof method);
+    yq_package_meta meta = { .qconfig_text = text, .calib_method = method, .calib_images = cs->images,
+                             .letterbox = g->letter_box, .created_unix = o.created_unix };
+    memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
+    CHECKF(yq_package_write(p2, g, &meta, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(same_file(p1, p2), "%s and %s differ", p1, p2);
+    printf("# yq_quantizer_save = pipeline + yq_package_write, byte for byte (%s)\n", p1);
+
+    /* a second save of the same qconfig: no new calibration */
+    CHECKF(yq_quantizer_save(a.q, a.qc, p1, &err) == YQ_OK && same_file(p1, p2), "%s", err.msg);
+    CHECKF(s.stages == stages, "the second save calibrated again (%d stages, then %d)", stages, s.stages);
+
+    /* evaluation */
+    write_ann(ann);
+    yq_dataset *ds = NULL;
+    CHECKF(yq_dataset_load_coco(ann, samples, &ds, &err) == YQ_OK, "%s", err.msg);
+    double m8[2], mf[2], h8[YQ_COCO_NSTATS], hf[YQ_COCO_NSTATS];
+    yq_eval_opt eo = yq_eval_defaults();
+    eo.letterbox = g->letter_box;
+    yq_det *d = NULL;
+    int n = 0, sk = 0;
+    CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, h8, NULL, NULL, &err) == YQ_OK,
+           "%s", err.msg);
+    yq_coco_dets_free(d);
+    yq_unquantize_graph(g);
+    yq_graph_free(g);                   /* the FP32 weights were equalized: a fresh copy */
+    g = load_folder(dir);
+    CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, hf, NULL, NULL, &err) == YQ_OK,
+           "%s", err.msg);
+    yq_coco_dets_free(d);
+    CHECKF(yq_quantizer_evaluate(a.q, NULL, samples, ann, mf, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_evaluate(a.q, a.qc, samples, ann, m8, &err) == YQ_OK, "%s", err.msg);
+    printf("# two samples: FP32 mAP %.4f mAP50 %.4f, int8 %.4f %.4f\n", mf[0], mf[1], m8[0], m8[1]);
+    CHECKF(mf[0] == hf[0] && mf[1] == hf[1] && m8[0] == h8[0] && m8[1] == h8[1],
+           "FP32 %g %g against %g %g by hand, int8 %g %g against %g %g", mf[0], mf[1], hf[0], hf[1], m8[0], m8[1], h8[0], h8[1]);
+    CHECKF(mf[1] > 0.5, "FP32 mAP50 %g on boxes where it detects", mf[1]);
+    /* and the package the quantizer wrote runs */
+    yq_model *m = NULL;
+    CHECKF(yq_model_open(p1, &m, &err) == YQ_OK && yq_model_is_int8(m), "%s", err.msg);
+    yq_model_free(m);
+
+    /* errors */
+    yq_quantizer *bad = (yq_quantizer *)1;
+    yq_status st = yq_quantizer_new("/nonexistent/model.cfg", &o, NULL, &bad, &err);
+    CHECKF(st != YQ_OK && bad == NULL && strstr(err.msg, "/nonexistent/model.cfg"), "%s", err.msg);
+    yq_quant_opt o2 = o;
+    o2.calib = NULL;
+    st = yq_quantizer_new(dir, &o2, NULL, &bad, &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "calibration"), "%s", err.msg);
+    st = yq_quantizer_save(a.q, a.qc, "/nonexistent/dir/x.yqp", &err);
+    CHECKF(st != YQ_OK && access("/nonexistent/dir/x.yqp", F_OK), "%s", err.msg);
+    printf("# %s\n", err.msg);
+
+    yq_dataset_free(ds);
+    yq_calib_stats_free(cs);
+    yq_graph_free(g);
+    free(text);
+    free(qc);
+    yq_qconf_free(a.qc);
+    yq_quantizer_free(a.q);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_pipeline_XXXXXX");
@@ -204,6 +418,8 @@ int main(void)
     TEST(t_calibrate);
     TEST(t_quantize);
     TEST(t_errors);
+    TEST(t_qconf);
+    TEST(t_quantizer);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);

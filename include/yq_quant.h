@@ -1,0 +1,100 @@
+/* yquant: making an int8 package, as a library (the quantize command's steps without the
+ * command line).  A quantizer holds an FP32 Darknet model and where its calibration
+ * images are; a qconfig handle says how to quantize (the keys of `yquant quantize --set`
+ * and qconfig files).  Calibration runs once per qconfig and is cached on disk as the CLI
+ * caches it; nothing here prints: progress, warnings and notes go to yq_quant_io.
+ *
+ *     yq_error err;
+ *     yq_qconf *qc = NULL;
+ *     yq_quantizer *q = NULL;
+ *     yq_quant_opt o = yq_quant_defaults();
+ *     o.calib = "calib_images/";
+ *     double fp[2], q8[2];
+ *     if (yq_qconf_new(&qc, &err) || yq_qconf_set(qc, "head", "float", &err) ||
+ *         yq_quantizer_new("yolo-fastest-1.1-xl.cfg", &o, NULL, &q, &err) ||
+ *         yq_quantizer_evaluate(q, NULL, "val/", "val.json", fp, &err) ||      // FP32
+ *         yq_quantizer_evaluate(q, qc, "val/", "val.json", q8, &err) ||        // int8
+ *         yq_quantizer_save(q, qc, "model-int8.yqp", &err))
+ *         fprintf(stderr, "%s\n", err.msg);
+ *     yq_quantizer_free(q);
+ *     yq_qconf_free(qc);
+ *
+ * The package is then a yq_model (include/yq.h: yq_model_open, yq_session_new).
+ * examples/quantize.c is a whole program on this header. */
+#ifndef YQ_QUANT_H
+#define YQ_QUANT_H
+
+#include "yq.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- qconfig handles ----------------------------------------------------------- */
+
+typedef struct yq_qconf yq_qconf;
+
+/* The defaults (8 bits, per-channel weights, the default calibration method, ...). */
+yq_status yq_qconf_new(yq_qconf **out, yq_error *err);
+/* A qconfig file (`key = value` lines, [layer N] sections), on top of the defaults. */
+yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err);
+/* One key (as `--set key=value`); an unknown key or bad value fails naming it and leaves
+ * the handle as it was. */
+yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error *err);
+/* The qconfig as a qconfig file's text (malloc'd: free(); NULL when out of memory);
+ * yq_qconf_load reads it back to the same qconfig. */
+char *yq_qconf_text(const yq_qconf *q);
+void yq_qconf_free(yq_qconf *q);               /* NULL is a no-op */
+
+/* ---- the quantizer ------------------------------------------------------------- */
+
+/* Where long jobs report (each may be NULL; ctx is passed to all). */
+typedef struct yq_quant_io {
+    void (*stage)(void *ctx, const char *label);            /* a step begins ("calibrating (GPU)") */
+    void (*progress)(void *ctx, int done, int total);       /* the step's progress */
+    yq_warn_fn warn;                                        /* something went around it */
+    yq_warn_fn note;                                        /* worth a line ("calibration: cache hit") */
+    void *ctx;
+} yq_quant_io;
+
+typedef struct yq_quant_opt {
+    const char *calib;        /* the calibration images: a folder (required) */
+    const char *weights;      /* NULL: found beside the cfg */
+    const char *cache;        /* the calibration cache file; NULL: $XDG_CACHE_HOME/yquant/calib.h5
+                                 or ~/.cache/yquant/calib.h5 (none when neither is set) */
+    int no_cache;             /* 1: neither read nor write a cache */
+    const char *device;       /* where calibration runs: "cpu", "cuda", "cuda:N"; NULL: cuda when
+                                 usable, else cpu (with a warning) */
+    int letterbox;            /* -1: as the model's cfg says; 0 plain resize; 1 letterbox */
+    long long created_unix;   /* the package's creation time, seconds since 1970 UTC; 0: now (a
+                                 fixed time gives the same package bytes for the same inputs) */
+} yq_quant_opt;
+
+yq_quant_opt yq_quant_defaults(void);
+
+typedef struct yq_quantizer yq_quantizer;
+
+/* model: a Darknet .cfg, or a folder holding one (and its .weights).  The options are
+ * copied. */
+yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_quant_io *io, yq_quantizer **out,
+                           yq_error *err);
+/* Calibrates for qc now (yq_quantizer_evaluate and _save do it when needed): the
+ * activations' statistics on the calibration images, from the cache when it holds them. */
+yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *err);
+/* COCO accuracy on a labelled set (images: a folder; ann: its COCO instances JSON) on the
+ * CPU: qc NULL, the FP32 model (OpenBLAS); else the int8 model qc makes (the integer
+ * reference, float layers in their exact FP32, as every engine runs them).  map[0]:
+ * mAP@[.5:.95], map[1]: mAP@.5, in [0, 1]. */
+yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann, double map[2],
+                                yq_error *err);
+/* Quantizes as qc directs and writes the int8 package (atomically: a failed write leaves
+ * no file), recording the qconfig as resolved (keep_float's and thresh_search's measured
+ * choices), the calibration method and images. */
+yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err);
+void yq_quantizer_free(yq_quantizer *q);       /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

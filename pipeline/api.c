@@ -1,0 +1,257 @@
+/* include/yq_quant.h on the pipeline (pipeline/quantize.h): qconfig handles and the
+ * quantizer.  The quantizer keeps its FP32 graph pristine between calls: a rewrite is
+ * undone after each evaluation or save, and equalization (which edits the FP32 weights in
+ * place) is followed by a fresh load from the model's files before anything else uses
+ * them, so every call sees the model as its files hold it. */
+#include <stdlib.h>
+#include <string.h>
+#include "yq_quant.h"
+#include "calib/hist.h"
+#include "calib/observe.h"
+#include "datasets/labels.h"
+#include "pipeline/quantize.h"
+#include "quant/qconfig.h"
+#include "quant/rewrite.h"
+#include "runtime/evaluate.h"
+#include "runtime/package.h"
+
+struct yq_qconf {
+    yq_qconfig qc;
+};
+
+yq_status yq_qconf_new(yq_qconf **out, yq_error *err)
+{
+    *out = malloc(sizeof **out);
+    if (!*out) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_qconfig_defaults(&(*out)->qc);
+    return YQ_OK;
+}
+
+yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err)
+{
+    yq_status st = yq_qconf_new(out, err);
+    if (st == YQ_OK && (st = yq_qconfig_load(&(*out)->qc, path, err)) != YQ_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error *err)
+{
+    if (!q || !key || !value) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_set: NULL argument");
+    /* set on a copy: a refused value leaves the handle as it was */
+    yq_qconf *t = malloc(sizeof *t);
+    if (!t) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    *t = *q;
+    yq_status st = yq_qconfig_set(&t->qc, key, value, "yq_qconf_set", err);
+    if (st == YQ_OK) *q = *t;
+    free(t);
+    return st;
+}
+
+char *yq_qconf_text(const yq_qconf *q) { return q ? yq_qconfig_text(&q->qc) : NULL; }
+
+void yq_qconf_free(yq_qconf *q) { free(q); }
+
+/* ---- the quantizer ---------------------------------------------------------------- */
+
+struct yq_quantizer {
+    char *model, *weights, *calib, *cache, *device;   /* copies of the options' strings */
+    yq_quant_opt o;               /* its strings point at the copies */
+    yq_pipe_io io;
+    yq_graph *g;                  /* FP32, as the files hold it unless `edited` */
+    int edited;                   /* g's weights were equalized: load again before use */
+    int letterbox;
+    yq_calib_stats *cs;           /* for the qconfig whose text is cs_for */
+    char *cs_for;
+};
+
+yq_quant_opt yq_quant_defaults(void)
+{
+    yq_quant_opt o;
+    memset(&o, 0, sizeof o);
+    o.letterbox = -1;
+    return o;
+}
+
+static char *dup_or_null(const char *s, int *fail)
+{
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *fail = 1;
+    return d;
+}
+
+static yq_status load_graph(yq_quantizer *q, yq_error *err)
+{
+    yq_model_paths mp;
+    yq_status st = yq_model_resolve(q->model, q->weights, &mp, err);
+    if (st != YQ_OK) return st;
+    yq_import_opt io = { .synthetic = mp.synthetic, .seed = mp.seed };
+    yq_graph *g = NULL;
+    if ((st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, &g, err)) != YQ_OK) return st;
+    if (mp.names[0] && (st = yq_graph_load_names(g, mp.names, err)) != YQ_OK) {
+        yq_graph_free(g);
+        return st;
+    }
+    yq_graph_free(q->g);
+    q->g = g;
+    if (q->edited) {                  /* statistics observed on the equalized weights: gone with them */
+        yq_calib_stats_free(q->cs);
+        q->cs = NULL;
+        free(q->cs_for);
+        q->cs_for = NULL;
+    }
+    q->edited = 0;
+    return YQ_OK;
+}
+
+yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_quant_io *io, yq_quantizer **out,
+                           yq_error *err)
+{
+    *out = NULL;
+    if (!model || !o) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_new: NULL model or options");
+    if (!o->calib) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: no calibration images (yq_quant_opt.calib)", model);
+    if (o->letterbox < -1 || o->letterbox > 1)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quant_opt.letterbox %d: -1, 0 or 1", o->letterbox);
+    yq_quantizer *q = calloc(1, sizeof *q);
+    if (!q) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    int fail = 0;
+    q->model = dup_or_null(model, &fail);
+    q->weights = dup_or_null(o->weights, &fail);
+    q->calib = dup_or_null(o->calib, &fail);
+    q->cache = dup_or_null(o->cache, &fail);
+    q->device = dup_or_null(o->device, &fail);
+    q->o = *o;
+    q->o.weights = q->weights;
+    q->o.calib = q->calib;
+    q->o.cache = q->cache;
+    q->o.device = q->device;
+    if (io) q->io = (yq_pipe_io){ io->stage, io->progress, io->warn, io->note, io->ctx };
+    yq_status st = fail ? yq_fail(err, YQ_ERR_NOMEM, "out of memory") : load_graph(q, err);
+    if (st != YQ_OK) {
+        yq_quantizer_free(q);
+        return st;
+    }
+    q->letterbox = o->letterbox >= 0 ? o->letterbox : q->g->letter_box;
+    *out = q;
+    return YQ_OK;
+}
+
+void yq_quantizer_free(yq_quantizer *q)
+{
+    if (!q) return;
+    yq_calib_stats_free(q->cs);
+    free(q->cs_for);
+    yq_graph_free(q->g);
+    free(q->model);
+    free(q->weights);
+    free(q->calib);
+    free(q->cache);
+    free(q->device);
+    free(q);
+}
+
+static yq_pipe_calib calib_req(const yq_quantizer *q)
+{
+    return (yq_pipe_calib){ q->o.calib, q->o.cache, q->o.no_cache, q->o.device };
+}
+
+/* The statistics for qc (kept while the next call's qconfig is the same text). */
+static yq_status ensure_stats(yq_quantizer *q, const yq_qconfig *qc, yq_error *err)
+{
+    char *text = yq_qconfig_text(qc);
+    if (!text) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (q->cs && q->cs_for && !strcmp(text, q->cs_for)) {
+        free(text);
+        return YQ_OK;
+    }
+    yq_calib_stats_free(q->cs);
+    q->cs = NULL;
+    free(q->cs_for);
+    q->cs_for = NULL;
+    yq_status st = q->edited ? load_graph(q, err) : YQ_OK;
+    yq_pipe_calib c = calib_req(q);
+    if (st == YQ_OK) st = yq_pipe_calibrate(&c, qc, q->g, q->letterbox, &q->io, &q->cs, err);
+    if (st == YQ_OK) q->edited = qc->equalize;
+    if (st == YQ_OK) q->cs_for = text;
+    else free(text);
+    return st;
+}
+
+yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *err)
+{
+    if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_calibrate: NULL argument");
+    return ensure_stats(q, &qc->qc, err);
+}
+
+/* q->g rewritten into int8 as qc directs; *resolved (malloc'd when asked) the qconfig
+ * with keep_float's and thresh_search's choices written in. */
+static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **resolved, yq_error *err)
+{
+    yq_status st = ensure_stats(q, &qc->qc, err);
+    if (st != YQ_OK) return st;
+    yq_qconfig *work = malloc(sizeof *work);     /* (the qconfig is large: not on the stack) */
+    if (!work) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    *work = qc->qc;
+    yq_pipe_calib c = calib_req(q);
+    st = yq_pipe_quantize(&c, work, q->g, q->cs, q->letterbox, &q->io, err);
+    if (st == YQ_OK && resolved) *resolved = work;
+    else free(work);
+    if (st != YQ_OK) yq_unquantize_graph(q->g);
+    return st;
+}
+
+yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann, double map[2],
+                                yq_error *err)
+{
+    if (!q || !images || !ann || !map) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_evaluate: NULL argument");
+    yq_dataset *ds = NULL;
+    yq_status st = yq_dataset_load_coco(ann, images, &ds, err);
+    if (st != YQ_OK) return st;
+    if (!qc && q->edited) st = load_graph(q, err);    /* FP32 as the files hold it */
+    if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
+    yq_det *dets = NULL;
+    int n = 0, skipped = 0;
+    if (st == YQ_OK) {
+        yq_eval_opt eo = yq_eval_defaults();
+        eo.letterbox = q->letterbox;
+        eo.progress = q->io.progress;
+        eo.progress_ctx = q->io.ctx;
+        eo.warn = q->io.warn;
+        eo.warn_ctx = q->io.ctx;
+        if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
+        st = yq_eval_detect(q->g, ds, &eo, &dets, &n, &skipped, err);
+    }
+    double s[YQ_COCO_NSTATS];
+    if (st == YQ_OK && (st = yq_coco_eval(ds, dets, n, s, NULL, NULL, err)) == YQ_OK) {
+        map[0] = s[0];
+        map[1] = s[1];
+    }
+    if (qc) yq_unquantize_graph(q->g);
+    yq_coco_dets_free(dets);
+    yq_dataset_free(ds);
+    return st;
+}
+
+yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err)
+{
+    if (!q || !qc || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_save: NULL argument");
+    yq_qconfig *resolved = NULL;
+    yq_status st = quantize(q, qc, &resolved, err);
+    if (st != YQ_OK) return st;
+    char *text = yq_qconfig_text(resolved), method[128];
+    yq_calib_method_str(&resolved->calib, method, sizeof method);
+    if (!text) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    else {
+        yq_package_meta meta = { .qconfig_text = text, .calib_method = method, .calib_images = q->cs->images,
+                                 .letterbox = q->letterbox, .created_unix = q->o.created_unix };
+        memcpy(meta.calib_images_sha256, q->cs->images_sha256, 32);
+        st = yq_package_write(path, q->g, &meta, err);
+    }
+    free(text);
+    free(resolved);
+    yq_unquantize_graph(q->g);
+    return st;
+}
