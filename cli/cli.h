@@ -167,6 +167,21 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
 /* "1,32": batch sizes in 1..4096 into out; how many, or -1 for a malformed list. */
 int cli_parse_batches(const char *s, int *out, int cap);
 
+#include "runtime/tune.h"
+
+/* The tune command's work once its flags are read (cli/cmd_tune.c), shared with
+ * quantize, which tunes the package it wrote: no command calls another. */
+typedef struct cli_tune_req {
+    cli_model_opt mo;         /* mo.model: a .yqp package, or a Darknet model (tuned, logged only) */
+    yq_tune_opt o;
+    int batches[16], nb;
+    int write;                /* store the choices in the package */
+    int head_int8;            /* a model: quantize its head convs too */
+    const char *log, *json, *device;   /* NULL log: beside the package; device "cuda[:N]" */
+} cli_tune_req;
+cli_tune_req cli_tune_defaults(void);   /* batch 1, cuda, writing, the tuner's defaults */
+int cli_tune(const cli_tune_req *r);    /* 0, or 1 after printing why */
+
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -439,12 +439,17 @@ int cmd_quantize(int argc, char **argv)
     if (!no_tune && yq_cuda_device_count() > 0) {
         /* a GPU here: its kernels chosen per layer now, stored in the package (yquant tune),
          * on the target's GPU (the first one for a cpu target) */
-        char batches[] = "1,32", opt[] = "--batch", dopt[] = "--device", dev[16];
+        char dev[16];
         snprintf(dev, sizeof dev, "cuda:%d", tgt.device >= 0 ? tgt.device : 0);
-        char *targv[] = { (char *)out, opt, batches, dopt, dev, NULL };
+        cli_tune_req tr = cli_tune_defaults();
+        tr.mo.model = out;
+        tr.batches[0] = 1;
+        tr.batches[1] = 32;
+        tr.nb = 2;
+        tr.device = dev;
         printf("tuning the int8 kernels on this GPU: yquant tune %s --batch 1,32 --device %s (--no-tune skips it)\n", out, dev);
         fflush(stdout);
-        if (cmd_tune(5, targv) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);
+        if (cli_tune(&tr) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);
     }
     rc = met ? 0 : 3;
     if (json && cli_write_json(json, root)) rc = 1;

@@ -144,10 +144,23 @@ static fam_sum family_sums(const yq_tune_task *t, int n, int batch)
     return s;
 }
 
+cli_tune_req cli_tune_defaults(void)
+{
+    cli_tune_req r;
+    memset(&r, 0, sizeof r);
+    r.o = yq_tune_defaults();
+    r.batches[0] = 1;
+    r.nb = 1;
+    r.write = 1;
+    r.device = "cuda";
+    return r;
+}
+
 int cmd_tune(int argc, char **argv)
 {
+    cli_tune_req req = cli_tune_defaults();
     cli_model_opt mo = { 0 };
-    yq_tune_opt o = yq_tune_defaults();
+    yq_tune_opt o = req.o;
     int batches[16] = { 1 }, nb = 1, write = 1, head_int8 = 0;
     const char *log = NULL, *json = NULL, *device = "cuda";
     for (int i = 0; i < argc; i++) {
@@ -193,6 +206,24 @@ int cmd_tune(int argc, char **argv)
         else return cli_usage_error("tune: one PKG or MODEL only");
     }
     if (!mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");
+    req.mo = mo;
+    req.o = o;
+    memcpy(req.batches, batches, sizeof req.batches);
+    req.nb = nb;
+    req.write = write;
+    req.head_int8 = head_int8;
+    req.log = log;
+    req.json = json;
+    req.device = device;
+    return cli_tune(&req);
+}
+
+int cli_tune(const cli_tune_req *r)
+{
+    cli_model_opt mo = r->mo;
+    yq_tune_opt o = r->o;
+    const int *batches = r->batches, nb = r->nb, write = r->write, head_int8 = r->head_int8;
+    const char *log = r->log, *json = r->json, *device = r->device;
     {
         const char *ins[] = { mo.model, mo.weights };
         if (cli_check_outputs(ins, 2, "--json", json, "--log", log)) return 1;
