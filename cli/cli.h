@@ -180,7 +180,7 @@ typedef struct cli_tune_req {
     const char *log, *json, *device;   /* NULL log: beside the package; device "cuda[:N]" */
 } cli_tune_req;
 cli_tune_req cli_tune_defaults(void);   /* batch 1, cuda, writing, the tuner's defaults */
-int cli_tune(const cli_tune_req *r);    /* 0, or 1 after printing why */
+int cli_tune(const cli_tune_req *r);    /* 0; else the exit status, after printing why */
 
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
