@@ -19,7 +19,8 @@
  *     yq_quantizer_free(q);
  *     yq_qconf_free(qc);
  *
- * The package is then a yq_model (include/yq.h: yq_model_open, yq_session_new).
+ * The package is then a yq_model (include/yq.h: yq_model_open, yq_session_new);
+ * yq_quantizer_model gives the same model without keeping a file.
  * examples/quantize.c is a whole program on this header. */
 #ifndef YQ_QUANT_H
 #define YQ_QUANT_H
@@ -91,6 +92,10 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
  * no file), recording the qconfig as resolved (keep_float's and thresh_search's measured
  * choices), the calibration method and images. */
 yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err);
+/* The int8 model qc makes, as an open model (include/yq.h: sessions on the CPU or a GPU;
+ * yq_model_free): exactly the package yq_quantizer_save would write, loaded.  It goes
+ * through a temporary file in /tmp, removed before this returns. */
+yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err);
 void yq_quantizer_free(yq_quantizer *q);       /* NULL is a no-op */
 
 #ifdef __cplusplus

@@ -3,8 +3,10 @@
  * undone after each evaluation or save, and equalization (which edits the FP32 weights in
  * place) is followed by a fresh load from the model's files before anything else uses
  * them, so every call sees the model as its files hold it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "yq_quant.h"
 #include "calib/hist.h"
 #include "calib/observe.h"
@@ -21,6 +23,7 @@ struct yq_qconf {
 
 yq_status yq_qconf_new(yq_qconf **out, yq_error *err)
 {
+    if (!out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_new: NULL output");
     *out = malloc(sizeof **out);
     if (!*out) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_qconfig_defaults(&(*out)->qc);
@@ -29,6 +32,7 @@ yq_status yq_qconf_new(yq_qconf **out, yq_error *err)
 
 yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err)
 {
+    if (!path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_load: no path");
     yq_status st = yq_qconf_new(out, err);
     if (st == YQ_OK && (st = yq_qconfig_load(&(*out)->qc, path, err)) != YQ_OK) {
         free(*out);
@@ -110,6 +114,7 @@ static yq_status load_graph(yq_quantizer *q, yq_error *err)
 yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_quant_io *io, yq_quantizer **out,
                            yq_error *err)
 {
+    if (!out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_new: NULL output");
     *out = NULL;
     if (!model || !o) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_new: NULL model or options");
     if (!o->calib) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: no calibration images (yq_quant_opt.calib)", model);
@@ -253,5 +258,22 @@ yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *pat
     free(text);
     free(resolved);
     yq_unquantize_graph(q->g);
+    return st;
+}
+
+yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err)
+{
+    if (!out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_model: NULL argument");
+    *out = NULL;
+    if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_model: NULL argument");
+    /* the package itself, so that the model is what a saved one would be to the byte */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/yquant-model-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return yq_fail(err, YQ_ERR_IO, "%s: cannot create a temporary file", path);
+    close(fd);
+    yq_status st = yq_quantizer_save(q, qc, path, err);
+    if (st == YQ_OK) st = yq_model_open(path, out, err);
+    remove(path);
     return st;
 }

@@ -382,10 +382,33 @@ static void t_quantizer(void)
     CHECKF(mf[0] == hf[0] && mf[1] == hf[1] && m8[0] == h8[0] && m8[1] == h8[1],
            "FP32 %g %g against %g %g by hand, int8 %g %g against %g %g", mf[0], mf[1], hf[0], hf[1], m8[0], m8[1], h8[0], h8[1]);
     CHECKF(mf[1] > 0.5, "FP32 mAP50 %g on boxes where it detects", mf[1]);
-    /* and the package the quantizer wrote runs */
-    yq_model *m = NULL;
+    /* the package the quantizer wrote runs, and yq_quantizer_model is that package: the
+     * same detections on the samples, byte for byte */
+    yq_model *m = NULL, *mm = NULL;
     CHECKF(yq_model_open(p1, &m, &err) == YQ_OK && yq_model_is_int8(m), "%s", err.msg);
+    CHECKF(yq_quantizer_model(a.q, a.qc, &mm, &err) == YQ_OK && yq_model_is_int8(mm), "%s", err.msg);
+    {
+        enum { CAP = 100 };
+        char i0[700], i1[700];
+        snprintf(i0, sizeof i0, "%s/dog.jpg", samples);
+        snprintf(i1, sizeof i1, "%s/horses.jpg", samples);
+        const char *imgs[2] = { i0, i1 };
+        static yq_detection d1[2 * CAP], d2[2 * CAP];
+        int c1[2] = { 0 }, c2[2] = { 0 };
+        yq_session *s1 = NULL, *s2 = NULL;
+        memset(d1, 0, sizeof d1);
+        memset(d2, 0, sizeof d2);
+        CHECKF(yq_session_new(m, "cpu", 2, &s1, &err) == YQ_OK && yq_session_new(mm, "cpu", 2, &s2, &err) == YQ_OK &&
+               yq_session_run_images(s1, imgs, 2, d1, CAP, c1, &err) == YQ_OK &&
+               yq_session_run_images(s2, imgs, 2, d2, CAP, c2, &err) == YQ_OK, "%s", err.msg);
+        printf("# yq_quantizer_model: %d + %d detections, as the saved package's\n", c2[0], c2[1]);
+        CHECKF(c1[0] > 0 && c1[0] == c2[0] && c1[1] == c2[1] && !memcmp(d1, d2, sizeof d1), "%d+%d against %d+%d detections",
+               c2[0], c2[1], c1[0], c1[1]);
+        yq_session_free(s1);
+        yq_session_free(s2);
+    }
     yq_model_free(m);
+    yq_model_free(mm);
 
     /* errors */
     yq_quantizer *bad = (yq_quantizer *)1;
