@@ -37,7 +37,8 @@ typedef struct yq_qconf yq_qconf;
 
 /* The defaults (8 bits, per-channel weights, the default calibration method, ...). */
 yq_status yq_qconf_new(yq_qconf **out, yq_error *err);
-/* A qconfig file (`key = value` lines, [layer N] sections), on top of the defaults. */
+/* A qconfig file (`key = value` lines, # comments, per-layer `layer.N.key = value`), on
+ * top of the defaults. */
 yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err);
 /* One key (as `--set key=value`); an unknown key or bad value fails naming it and leaves
  * the handle as it was. */
