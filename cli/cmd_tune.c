@@ -159,62 +159,49 @@ cli_tune_req cli_tune_defaults(void)
 int cmd_tune(int argc, char **argv)
 {
     cli_tune_req req = cli_tune_defaults();
-    cli_model_opt mo = { 0 };
-    yq_tune_opt o = req.o;
-    int batches[16] = { 1 }, nb = 1, write = 1, head_int8 = 0;
-    const char *log = NULL, *json = NULL, *device = "cuda";
     for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
+        int r = cli_model_arg(&req.mo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;
         const char *a = argv[i];
         int has = i + 1 < argc;
         long v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); return 0; }
-        else if (!strcmp(a, "--retune")) o.retune = 1;
-        else if (!strcmp(a, "--no-write")) write = 0;
+        else if (!strcmp(a, "--retune")) req.o.retune = 1;
+        else if (!strcmp(a, "--no-write")) req.write = 0;
         else if (!strcmp(a, "--batch") && has) {
-            if ((nb = cli_parse_batches(argv[++i], batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
+            if ((req.nb = cli_parse_batches(argv[++i], req.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--budget") && has) {
             char *end;
             double b = strtod(argv[++i], &end);
             if (end == argv[i] || *end || !(b >= 0) || b > 1e7) return cli_usage_error("--budget %s: expected seconds >= 0", argv[i]);
-            o.budget_s = b;
+            req.o.budget_s = b;
         } else if (!strcmp(a, "--trials") && has) {
             if (parse_int(argv[++i], 0, 100000, &v)) return cli_usage_error("--trials %s: expected a count >= 0", argv[i]);
-            o.trials = (int)v;
+            req.o.trials = (int)v;
         } else if (!strcmp(a, "--early-stopping") && has) {
             if (parse_int(argv[++i], 0, 100000, &v)) return cli_usage_error("--early-stopping %s: expected a count >= 0", argv[i]);
-            o.early_stopping = (int)v;
+            req.o.early_stopping = (int)v;
         } else if (!strcmp(a, "--seed") && has) {
             if (parse_int(argv[++i], 0, 2147483647L, &v)) return cli_usage_error("--seed %s: expected a number >= 0", argv[i]);
-            o.seed = (uint32_t)v;
+            req.o.seed = (uint32_t)v;
         } else if (!strcmp(a, "--tuner") && has) {
-            if (yq_tuner_parse(argv[++i], &o.tuner)) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
+            if (yq_tuner_parse(argv[++i], &req.o.tuner)) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
         } else if (!strcmp(a, "--families") && has) {
-            if (parse_families(argv[++i], &o.families)) return cli_usage_error("--families %s: expected a list of dp4a, mma, cutlass, halo, img, wgmma", argv[i]);
+            if (parse_families(argv[++i], &req.o.families)) return cli_usage_error("--families %s: expected a list of dp4a, mma, cutlass, halo, img, wgmma", argv[i]);
         } else if (!strcmp(a, "--head") && has) {
             const char *h = argv[++i];
-            if (!strcmp(h, "int8")) head_int8 = 1;
-            else if (!strcmp(h, "float")) head_int8 = 0;
+            if (!strcmp(h, "int8")) req.head_int8 = 1;
+            else if (!strcmp(h, "float")) req.head_int8 = 0;
             else return cli_usage_error("--head %s: expected int8 or float", h);
-        } else if (!strcmp(a, "--log") && has) log = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--device") && has) device = argv[++i];
+        } else if (!strcmp(a, "--log") && has) req.log = argv[++i];
+        else if (!strcmp(a, "--json") && has) req.json = argv[++i];
+        else if (!strcmp(a, "--device") && has) req.device = argv[++i];
         else if (a[0] == '-') return cli_usage_error("tune: unknown option %s (or a missing value)", a);
-        else if (!mo.model) mo.model = a;
+        else if (!req.mo.model) req.mo.model = a;
         else return cli_usage_error("tune: one PKG or MODEL only");
     }
-    if (!mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");
-    req.mo = mo;
-    req.o = o;
-    memcpy(req.batches, batches, sizeof req.batches);
-    req.nb = nb;
-    req.write = write;
-    req.head_int8 = head_int8;
-    req.log = log;
-    req.json = json;
-    req.device = device;
+    if (!req.mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");
     return cli_tune(&req);
 }
 

@@ -142,19 +142,26 @@ static void t_calibrate(void)
     yq_graph_free(r.g);
 }
 
+/* yolo-fastest-1.1's folder, cfg and weights in the shared data (the test skips without). */
+typedef struct fastest { char dir[600], cfg[700], weights[700]; } fastest;
+static void need_fastest(fastest *f)
+{
+    snprintf(f->dir, sizeof f->dir, "%s/models/yolo-fastest-1.1", test_data_dir());
+    snprintf(f->cfg, sizeof f->cfg, "%s/yolo-fastest-1.1.cfg", f->dir);
+    snprintf(f->weights, sizeof f->weights, "%s/yolo-fastest-1.1.weights", f->dir);
+    if (access(f->cfg, R_OK) || access(f->weights, R_OK)) TEST_SKIP("%s not found (set YQ_DATA)", f->dir);
+}
+
 /* yolo-fastest-1.1 (its weights) with keep_float 2: the pipeline measures, keeps layers
  * in float, and writes the choice back into the qconfig as per-layer skips. */
 static void t_quantize(void)
 {
     need_samples();
-    char dir[600], cfg[700], weights[700];
-    snprintf(dir, sizeof dir, "%s/models/yolo-fastest-1.1", test_data_dir());
-    snprintf(cfg, sizeof cfg, "%s/yolo-fastest-1.1.cfg", dir);
-    snprintf(weights, sizeof weights, "%s/yolo-fastest-1.1.weights", dir);
-    if (access(cfg, R_OK) || access(weights, R_OK)) TEST_SKIP("%s not found (set YQ_DATA)", dir);
+    fastest f;
+    need_fastest(&f);
     yq_import_opt o = { 0 };
     yq_graph *g = NULL;
-    CHECKF(yq_darknet_load(cfg, weights, &o, &g, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_darknet_load(f.cfg, f.weights, &o, &g, &err) == YQ_OK, "%s", err.msg);
     yq_qconfig *qc = malloc(sizeof *qc);
     CHECK(qc);
     yq_qconfig_defaults(qc);
@@ -309,11 +316,9 @@ static int same_file(const char *a, const char *b)
 static void t_quantizer(void)
 {
     need_samples();
-    char dir[600], cfg[700], weights[700];
-    snprintf(dir, sizeof dir, "%s/models/yolo-fastest-1.1", test_data_dir());
-    snprintf(cfg, sizeof cfg, "%s/yolo-fastest-1.1.cfg", dir);
-    snprintf(weights, sizeof weights, "%s/yolo-fastest-1.1.weights", dir);
-    if (access(cfg, R_OK) || access(weights, R_OK)) TEST_SKIP("%s not found (set YQ_DATA)", dir);
+    fastest f;
+    need_fastest(&f);
+    const char *dir = f.dir;
     seen s = { 0 };
     yq_quant_io io = { on_stage, on_progress, on_warn, on_note, &s };
     yq_quant_opt o = yq_quant_defaults();
