@@ -80,6 +80,11 @@ yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int
                            yq_layer_err **out, yq_error *err);
 /* pipeline/quantize.h's yq_pipe_load_inputs, yq_pipe_quantize and yq_pipe_calibrate on q's
  * flags, with the terminal's progress bar, warnings and notes (cli/qflags.c). */
+#include "pipeline/quantize.h"
+/* The pipeline's callbacks on the terminal: a step starts bar (may be NULL: no bar), warnings
+ * go through cli_warn, notes are lines on stderr. */
+yq_pipe_io cli_term_io(cli_bar *bar);
+yq_pipe_calib cli_calib_req(const cli_quant_opt *q);
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
 yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
@@ -130,39 +135,15 @@ int  cli_lat_measure(cli_lat *l, const yq_graph *g, double *ms);
 /* latency_device, latency_engine and a "latency" object with the details, into root. */
 void cli_lat_json(const cli_lat *l, struct cJSON *root);
 
-/* Sweeps, sensitivity and the accuracy-aware mode (cli/cmd_sweep.c, cli/cmd_sensitivity.c). */
-typedef struct cli_timed_eval {
-    double s[YQ_COCO_NSTATS];
-    double ms_median, ms_mean;    /* the engine alone (yq_exec_int8 / yq_exec_fp32, batch 1), per image;
-                                     on the GPU: upload, forward and the heads' download */
-    int gpu;                      /* evaluated on the GPU int8 engine (cli_eval_timed_on) */
-    double ms_wall;               /* everything (decode, resize, engine, NMS), per image */
-    yq_det *dets;                 /* malloc'ed (yq_coco_dets_free) */
-    int n, images;
-} cli_timed_eval;
-/* As yq_eval_detect + yq_coco_eval, with the engine timed image by image; progress may be
- * NULL (cli_progress with a cli_bar, or any yq_progress_fn). */
-yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
-                         cli_timed_eval *r, yq_error *err);
-/* The same on GPU device (>= 0) for an int8 graph (its int8 layers give the CPU
- * reference's bytes, float layers on FP16 tensor cores: their FP16 weights against the
- * CPU's FP32 ones); device < 0 or an FP32 graph:
- * the CPU engines, as cli_eval_timed. */
-yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
-                            void *pctx, cli_timed_eval *r, yq_error *err);
-/* SQNR (dB) of the tensors feeding the heads, all heads pooled, from yq_compare_layers' output. */
-double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e);
-/* --max-drop: starting from every layer in int8, keeps the most sensitive layers in float
- * (ranked by rank: "head" | "sqnr" | "map") one at a time until the mAP@[.5:.95] drop against
- * fp_stats is within budget_pts points on ds, or max_float layers are float (0: no cap).
- * Sets q->qc to the result (head and first int8, skip_layers the chosen layers: when the
- * budget is not met, those of the step with the lowest drop) and leaves g rewritten with it; *all8 and *final are the
- * first and last evaluations (caller frees their dets), *met whether the budget was met.
- * json (may be NULL) receives the steps.  lat (may be NULL: the CPU) measures each step's
- * latency and the latency cost of the float layers (cli_lat_start called already). */
+/* quantize --max-drop (cli/max_drop.c): pipeline/search.h's yq_pipe_max_drop on q's flags
+ * (rank: "head" | "sqnr" | "map" | "tensor"), its steps printed as a table and into json
+ * (may be NULL: no --json); sets q->qc to the answer and leaves g rewritten with it.  lat
+ * (may be NULL: the CPU; cli_lat_start called already) measures each step's latency, and
+ * when it is the GPU the mAP is the GPU int8 engine's.  *res: yq_pipe_drop_free. */
+#include "pipeline/search.h"
 yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
-                       cli_lat *lat, cli_timed_eval *all8, cli_timed_eval *final, int *met, yq_error *err);
+                       cli_lat *lat, yq_pipe_drop_res *res, yq_error *err);
 
 /* "1,32": batch sizes in 1..4096 into out; how many, or -1 for a malformed list. */
 int cli_parse_batches(const char *s, int *out, int cap);

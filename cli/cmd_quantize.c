@@ -151,8 +151,9 @@ static yq_status evaluate_on(const yq_graph *g, const yq_dataset *ds, int letter
     if (t->device < 0) return evaluate(g, ds, letterbox, label, a, err);
     cli_bar bar;
     cli_progress_start(&bar, label);
-    cli_timed_eval r;
-    yq_status st = cli_eval_timed_on(g, ds, letterbox, t->device, cli_progress, &bar, &r, err);
+    yq_pipe_eval r;
+    yq_pipe_io io = cli_term_io(&bar);
+    yq_status st = yq_pipe_eval_timed(g, ds, letterbox, t->device, &io, &r, err);
     if (st != YQ_OK) return st;
     memcpy(a->s, r.s, sizeof a->s);
     a->ms = r.ms_wall;
@@ -333,15 +334,19 @@ int cmd_quantize(int argc, char **argv)
     if (max_drop >= 0) {
         /* cli/cmd_sensitivity.c: sets qo.qc; its first and last evaluations are the
          * all-int8 and the package rows below. */
-        cli_timed_eval e0, e1;
+        yq_pipe_drop_res md_res;
         cJSON *md = cJSON_AddObjectToObject(root, "max_drop");
         cli_lat_start(&lat, out);
-        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &lat, &e0, &e1, &met, &err) != YQ_OK)
+        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &lat, &md_res, &err) != YQ_OK)
             goto fail;
-        memcpy(all8.s, e0.s, sizeof all8.s);
-        memcpy(q8.s, e1.s, sizeof q8.s);
-        all8.ms = e0.ms_wall, all8.dets = e0.dets, all8.n = e0.n, all8.gpu = e0.gpu;
-        q8.ms = e1.ms_wall, q8.dets = e1.dets, q8.n = e1.n, q8.gpu = e1.gpu;
+        const yq_pipe_eval *e0 = &md_res.all8, *e1 = &md_res.final;
+        met = md_res.met;
+        memcpy(all8.s, e0->s, sizeof all8.s);
+        memcpy(q8.s, e1->s, sizeof q8.s);
+        all8.ms = e0->ms_wall, all8.dets = e0->dets, all8.n = e0->n, all8.gpu = e0->gpu;
+        q8.ms = e1->ms_wall, q8.dets = e1->dets, q8.n = e1->n, q8.gpu = e1->gpu;
+        md_res.all8.dets = md_res.final.dets = NULL;      /* (the rows own them now) */
+        yq_pipe_drop_free(&md_res);
         have_all8 = have_q8 = 1;
         if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package holds the best step tried\n", max_drop);
     }

@@ -249,6 +249,15 @@ static void sweep_progress(void *ctx, int done, int total)
     cli_progress(s->bar, (int)d, (int)t);
 }
 
+static void sweep_warn(void *ctx, const char *msg) { cli_warn(((sweep_bar *)ctx)->bar, msg); }
+static void sweep_note(void *ctx, const char *msg)
+{
+    cli_bar *b = ((sweep_bar *)ctx)->bar;
+    if (b->tty) fprintf(stderr, "\r\033[K");
+    fprintf(stderr, "%s\n", msg);
+    b->last = -1;
+}
+
 /* A graph with its calibration: one per value of equalize the grid visits. */
 typedef struct gstate { yq_graph *g; yq_calib_stats *cs; } gstate;
 
@@ -277,7 +286,7 @@ typedef struct sweep_ctx {
     point *pts;
     int np;
     int chosen;
-    cli_timed_eval fp;
+    yq_pipe_eval fp;
     const cli_lat *lat;       /* the latency engine, as it ended */
     const char *model, *cfg, *val_dir, *calib_dir, *grid_text;
     int images, calib_images, letterbox, w, h, sqnr_images;
@@ -625,7 +634,8 @@ int cmd_sweep(int argc, char **argv)
     /* FP32 once, on the graph as loaded (before any equalization). */
     cli_bar bar;
     cli_progress_start(&bar, "fp32");
-    if (cli_eval_timed(g0, ds, letterbox, cli_progress, &bar, &X.fp, &err) != YQ_OK) goto fail;
+    yq_pipe_io fio = cli_term_io(&bar);
+    if (yq_pipe_eval_timed(g0, ds, letterbox, -1, &fio, &X.fp, &err) != YQ_OK) goto fail;
     fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.s[YQ_COCO_AP],
             100 * X.fp.s[YQ_COCO_AP50], X.fp.ms_median);
 
@@ -660,19 +670,13 @@ int cmd_sweep(int argc, char **argv)
         }
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
         yq_status pst = state_ready(s, &spare, &mo, pq, letterbox, &bar, &err);
+        yq_pipe_eval r;
         if (pst == YQ_OK) {
-            yq_unquantize_graph(s->g);
+            /* the point's rewrite and evaluation (a GPU that fails: the CPU from here on) */
+            yq_pipe_io io = { NULL, sweep_progress, sweep_warn, sweep_note, &sb };
+            yq_pipe_calib c = cli_calib_req(pq);
             fill_asked(pt, &pq->qc);
-            pst = cli_quantize_graph(pq, s->g, s->cs, letterbox, &err);
-        }
-        cli_timed_eval r;
-        if (pst == YQ_OK) {
-            pst = cli_eval_timed_on(s->g, ds, letterbox, eval_dev, sweep_progress, &sb, &r, &err);
-            if (pst != YQ_OK && eval_dev >= 0) {   /* the GPU failed: the CPU from here on */
-                fprintf(stderr, "\nwarning: evaluation on the GPU failed (%s); the CPU int8 reference evaluates\n", err.msg);
-                eval_dev = -1;
-                pst = cli_eval_timed_on(s->g, ds, letterbox, -1, sweep_progress, &sb, &r, &err);
-            }
+            pst = yq_pipe_point(&c, &pq->qc, s->g, s->cs, ds, letterbox, &eval_dev, &io, &r, &err);
         }
         if (pst != YQ_OK) { free(asked); goto fail_jf; }
         fill_settings(pt, &pq->qc, s->g);
@@ -683,7 +687,7 @@ int cmd_sweep(int argc, char **argv)
         pt->cpu_ms = r.gpu ? (double)NAN : r.ms_median;
         pt->cpu_ms_mean = r.gpu ? (double)NAN : r.ms_mean;
         pt->ms_wall = r.ms_wall;
-        yq_coco_dets_free(r.dets);
+        yq_pipe_eval_free(&r);
         char gms[48] = "", cms[48] = "  (mAP on the GPU)";
         if (cli_lat_measure(&lat, s->g, &pt->gpu_ms)) {
             pt->gpu_ms_mean = lat.last_mean;

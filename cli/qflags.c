@@ -101,13 +101,13 @@ static void note_line(void *ctx, const char *msg)
     fprintf(stderr, "%s\n", msg);
 }
 
-static yq_pipe_io term_io(cli_bar *bar)
+yq_pipe_io cli_term_io(cli_bar *bar)
 {
     yq_pipe_io io = { bar ? bar_stage : NULL, bar ? cli_progress : NULL, cli_warn, note_line, bar };
     return io;
 }
 
-static yq_pipe_calib calib_req(const cli_quant_opt *q)
+yq_pipe_calib cli_calib_req(const cli_quant_opt *q)
 {
     yq_pipe_calib c = { q->calib_dir, q->cache, 0, q->calib_device };
     return c;
@@ -116,22 +116,22 @@ static yq_pipe_calib calib_req(const cli_quant_opt *q)
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
 {
     cli_bar bar = { 0 };
-    yq_pipe_io io = term_io(&bar);
-    yq_pipe_calib c = calib_req(q);
+    yq_pipe_io io = cli_term_io(&bar);
+    yq_pipe_calib c = cli_calib_req(q);
     return yq_pipe_calibrate(&c, &q->qc, g, letterbox, &io, cs, err);
 }
 
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err)
 {
-    yq_pipe_io io = term_io(NULL);
+    yq_pipe_io io = cli_term_io(NULL);
     return yq_pipe_load_inputs(g, dir, max, letterbox, &io, out, got, err);
 }
 
 yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
 {
     cli_bar bar = { 0 };
-    yq_pipe_io io = term_io(&bar);
-    yq_pipe_calib c = calib_req(q);
+    yq_pipe_io io = cli_term_io(&bar);
+    yq_pipe_calib c = cli_calib_req(q);
     return yq_pipe_quantize(&c, &q->qc, g, cs, letterbox, &io, err);
 }
 

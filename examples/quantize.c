@@ -1,12 +1,14 @@
 /* Quantize a model and validate it through the public API: calibrate on a folder of
- * images, measure COCO mAP of FP32 and of int8 on a labelled set (on the CPU), write the
- * int8 package, and run it.
+ * images, measure COCO mAP of FP32 and of int8 on a labelled set (on the CPU, timed),
+ * optionally search which layers stay float for a largest mAP drop, write the int8
+ * package, and run it.
  *
  *     make examples
- *     build/examples/quantize MODEL_DIR CALIB_DIR VAL_DIR VAL.json OUT.yqp [key=value ...]
+ *     build/examples/quantize MODEL_DIR CALIB_DIR VAL_DIR VAL.json OUT.yqp [key=value ...] [--max-drop P]
  *
- * (keys as `yquant quantize --set`: head=int8, keep_float=2, bits=7, ...)  Only
- * include/yq.h and include/yq_quant.h are needed; link with libyq and its libraries. */
+ * (keys as `yquant quantize --set`: head=int8, keep_float=2, bits=7, ...; --max-drop P as
+ * `yquant quantize --max-drop P`: at most P points of mAP@[.5:.95] lost)  Only include/yq.h
+ * and include/yq_quant.h are needed; link with libyq and its libraries. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +27,21 @@ static void warn(void *ctx, const char *msg)
     fprintf(stderr, "warning: %s\n", msg);
 }
 
+static void step(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts)
+{
+    (void)ctx;
+    printf("  step %d: %s", k, k ? "+ layers" : "every layer int8");
+    for (int i = 0; i < n_layers; i++) printf("%s%d", i ? "," : " ", layers[i]);
+    printf(": mAP %.4f, drop %.2f points\n", map, drop_pts);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 6) {
-        fprintf(stderr, "usage: %s MODEL_DIR CALIB_DIR VAL_DIR VAL.json OUT.yqp [key=value ...]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL_DIR CALIB_DIR VAL_DIR VAL.json OUT.yqp [key=value ...] [--max-drop P]\n", argv[0]);
         return 2;
     }
+    double max_drop = -1;
     yq_error err;
     yq_qconf *qc = NULL;
     yq_quantizer *q = NULL;
@@ -39,7 +50,15 @@ int main(int argc, char **argv)
     int rc = 1;
     if (yq_qconf_new(&qc, &err) != YQ_OK) goto fail;
     for (int i = 6; i < argc; i++) {
-        char key[64];
+        char key[64], *end;
+        if (!strcmp(argv[i], "--max-drop") && i + 1 < argc) {
+            max_drop = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(max_drop >= 0)) {
+                fprintf(stderr, "--max-drop %s: expected points of mAP >= 0\n", argv[i]);
+                goto done;
+            }
+            continue;
+        }
         const char *eq = strchr(argv[i], '=');
         if (!eq || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof key) {
             fprintf(stderr, "%s: expected key=value\n", argv[i]);
@@ -51,14 +70,27 @@ int main(int argc, char **argv)
     yq_quant_opt o = yq_quant_defaults();
     o.calib = argv[2];
     yq_quant_io io = { .stage = stage, .warn = warn };
-    double fp[2], q8[2];
-    if (yq_quantizer_new(argv[1], &o, &io, &q, &err) != YQ_OK ||
-        yq_quantizer_evaluate(q, NULL, argv[3], argv[4], fp, &err) != YQ_OK ||
-        yq_quantizer_evaluate(q, qc, argv[3], argv[4], q8, &err) != YQ_OK ||
+    yq_quant_score fp, q8;
+    if (yq_quantizer_new(argv[1], &o, &io, &q, &err) != YQ_OK) goto fail;
+    if (max_drop >= 0) {
+        /* the float layers searched on the labelled set: the answer is a new qconfig */
+        yq_max_drop_opt mo = { .budget_pts = max_drop, .step = step };
+        yq_max_drop_result r;
+        yq_qconf *chosen = NULL;
+        if (yq_quantizer_max_drop(q, qc, argv[3], argv[4], &mo, &chosen, &r, &err) != YQ_OK) goto fail;
+        printf("--max-drop %.2f: %s, %d layer%s kept float\n", max_drop, r.met ? "met" : "NOT met (the best step kept)",
+               r.n_float, r.n_float == 1 ? "" : "s");
+        yq_qconf_free(qc);
+        qc = chosen;
+    }
+    if (yq_quantizer_score(q, NULL, argv[3], argv[4], "cpu", &fp, &err) != YQ_OK ||
+        yq_quantizer_score(q, qc, argv[3], argv[4], "cpu", &q8, &err) != YQ_OK ||
         yq_quantizer_save(q, qc, argv[5], &err) != YQ_OK)
         goto fail;
-    printf("mAP   FP32 %.4f   int8 %.4f   drop %+.4f\n", fp[0], q8[0], fp[0] - q8[0]);
-    printf("mAP50 FP32 %.4f   int8 %.4f   drop %+.4f\n", fp[1], q8[1], fp[1] - q8[1]);
+    printf("on %d images:\n", q8.images);
+    printf("mAP   FP32 %.4f   int8 %.4f   drop %+.4f\n", fp.map, q8.map, fp.map - q8.map);
+    printf("mAP50 FP32 %.4f   int8 %.4f   drop %+.4f\n", fp.map50, q8.map50, fp.map50 - q8.map50);
+    printf("CPU ms/img (engine alone)   FP32 %.1f   int8 reference %.1f\n", fp.ms_engine, q8.ms_engine);
     printf("wrote %s\n", argv[5]);
     /* the package is a model like any other (include/yq.h): a session on the CPU */
     if (yq_model_open(argv[5], &m, &err) != YQ_OK || yq_session_new(m, "cpu", 1, &s, &err) != YQ_OK) goto fail;

@@ -89,6 +89,56 @@ yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *
  * mAP@[.5:.95], map[1]: mAP@.5, in [0, 1]. */
 yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann, double map[2],
                                 yq_error *err);
+/* One point of a sweep: COCO accuracy on a labelled set with the engine timed image by
+ * image (batch 1).  qc NULL: the FP32 model (on the CPU, OpenBLAS, whatever device says);
+ * else qc's int8 model on device: "cpu" or NULL (the integer reference, float layers in
+ * their exact FP32), "cuda" or "cuda:N" (the GPU int8 engine, which the packages run:
+ * the reference's bytes for every int8 layer, float layers in FP16).  A GPU evaluation
+ * that fails goes on on the CPU with a warning (score->gpu says where it ran). */
+typedef struct yq_quant_score {
+    double map, map50;        /* mAP@[.5:.95], mAP@.5, in [0, 1] */
+    double ms_engine;         /* the engine alone per image, median (on the GPU: upload, forward,
+                                 download of the heads) */
+    double ms_wall;           /* per image, everything: decoding, resizing, engine, NMS */
+    int images;               /* images evaluated (one that cannot be read: a warning, skipped) */
+    int gpu;                  /* the GPU int8 engine evaluated */
+} yq_quant_score;
+yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                             const char *device, yq_quant_score *score, yq_error *err);
+
+/* The accuracy-aware search of `yquant quantize --max-drop`: from every layer in int8
+ * (head and first conv too), the most sensitive layers are kept in float one step at a
+ * time until the mAP@[.5:.95] drop against FP32 on the labelled set is within budget. */
+typedef struct yq_max_drop_opt {
+    double budget_pts;        /* the largest drop allowed, mAP points (0.5: half a point) */
+    const char *rank;         /* how layers are ranked: "tensor" (NULL: the default; each int8 tensor's
+                                 error at the detection outputs, a step keeps a tensor float with its
+                                 conv and readers), "head" (head SQNR gain), "sqnr" (the layer's own
+                                 SQNR), "map" (the mAP gain, one evaluation per conv) */
+    int max_float;            /* > 0: at most this many float convs */
+    const char *device;       /* where the mAP is measured: as yq_quantizer_score's (NULL: cpu) */
+    /* each step as it is measured (may be NULL): step 0 every layer int8, step k the
+     * layers it keeps float in addition; map in [0, 1], drop in points */
+    void (*step)(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts);
+    void *ctx;
+} yq_max_drop_opt;
+
+typedef struct yq_max_drop_result {
+    int met;                  /* the budget was met (else the answer is the step with the lowest drop) */
+    double fp32_map;          /* FP32 on the set */
+    double all_int8_map;      /* every layer int8 */
+    double map;               /* the answer's */
+    int n_float;              /* convs the answer keeps float */
+    int steps;                /* steps measured after the all-int8 one */
+} yq_max_drop_result;
+
+/* qc's settings (bits, calibration method, weights, ...) searched as above; *chosen (a new
+ * handle: yq_qconf_free) is qc with head and first int8, keep_float 0 and skip_layers the
+ * float layers chosen, so yq_quantizer_save(q, *chosen, ...) writes the package searched. */
+yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                                const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
+                                yq_error *err);
+
 /* Quantizes as qc directs and writes the int8 package (atomically: a failed write leaves
  * no file), recording the qconfig as resolved (keep_float's and thresh_search's measured
  * choices), the calibration method and images. */

@@ -12,6 +12,7 @@
 #include "calib/observe.h"
 #include "datasets/labels.h"
 #include "pipeline/quantize.h"
+#include "pipeline/search.h"
 #include "quant/qconfig.h"
 #include "quant/rewrite.h"
 #include "runtime/evaluate.h"
@@ -237,6 +238,93 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
     if (qc) yq_unquantize_graph(q->g);
     yq_coco_dets_free(dets);
     yq_dataset_free(ds);
+    return st;
+}
+
+/* The labelled set, and the FP32 graph as the files hold it. */
+static yq_status open_set(yq_quantizer *q, const char *images, const char *ann, yq_dataset **ds, yq_error *err)
+{
+    yq_status st = yq_dataset_load_coco(ann, images, ds, err);
+    if (st == YQ_OK && q->edited && (st = load_graph(q, err)) != YQ_OK) {
+        yq_dataset_free(*ds);
+        *ds = NULL;
+    }
+    return st;
+}
+
+yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                             const char *device, yq_quant_score *score, yq_error *err)
+{
+    if (!q || !images || !ann || !score) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_score: NULL argument");
+    memset(score, 0, sizeof *score);
+    int dev = -1;
+    yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
+    yq_dataset *ds = NULL;
+    if (st == YQ_OK) st = open_set(q, images, ann, &ds, err);
+    if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
+    yq_pipe_eval r = { 0 };
+    if (st == YQ_OK) {
+        if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
+        st = yq_pipe_eval_or_cpu(q->g, ds, q->letterbox, &dev, &q->io, &r, err);
+    }
+    if (st == YQ_OK)
+        *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.ms_median, r.ms_wall, r.images, r.gpu };
+    yq_pipe_eval_free(&r);
+    if (qc) yq_unquantize_graph(q->g);
+    yq_dataset_free(ds);
+    return st;
+}
+
+typedef struct drop_ctx { const yq_max_drop_opt *o; } drop_ctx;
+static void on_drop_step(void *ctx, const yq_pipe_drop_step *s)
+{
+    const yq_max_drop_opt *o = ((drop_ctx *)ctx)->o;
+    o->step(o->ctx, s->k, s->layers, s->n_layers, s->map, s->drop_pts);
+}
+
+yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                                const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
+                                yq_error *err)
+{
+    if (chosen) *chosen = NULL;
+    if (!q || !qc || !images || !ann || !o || !chosen || !result)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_max_drop: NULL argument");
+    memset(result, 0, sizeof *result);
+    int rank = yq_rank_parse(o->rank ? o->rank : "tensor"), dev = -1;
+    if (rank < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "rank \"%s\": expected tensor, head, sqnr or map", o->rank);
+    if (!(o->budget_pts >= 0)) return yq_fail(err, YQ_ERR_INVALID_ARG, "budget %g: a drop in points, >= 0", o->budget_pts);
+    yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
+    yq_dataset *ds = NULL;
+    if (st == YQ_OK) st = open_set(q, images, ann, &ds, err);
+    /* FP32 first, on the weights as the files hold them (equalization edits them) */
+    yq_pipe_eval fp = { 0 };
+    if (st == YQ_OK) {
+        if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
+        st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &fp, err);
+    }
+    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, err);
+    yq_qconf *out = NULL;
+    if (st == YQ_OK && !(out = malloc(sizeof *out))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_pipe_drop_res res = { 0 };
+    if (st == YQ_OK) {
+        *out = *qc;
+        drop_ctx dc = { o };
+        yq_pipe_drop_req r = { .budget_pts = o->budget_pts, .rank = rank, .max_float = o->max_float, .eval_device = dev,
+                               .step = o->step ? on_drop_step : NULL, .ctx = &dc };
+        yq_pipe_calib c = calib_req(q);
+        st = yq_pipe_max_drop(&c, &out->qc, q->g, q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        yq_unquantize_graph(q->g);
+    }
+    if (st == YQ_OK) {
+        *result = (yq_max_drop_result){ res.met, fp.s[YQ_COCO_AP], res.all8.s[YQ_COCO_AP], res.final.s[YQ_COCO_AP],
+                                        res.n_float, res.steps };
+        *chosen = out;
+        out = NULL;
+    }
+    yq_pipe_drop_free(&res);
+    yq_pipe_eval_free(&fp);
+    yq_dataset_free(ds);
+    free(out);
     return st;
 }
 

@@ -5,6 +5,7 @@
  * yolo-fastest-1.1, on the shared sample images ($YQ_DATA/datasets/darknet-samples). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "tests/test.h"
 #include "calib/observe.h"
@@ -436,6 +437,134 @@ static void t_quantizer(void)
     yq_quantizer_free(a.q);
 }
 
+/* What the search's step callback saw. */
+typedef struct steps_seen { int n, last_k, layers; double map[64], drop[64]; } steps_seen;
+static void on_step(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts)
+{
+    steps_seen *s = ctx;
+    if (s->n < 64) {
+        s->map[s->n] = map;
+        s->drop[s->n] = drop_pts;
+    }
+    s->n++;
+    s->last_k = k;
+    s->layers += n_layers;
+    printf("# step %d: %d layer%s (first %d), mAP %.4f, drop %.2f points\n", k, n_layers, n_layers == 1 ? "" : "s",
+           n_layers ? layers[0] : -1, map, drop_pts);
+}
+
+typedef struct search_ctx {
+    yq_quantizer *q;
+    const yq_qconf *qc;
+    const char *ann;
+    yq_max_drop_opt o;
+    yq_qconf *chosen;
+    yq_max_drop_result r;
+    yq_status st;
+} search_ctx;
+static void run_search(void *p)
+{
+    search_ctx *a = p;
+    a->st = yq_quantizer_max_drop(a->q, a->qc, samples, a->ann, &a->o, &a->chosen, &a->r, &err);
+}
+
+/* yq_quantizer_score is yq_quantizer_evaluate's mAP with timings (FP32 and int8, on the
+ * CPU); yq_quantizer_max_drop's answer, saved and scored again, has the mAP the search
+ * reported, keeps the layers it reported float, and the steps it reported are the ones its
+ * callback saw; a budget met at once keeps every layer int8; nothing is printed; bad
+ * arguments fail naming what is wrong. */
+static void t_quantizer_search(void)
+{
+    need_samples();
+    fastest f;
+    need_fastest(&f);
+    yq_quant_opt o = yq_quant_defaults();
+    o.calib = samples;
+    o.no_cache = 1;
+    o.device = "cpu";
+    seen sn = { 0 };
+    yq_quant_io io = { on_stage, on_progress, on_warn, on_note, &sn };
+    yq_quantizer *q = NULL;
+    yq_qconf *qc = NULL;
+    CHECKF(yq_quantizer_new(f.dir, &o, &io, &q, &err) == YQ_OK && yq_qconf_new(&qc, &err) == YQ_OK, "%s", err.msg);
+    char ann[96];
+    snprintf(ann, sizeof ann, "%s/ann2.json", tmpdir);
+    write_ann(ann);
+
+    double mf[2], m8[2];
+    yq_quant_score sf, s8;
+    CHECKF(yq_quantizer_evaluate(q, NULL, samples, ann, mf, &err) == YQ_OK &&
+           yq_quantizer_evaluate(q, qc, samples, ann, m8, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_score(q, NULL, samples, ann, NULL, &sf, &err) == YQ_OK &&
+           yq_quantizer_score(q, qc, samples, ann, "cpu", &s8, &err) == YQ_OK, "%s", err.msg);
+    printf("# score: FP32 mAP %.4f (%.1f ms/img engine, %.1f all), int8 %.4f (%.1f, %.1f), %d images\n", sf.map,
+           sf.ms_engine, sf.ms_wall, s8.map, s8.ms_engine, s8.ms_wall, s8.images);
+    CHECKF(sf.map == mf[0] && sf.map50 == mf[1] && s8.map == m8[0] && s8.map50 == m8[1],
+           "score %g %g / %g %g against evaluate %g %g / %g %g", sf.map, sf.map50, s8.map, s8.map50, mf[0], mf[1], m8[0], m8[1]);
+    CHECK(sf.images == 2 && s8.images == 2 && !sf.gpu && !s8.gpu);
+    CHECK(sf.ms_engine > 0 && sf.ms_wall >= sf.ms_engine && s8.ms_engine > 0 && s8.ms_wall >= s8.ms_engine);
+    yq_status st = yq_quantizer_score(q, qc, samples, ann, "gpu0", &s8, &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "gpu0"), "%s", err.msg);
+
+    /* every layer int8 meets a budget of 100 points at once */
+    steps_seen ss = { 0 };
+    search_ctx a = { q, qc, ann, { .budget_pts = 100, .step = on_step, .ctx = &ss }, NULL, { 0 }, YQ_OK };
+    long printed = stderr_bytes_during(run_search, &a);
+    CHECKF(a.st == YQ_OK, "%s", err.msg);
+    CHECKF(printed == 0, "the search printed %ld bytes", printed);
+    char *t = yq_qconf_text(a.chosen);
+    CHECK(t);
+    CHECKF(a.r.met && a.r.n_float == 0 && a.r.steps == 0 && ss.n == 1 && ss.last_k == 0 && a.r.map == a.r.all_int8_map &&
+           a.r.fp32_map == mf[0], "met %d, %d float, %d steps, %d seen, mAP %g (all int8 %g, FP32 %g)", a.r.met,
+           a.r.n_float, a.r.steps, ss.n, a.r.map, a.r.all_int8_map, a.r.fp32_map);
+    CHECKF(strstr(t, "head = int8") && strstr(t, "first = int8") && !strstr(t, "skip_layers"), "%s", t);
+    free(t);
+    yq_qconf_free(a.chosen);
+
+    /* 4 bits, a budget of 0 with at most 2 float convs, ranked by their own SQNR: the
+     * steps run (every layer in 4 bits loses mAP on these boxes) */
+    CHECKF(yq_qconf_set(qc, "bits", "4", &err) == YQ_OK, "%s", err.msg);
+    memset(&ss, 0, sizeof ss);
+    a = (search_ctx){ q, qc, ann, { .budget_pts = 0, .rank = "sqnr", .max_float = 2, .step = on_step, .ctx = &ss },
+                      NULL, { 0 }, YQ_OK };
+    run_search(&a);
+    CHECKF(a.st == YQ_OK, "%s", err.msg);
+    printf("# max-drop 0, max-float 2: met %d, %d float, %d steps; FP32 %.4f, all int8 %.4f, answer %.4f\n", a.r.met,
+           a.r.n_float, a.r.steps, a.r.fp32_map, a.r.all_int8_map, a.r.map);
+    CHECKF(a.r.all_int8_map < a.r.fp32_map && a.r.steps >= 1, "4 bits: all int8 %g, FP32 %g, %d steps", a.r.all_int8_map,
+           a.r.fp32_map, a.r.steps);
+    CHECKF(ss.n == a.r.steps + 1 && a.r.n_float <= 2, "%d seen, %d steps", ss.n, a.r.steps);
+    /* the answer: met, or not met and the best step (no step lower) */
+    double best = 1e9;
+    for (int k = 0; k < ss.n && k < 64; k++) best = ss.drop[k] < best ? ss.drop[k] : best;
+    CHECKF(a.r.met ? 100 * (a.r.fp32_map - a.r.map) <= 0 : 100 * (a.r.fp32_map - a.r.map) == best,
+           "met %d, answer's drop %g, best step's %g", a.r.met, 100 * (a.r.fp32_map - a.r.map), best);
+    if (a.r.steps) CHECKF(ss.layers >= a.r.n_float && ss.layers <= 2, "%d layers over the steps", ss.layers);
+    /* the answer's qconfig, scored on its own: the search's mAP */
+    yq_quant_score sc;
+    CHECKF(yq_quantizer_score(q, a.chosen, samples, ann, "cpu", &sc, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(sc.map == a.r.map, "the answer scores %g, the search said %g", sc.map, a.r.map);
+    t = yq_qconf_text(a.chosen);
+    CHECK(t);
+    int listed = 0;
+    const char *sl = t ? strstr(t, "skip_layers = ") : NULL;
+    if (sl) for (listed = 1, sl += 14; *sl && *sl != '\n'; sl++) listed += *sl == ',';
+    CHECKF(listed == a.r.n_float, "%d float layers, the qconfig lists %d: %s", a.r.n_float, listed, t);
+    free(t);
+    yq_qconf_free(a.chosen);
+
+    /* errors */
+    a.o.rank = "bogus";
+    run_search(&a);
+    CHECKF(a.st == YQ_ERR_INVALID_ARG && strstr(err.msg, "bogus") && a.chosen == NULL, "%s", err.msg);
+    a.o.rank = NULL;
+    a.o.budget_pts = -1;
+    run_search(&a);
+    CHECKF(a.st == YQ_ERR_INVALID_ARG && strstr(err.msg, "budget"), "%s", err.msg);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_pipeline_XXXXXX");
@@ -448,6 +577,7 @@ int main(void)
     TEST(t_errors);
     TEST(t_qconf);
     TEST(t_quantizer);
+    TEST(t_quantizer_search);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);

@@ -1,13 +1,14 @@
-/* The timed evaluation shared by yquant sweep, sensitivity and quantize --max-drop
- * (cli/cli.h: cli_eval_timed, cli_eval_timed_on, cli_head_sqnr): detections and COCO mAP on
- * a dataset with the engine timed image by image, on the CPU engines or the GPU int8 engine. */
+/* pipeline/evaluate.h: the timed evaluation shared by sweep, sensitivity and the
+ * --max-drop search: detections and COCO mAP on a dataset with the engine timed image by
+ * image, on the CPU engines or the GPU int8 engine. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cli/cli.h"
-#include "datasets/labels.h"
+#include "pipeline/evaluate.h"
+#include "quant/rewrite.h"
+#include "runtime/evaluate.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/plan.h"
 #include "runtime/postproc.h"
@@ -26,20 +27,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* ---- the timed evaluation shared by sweep, sensitivity and --max-drop ---- */
-
 #define MAX_HEADS 16
 
-yq_status cli_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, yq_progress_fn progress, void *pctx,
-                         cli_timed_eval *r, yq_error *err)
-{
-    return cli_eval_timed_on(g, ds, letterbox, -1, progress, pctx, r, err);
-}
-
-yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, yq_progress_fn progress,
-                            void *pctx, cli_timed_eval *r, yq_error *err)
+yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, const yq_pipe_io *io,
+                             yq_pipe_eval *r, yq_error *err)
 {
     memset(r, 0, sizeof *r);
+    yq_progress_fn progress = io ? io->progress : NULL;
+    yq_warn_fn warn = io ? io->warn : NULL;
+    void *pctx = io ? io->ctx : NULL;
     yq_eval_opt eo = yq_eval_defaults();
     int heads[MAX_HEADS], nh = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -77,7 +73,7 @@ yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterb
         double t0 = now_s();
         if ((st = yq_dataset_image_path(ds, i, path, sizeof path, err)) != YQ_OK) break;
         if (yq_image_load(path, &im, &e2) != YQ_OK) {
-            fprintf(stderr, "warning: %s (skipped)\n", e2.msg);
+            yq_warn_skipped(warn, pctx, e2.msg);
             bad++;
             if (progress) progress(pctx, i + 1, ds->n_images);
             continue;
@@ -119,7 +115,11 @@ yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterb
         r->images = timed;
         dets = NULL;
     }
-    if (bad && st == YQ_OK) fprintf(stderr, "warning: %d of %d images could not be read and were skipped\n", bad, ds->n_images);
+    if (bad && st == YQ_OK && warn) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%d of %d images could not be read and were skipped", bad, ds->n_images);
+        warn(pctx, msg);
+    }
     free(dets);
     free(one);
     free(ms);
@@ -130,7 +130,50 @@ yq_status cli_eval_timed_on(const yq_graph *g, const yq_dataset *ds, int letterb
     return st;
 }
 
-double cli_head_sqnr(const yq_graph *g, const yq_layer_err *e)
+yq_status yq_pipe_eval_or_cpu(const yq_graph *g, const yq_dataset *ds, int letterbox, int *device, const yq_pipe_io *io,
+                              yq_pipe_eval *r, yq_error *err)
+{
+    yq_status st = yq_pipe_eval_timed(g, ds, letterbox, *device, io, r, err);
+    if (st != YQ_OK && *device >= 0) {
+        if (io && io->warn) {
+            char msg[sizeof err->msg + 128];
+            snprintf(msg, sizeof msg, "evaluation on the GPU failed (%s); the CPU int8 reference evaluates from here on",
+                     err->msg);
+            io->warn(io->ctx, msg);
+        }
+        *device = -1;
+        st = yq_pipe_eval_timed(g, ds, letterbox, -1, io, r, err);
+    }
+    return st;
+}
+
+yq_status yq_pipe_point(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
+                        const yq_dataset *ds, int letterbox, int *device, const yq_pipe_io *io, yq_pipe_eval *r,
+                        yq_error *err)
+{
+    memset(r, 0, sizeof *r);
+    yq_unquantize_graph(g);
+    yq_status st = yq_pipe_quantize(c, qc, g, cs, letterbox, io, err);
+    return st == YQ_OK ? yq_pipe_eval_or_cpu(g, ds, letterbox, device, io, r, err) : st;
+}
+
+void yq_pipe_eval_free(yq_pipe_eval *r)
+{
+    if (!r) return;
+    yq_coco_dets_free(r->dets);
+    r->dets = NULL;
+}
+
+yq_status yq_pipe_eval_copy(const yq_pipe_eval *a, yq_pipe_eval *b, yq_error *err)
+{
+    *b = *a;
+    b->dets = malloc(sizeof *b->dets * (size_t)(a->n ? a->n : 1));
+    if (!b->dets) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    memcpy(b->dets, a->dets, sizeof *b->dets * (size_t)a->n);
+    return YQ_OK;
+}
+
+double yq_pipe_head_sqnr(const yq_graph *g, const yq_layer_err *e)
 {
     double sig = 0, noise = 0;
     for (int i = 1; i < g->n_nodes; i++)

@@ -1,0 +1,152 @@
+/* quantize --max-drop on the terminal and in --json: the search is the library's
+ * (pipeline/search.h, yq_pipe_max_drop); this file prints its steps and writes them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "runtime/exec_cuda.h"
+
+typedef struct printer {
+    double budget_pts, fp;
+    int mode, gcol;               /* the ranking; a GPU latency column */
+    cli_lat *lat;
+    const char *ms_key;           /* the steps' engine time key in --json */
+    cJSON *steps;                 /* NULL: no --json */
+} printer;
+
+/* A GPU latency cell of the steps table: "" without the column, "-" when not measured. */
+static const char *gpu_cell(char *buf, size_t cap, int col, double ms)
+{
+    if (!col) snprintf(buf, cap, "%s", "");
+    else if (ms < 0) snprintf(buf, cap, " %9s", "-");
+    else snprintf(buf, cap, " %9.3f", ms);
+    return buf;
+}
+
+static int lat_measure(void *ctx, const yq_graph *g, double *ms)
+{
+    const printer *p = ctx;
+    return cli_lat_measure(p->lat, g, ms);
+}
+
+static void step_row(void *ctx, const yq_pipe_drop_step *s)
+{
+    const printer *p = ctx;
+    char gc[32], t[64];
+    if (s->k == 0) {
+        static const char *why[] = { "the head SQNR gain when kept in float, on 8 calibration images",
+                                     "per-layer SQNR in the all-int8 graph, worst first",
+                                     "the mAP gain when kept in float, on the validation set",
+                                     "the error each int8 tensor's rounding adds at the detection outputs (8 "
+                                     "calibration images), worst first; a step keeps a tensor float: its conv and "
+                                     "the convs reading it" };
+        printf("\naccuracy-aware mode: --max-drop %.2f points of mAP@[.5:.95] (FP32 %.2f); layers ranked by %s\n",
+               p->budget_pts, 100 * p->fp, why[p->mode]);
+        if (p->gcol)
+            printf("latency: %s (the ms/img column: %s)\n", p->lat->label,
+                   s->eval_gpu ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 reference");
+        if (s->eval_gpu)
+            printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", yq_cuda_float_precision());
+        printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", p->gcol ? "    GPU ms" : "");
+        printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", 0, "(none: every layer int8)", 100 * s->map, s->drop_pts, s->ms,
+               gpu_cell(gc, sizeof gc, p->gcol, s->gpu_ms));
+    } else {
+        if (s->n_layers == 1) {
+            snprintf(t, sizeof t, "+ layer %d (conv)", s->layers[0]);
+        } else {
+            size_t tl = (size_t)snprintf(t, sizeof t, "+ layers");
+            for (int j = 0; j < s->n_layers && tl < sizeof t; j++)
+                tl += (size_t)snprintf(t + tl, sizeof t - tl, "%s%d", j ? "," : " ", s->layers[j]);
+        }
+        printf("  %4d  %-28s %8.2f %8.2f %9.2f%s%s\n", s->k, t, 100 * s->map, s->drop_pts, s->ms,
+               gpu_cell(gc, sizeof gc, p->gcol, s->gpu_ms), s->met ? "   within the budget" : "");
+    }
+    fflush(stdout);
+    if (p->steps) {
+        cJSON *o = cJSON_CreateObject();
+        if (s->k == 0) {
+            cJSON_AddNullToObject(o, "layer");
+        } else {
+            cJSON_AddNumberToObject(o, "layer", s->layers[0]);
+            cJSON *ls = cJSON_AddArrayToObject(o, "layers");
+            for (int j = 0; j < s->n_layers; j++) cJSON_AddItemToArray(ls, cJSON_CreateNumber(s->layers[j]));
+        }
+        cJSON_AddNumberToObject(o, "map", s->map);
+        cJSON_AddNumberToObject(o, "drop_pts", s->drop_pts);
+        cJSON_AddNumberToObject(o, p->ms_key, s->ms);
+        if (s->gpu_ms >= 0) cJSON_AddNumberToObject(o, "gpu_latency_ms", s->gpu_ms);
+        cJSON_AddItemToArray(p->steps, o);
+    }
+}
+
+yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
+                       const double *fp_stats, double budget_pts, const char *rank, int max_float, cJSON *json,
+                       cli_lat *lat, yq_pipe_drop_res *res, yq_error *err)
+{
+    int mode = yq_rank_parse(rank);
+    if (mode < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "--rank %s: expected head, sqnr, map or tensor", rank);
+    cli_bar bar = { 0 };
+    int gpu = lat && lat->gpu;
+    printer p = { budget_pts, fp_stats[YQ_COCO_AP], mode, gpu, lat,
+                  gpu ? "gpu_eval_ms_per_image" : "cpu_latency_ms", json ? cJSON_AddArrayToObject(json, "steps") : NULL };
+    /* the mAP on the GPU when the latency is the GPU's: the engine that will run the
+     * package (the CPU reference's bytes, float layers included) */
+    yq_pipe_drop_req r = { .budget_pts = budget_pts, .rank = mode, .max_float = max_float,
+                         .eval_device = gpu ? lat->device : -1, .latency = gpu ? lat_measure : NULL,
+                         .step = step_row, .ctx = &p };
+    yq_pipe_io io = cli_term_io(&bar);
+    yq_pipe_calib c = cli_calib_req(q);
+    yq_status st = yq_pipe_max_drop(&c, &q->qc, g, cs, ds, letterbox, fp_stats, &r, &io, res, err);
+    if (st != YQ_OK) return st;
+
+    if (!res->met && res->tried > res->n_float)
+        printf("  budget not met: keeping the best step, %d layer%s in float (drop %.2f)\n", res->n_float,
+               res->n_float == 1 ? "" : "s", res->best_drop);
+    printf("  float layers: ");
+    if (!res->n_float) printf("none");
+    for (int k = 0; k < res->n_float; k++) printf("%s%d", k ? "," : "", res->float_layers[k]);
+    /* The cost in one engine: the GPU's if it measured the whole run, else the CPU's. */
+    int on_gpu = lat && lat->gpu && res->all8_gpu > 0 && res->final_gpu > 0;
+    double lat_all8 = on_gpu ? res->all8_gpu : res->all8.ms_median;
+    double lat_final = on_gpu ? res->final_gpu : res->final.ms_median, cost = lat_final - lat_all8;
+    printf("; latency cost %+.3f ms%s (%+.1f%%, %s); budget %s\n", cost,
+           on_gpu && lat->batch > 1 ? " per forward" : "/img", lat_all8 > 0 ? 100 * cost / lat_all8 : 0.0,
+           on_gpu ? lat->label : "CPU int8 reference", res->met ? "met" : "NOT met");
+    if (!json) return YQ_OK;
+    double fp = fp_stats[YQ_COCO_AP];
+    cJSON_AddNumberToObject(json, "budget_pts", budget_pts);
+    cJSON_AddStringToObject(json, "rank", rank);
+    if (max_float > 0) cJSON_AddNumberToObject(json, "max_float", max_float);
+    cJSON_AddBoolToObject(json, "met", res->met);
+    cJSON_AddStringToObject(json, "eval_engine", res->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
+    if (res->eval_gpu) cJSON_AddStringToObject(json, "gpu_float_precision", yq_cuda_float_precision());
+    cJSON *fl = cJSON_AddArrayToObject(json, "float_layers");
+    for (int k = 0; k < res->n_float; k++) cJSON_AddItemToArray(fl, cJSON_CreateNumber(res->float_layers[k]));
+    cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp - res->final.s[YQ_COCO_AP]));
+    cJSON_AddNumberToObject(json, "latency_ms_all_int8", lat_all8);
+    cJSON_AddNumberToObject(json, "latency_ms", lat_final);
+    char k2[40];
+    snprintf(k2, sizeof k2, "%s_all_int8", p.ms_key);
+    cJSON_AddNumberToObject(json, k2, res->all8.ms_median);
+    cJSON_AddNumberToObject(json, p.ms_key, res->final.ms_median);
+    if (lat) {
+        if (lat->gpu && !on_gpu) {   /* (cannot happen: a GPU failure turns lat to the CPU) */
+            lat->gpu = 0;
+            snprintf(lat->tag, sizeof lat->tag, "cpu-int8-reference");
+            snprintf(lat->label, sizeof lat->label, "CPU int8 reference");
+        }
+        cli_lat_json(lat, json);
+    } else {
+        cJSON_AddStringToObject(json, "latency_device", "cpu-int8-reference");
+        cJSON_AddStringToObject(json, "latency_engine", "CPU int8 reference");
+    }
+    /* each step's latency_ms: the engine's */
+    cJSON *it;
+    cJSON_ArrayForEach(it, p.steps) {
+        cJSON *gl = cJSON_GetObjectItem(it, "gpu_latency_ms"), *cl = cJSON_GetObjectItem(it, "cpu_latency_ms");
+        const cJSON *use = on_gpu && gl ? gl : cl;
+        if (use) cJSON_AddNumberToObject(it, "latency_ms", use->valuedouble);
+    }
+    return YQ_OK;
+}
