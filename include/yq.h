@@ -75,6 +75,10 @@ typedef struct yq_session yq_session;
  * folder with one .cfg and one .weights (and optionally a .names), or a .cfg with its
  * .weights beside it; a Darknet model runs in FP32 on the CPU.  *out set only on YQ_OK. */
 yq_status   yq_model_open(const char *path, yq_model **out, yq_error *err);
+/* A package's bytes in memory (read, say, from an archive or made by yq_quantizer_model):
+ * checked as yq_model_open checks a file; buf is copied, the caller keeps it.  name (may
+ * be NULL) names it in messages. */
+yq_status   yq_model_open_mem(const void *buf, size_t n, const char *name, yq_model **out, yq_error *err);
 void        yq_model_free(yq_model *m);                   /* NULL is a no-op; after its sessions */
 int         yq_model_is_int8(const yq_model *m);          /* 1 for a package (or quantized graph) */
 void        yq_model_input(const yq_model *m, int *c, int *h, int *w);   /* network input size */

@@ -144,8 +144,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
  * choices), the calibration method and images. */
 yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err);
 /* The int8 model qc makes, as an open model (include/yq.h: sessions on the CPU or a GPU;
- * yq_model_free): exactly the package yq_quantizer_save would write, loaded.  It goes
- * through a temporary file in /tmp, removed before this returns. */
+ * yq_model_free): exactly the package yq_quantizer_save would write, made and loaded in
+ * memory (yq_model_open_mem), no file written. */
 yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err);
 void yq_quantizer_free(yq_quantizer *q);       /* NULL is a no-op */
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "yq_quant.h"
 #include "calib/hist.h"
 #include "calib/observe.h"
@@ -328,9 +327,9 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
     return st;
 }
 
-yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err)
+/* The int8 package qc makes: written to path, or (path NULL) made in memory into *buf, *n. */
+static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, void **buf, size_t *n, yq_error *err)
 {
-    if (!q || !qc || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_save: NULL argument");
     yq_qconfig *resolved = NULL;
     yq_status st = quantize(q, qc, &resolved, err);
     if (st != YQ_OK) return st;
@@ -341,7 +340,7 @@ yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *pat
         yq_package_meta meta = { .qconfig_text = text, .calib_method = method, .calib_images = q->cs->images,
                                  .letterbox = q->letterbox, .created_unix = q->o.created_unix };
         memcpy(meta.calib_images_sha256, q->cs->images_sha256, 32);
-        st = yq_package_write(path, q->g, &meta, err);
+        st = path ? yq_package_write(path, q->g, &meta, err) : yq_package_image(q->model, q->g, &meta, buf, n, err);
     }
     free(text);
     free(resolved);
@@ -349,19 +348,22 @@ yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *pat
     return st;
 }
 
+yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err)
+{
+    if (!q || !qc || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_save: NULL argument");
+    return package(q, qc, path, NULL, NULL, err);
+}
+
 yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err)
 {
     if (!out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_model: NULL argument");
     *out = NULL;
     if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_model: NULL argument");
-    /* the package itself, so that the model is what a saved one would be to the byte */
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/yquant-model-XXXXXX");
-    int fd = mkstemp(path);
-    if (fd < 0) return yq_fail(err, YQ_ERR_IO, "%s: cannot create a temporary file", path);
-    close(fd);
-    yq_status st = yq_quantizer_save(q, qc, path, err);
-    if (st == YQ_OK) st = yq_model_open(path, out, err);
-    remove(path);
+    /* the package itself, in memory, so that the model is what a saved one would be to the byte */
+    void *buf = NULL;
+    size_t n = 0;
+    yq_status st = package(q, qc, NULL, &buf, &n, err);
+    if (st == YQ_OK) st = yq_model_open_mem(buf, n, q->model, out, err);
+    free(buf);
     return st;
 }

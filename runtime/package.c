@@ -695,7 +695,10 @@ done:
     return st;
 }
 
-static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err);
+/* What the loader reads: the file at path, or (mem != NULL) mem_n bytes of a package in
+ * memory, with path only naming it in messages. */
+typedef struct rctx { const char *path; yq_error *err; const unsigned char *mem; size_t mem_n; } rctx;
+static yq_status package_load(rctx *r, yq_graph **out, yq_package_info **info_out);
 
 /* The checksum table of everything written so far, as /checksums. */
 static yq_status write_checksums(wctx *w, hid_t f)
@@ -715,8 +718,12 @@ static yq_status write_checksums(wctx *w, hid_t f)
     return st;
 }
 
-static yq_status package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
+/* The package's bytes, made in memory: *im holds them (its first *n bytes; yq_h5mem_free). */
+static yq_status package_image(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_h5mem *im,
+                               size_t *n, yq_error *err)
 {
+    *n = 0;
+    memset(im, 0, sizeof *im);
     if (!path || !*path || !g) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no graph");
     if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: the graph is not quantized (no int8 annotation)", path);
     if (g->n_nodes < 1 || g->n_nodes > MAX_NODES || g->nodes[0].op != YQ_OP_INPUT)
@@ -728,8 +735,7 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
      * The image is taken when HDF5 frees it at close (so its superblock is final), through
      * the file-image callbacks.  HDF5 1.8 structures (readable by HDF5 1.8 and newer):
      * compact groups and minimal dataset headers take a quarter of the metadata. */
-    yq_h5mem im = { NULL, 0 };
-    hid_t fapl = yq_h5mem_fapl(&im);
+    hid_t fapl = yq_h5mem_fapl(im);
     if (fapl < 0) return wfail(&w, "the in-memory file");
 #if H5_VERSION_GE(1, 10, 2)
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
@@ -746,10 +752,19 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
     yq_status st = write_all(&w, f, g, meta);
     if (st == YQ_OK) st = write_checksums(&w, f);
     if (H5Fclose(f) < 0 && st == YQ_OK) st = wfail(&w, "the in-memory file");
-    unsigned char *img = im.kept;
-    size_t n = yq_h5mem_image(&im);
-    if (st == YQ_OK && !n)
-        st = yq_fail(err, YQ_ERR_IO, "%s: HDF5 returned no file image (%zu bytes)", path, im.size);
+    *n = yq_h5mem_image(im);
+    if (st == YQ_OK && !*n)
+        st = yq_fail(err, YQ_ERR_IO, "%s: HDF5 returned no file image (%zu bytes)", path, im->size);
+    if (st != YQ_OK) yq_h5mem_free(im);
+    return st;
+}
+
+static yq_status package_write(const char *path, const yq_graph *g, const yq_package_meta *meta, yq_error *err)
+{
+    yq_h5mem im;
+    size_t n;
+    yq_status st = package_image(path, g, meta, &im, &n, err);
+    const unsigned char *img = im.kept;
     yq_outfile o;
     if (st == YQ_OK && (st = yq_out_begin(&o, path, YQ_OUT_NAMED, err)) == YQ_OK) {
         FILE *fp = fopen(o.tmp, "wb");
@@ -762,7 +777,8 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
         if (st == YQ_OK) {
             yq_graph *back = NULL;
             yq_error e2;
-            if (package_load(o.tmp, &back, NULL, &e2) != YQ_OK)
+            rctx r = { o.tmp, &e2, NULL, 0 };
+            if (package_load(&r, &back, NULL) != YQ_OK)
                 st = yq_fail(err, e2.code == YQ_ERR_NOMEM ? YQ_ERR_NOMEM : YQ_ERR_INVALID_ARG,
                              "%s: not written, it would not load: %s", path, e2.msg);
             yq_graph_free(back);
@@ -776,7 +792,6 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
 
 /* ---- loader ------------------------------------------------------------- */
 
-typedef struct rctx { const char *path; yq_error *err; } rctx;
 
 #define RFAIL(code, ...) yq_fail(r->err, code, __VA_ARGS__)
 
@@ -1358,6 +1373,11 @@ static yq_status check_signature(rctx *r)
 {
     static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
     unsigned char b[8];
+    if (r->mem) {
+        if (r->mem_n < 8 || memcmp(r->mem, sig, 8))
+            return RFAIL(YQ_ERR_FORMAT, "%s: not a yquant package (not an HDF5 file: no HDF5 signature)", r->path);
+        return YQ_OK;
+    }
     FILE *fp = fopen(r->path, "rb");
     if (!fp) return RFAIL(YQ_ERR_IO, "%s: cannot open: %s", r->path, strerror(errno));
     size_t got = fread(b, 1, 8, fp);
@@ -1437,6 +1457,21 @@ static hid_t open_file(rctx *r, yq_status *st)
     /* STRONG: closing the file closes whatever an error path left open in it */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    if (r->mem) {
+        /* the core driver on a copy of the bytes, nothing on disk */
+        hid_t f = -1;
+        if (fapl >= 0 && H5Pset_fapl_core(fapl, 64 << 10, 0) >= 0 &&
+            H5Pset_file_image(fapl, (void *)r->mem, r->mem_n) >= 0)
+            f = H5Fopen(YQ_H5MEM_NAME, H5F_ACC_RDONLY, fapl);
+        if (fapl >= 0) H5Pclose(fapl);
+        if (f < 0) {
+            char h[YQ_H5_WHY];
+            yq_h5_why(h);
+            *st = RFAIL(YQ_ERR_FORMAT, "%s: damaged HDF5 image of %zu bytes, truncated or corrupt (%s)", r->path,
+                        r->mem_n, h);
+        }
+        return f;
+    }
     hid_t f = H5Fopen(r->path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
     if (fapl >= 0) H5Pclose(fapl);
     if (f < 0) {
@@ -1451,9 +1486,9 @@ static hid_t open_file(rctx *r, yq_status *st)
     return f;
 }
 
-static yq_status package_load(const char *path, yq_graph **out, yq_package_info **info_out, yq_error *err)
+static yq_status package_load(rctx *r, yq_graph **out, yq_package_info **info_out)
 {
-    rctx rr = { path, err }, *r = &rr;
+    const char *path = r->path;
     yq_status st = check_signature(r);
     if (st != YQ_OK) return st;
     hid_t f = open_file(r, &st);
@@ -1609,7 +1644,34 @@ yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **in
 {
     if (!path || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no path or no output");
     h5quiet q = quiet_begin();
-    yq_status st = package_load(path, out, info, err);
+    rctx r = { path, err, NULL, 0 };
+    yq_status st = package_load(&r, out, info);
+    quiet_end(q);
+    return st;
+}
+
+yq_status yq_package_image(const char *name, const yq_graph *g, const yq_package_meta *meta, void **buf, size_t *n,
+                           yq_error *err)
+{
+    if (!buf || !n) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no output");
+    *buf = NULL;
+    *n = 0;
+    h5quiet q = quiet_begin();
+    yq_h5mem im;
+    yq_status st = package_image(name, g, meta, &im, n, err);
+    quiet_end(q);
+    if (st != YQ_OK) return st;
+    *buf = im.kept;               /* (malloc'd by the image callbacks: the caller's now) */
+    return YQ_OK;
+}
+
+yq_status yq_package_load_mem(const char *name, const void *buf, size_t n, yq_graph **out, yq_package_info **info,
+                              yq_error *err)
+{
+    if (!buf || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no bytes or no output");
+    h5quiet q = quiet_begin();
+    rctx r = { name ? name : "(package in memory)", err, buf, n };
+    yq_status st = package_load(&r, out, info);
     quiet_end(q);
     return st;
 }
@@ -1628,7 +1690,7 @@ void yq_package_info_free(yq_package_info *info)
 int yq_file_is_hdf5(const char *path)
 {
     yq_error err;
-    rctx r = { path, &err };
+    rctx r = { path, &err, NULL, 0 };
     return path && check_signature(&r) == YQ_OK;
 }
 
@@ -1636,7 +1698,7 @@ int yq_package_is(const char *path)
 {
     if (!path) return 0;
     yq_error err;
-    rctx r = { path, &err };
+    rctx r = { path, &err, NULL, 0 };
     if (check_signature(&r) != YQ_OK) return 0;
     h5quiet q = quiet_begin();
     yq_status st;

@@ -95,6 +95,15 @@ yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package
  * info may be NULL.  *out and *info are set only on YQ_OK. */
 yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **info, yq_error *err);
 
+/* The same package in memory: yq_package_image makes the bytes yq_package_write would
+ * write (*buf malloc'd: free(); name only names it in messages), yq_package_load_mem
+ * reads them (as yq_package_load reads a file, validating everything; buf is copied, the
+ * caller keeps it). */
+yq_status yq_package_image(const char *name, const yq_graph *g, const yq_package_meta *meta, void **buf, size_t *n,
+                           yq_error *err);
+yq_status yq_package_load_mem(const char *name, const void *buf, size_t n, yq_graph **out, yq_package_info **info,
+                              yq_error *err);
+
 void yq_package_info_free(yq_package_info *info);   /* NULL is a no-op */
 
 /* 1 when path starts with the HDF5 signature: a package, or a damaged one (to load and be

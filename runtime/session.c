@@ -96,6 +96,22 @@ yq_status yq_model_open(const char *path, yq_model **out, yq_error *err)
     return YQ_OK;
 }
 
+yq_status yq_model_open_mem(const void *buf, size_t n, const char *name, yq_model **out, yq_error *err)
+{
+    if (!buf || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_model_open_mem: no bytes or no output");
+    yq_model *m = calloc(1, sizeof *m);
+    if (!m) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_status st = yq_package_load_mem(name, buf, n, &m->owned, &m->info, err);
+    if (st != YQ_OK) {
+        yq_model_free(m);
+        return st;
+    }
+    m->letterbox = m->info->letterbox;
+    m->g = m->owned;
+    *out = m;
+    return YQ_OK;
+}
+
 yq_status yq_model_borrow(const yq_graph *g, int letterbox, yq_model **out, yq_error *err)
 {
     if (!g || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_model_borrow: no graph");

@@ -479,6 +479,92 @@ static void t_roundtrip(void)
     }
 }
 
+/* A package made and read in memory (yq_package_image, yq_package_load_mem,
+ * yq_model_open_mem): the bytes of the file yq_package_write writes, to the byte; loaded,
+ * the same bits at every node as the file gives; no file or temporary made; damaged
+ * bytes (truncated, a flipped byte, not HDF5 at all) refused in one line naming the
+ * package, with no HDF5 identifier left open. */
+static void t_memory(void)
+{
+    yq_graph *g = make_graph(&variants[0]), *h = NULL, *hf = NULL;
+    yq_package_meta m = make_meta();
+    m.created_unix = 1764547200;       /* fixed: the same bytes twice */
+    yq_error err = { 0 };
+    const char *path = tpath("mem.yqp");
+    int tmps = count_tmp();
+    long ids = h5_ids();
+    void *buf = NULL;
+    size_t n = 0;
+    CHECKF(yq_package_image("mem", g, &m, &buf, &n, &err) == YQ_OK && buf && n > 1000, "%s", err.msg);
+    CHECKF(count_tmp() == tmps, "the image made %d files", count_tmp() - tmps);
+    CHECKF(yq_package_write(path, g, &m, &err) == YQ_OK, "%s", err.msg);
+    long fn = file_size(path);
+    unsigned char *fb = malloc((size_t)(fn > 0 ? fn : 1));
+    FILE *f = fopen(path, "rb");
+    CHECK(fb && f && fread(fb, 1, (size_t)fn, f) == (size_t)fn);
+    fclose(f);
+    CHECKF((size_t)fn == n && !memcmp(fb, buf, n), "image %zu bytes, file %ld bytes: they differ", n, fn);
+    yq_package_info *info = NULL;
+    CHECKF(yq_package_load_mem("mem", buf, n, &h, &info, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_package_load(path, &hf, NULL, &err) == YQ_OK, "%s", err.msg);
+    CHECK(info && !strcmp(info->qconfig_text, qtext) && info->calib_images == 80 && !strcmp(info->created, "2025-12-01T00:00:00Z"));
+    CHECKF(h5_ids() == ids, "%ld HDF5 identifiers left open", h5_ids() - ids);
+    long n_in = yq_shape_size(g->nodes[0].out) * 2;
+    float *x = malloc(sizeof *x * (size_t)n_in);
+    CHECK(x);
+    fill_input(x, n_in);
+    yq_plan *pa = run(hf, x), *pb = run(h, x);
+    free(x);
+    for (int i = 0; i < g->n_nodes; i++) {
+        size_t bytes = (size_t)yq_shape_size(g->nodes[i].out) * 2 * (size_t)yq_dtype_size(yq_node_dtype(g, i));
+        CHECKF(!memcmp(yq_plan_data(pa, i), yq_plan_data(pb, i), bytes), "node %d (%s) differs", i, g->nodes[i].name);
+    }
+    yq_plan_free(pa);
+    yq_plan_free(pb);
+    /* the public door: a model from the bytes */
+    yq_model *mo = NULL;
+    CHECKF(yq_model_open_mem(buf, n, "mem.yqp", &mo, &err) == YQ_OK && yq_model_is_int8(mo) && yq_model_letterbox(mo) == 1,
+           "%s", err.msg);
+    yq_model_free(mo);
+
+    /* damaged bytes */
+    struct { size_t len; long flip; const char *want; } bad[] = {
+        { 0, -1, "not a yquant package" }, { 8, -1, "damaged" }, { 0, -1, "truncated" }, { 0, 0, "not a yquant package" },
+    };
+    bad[0].len = 7;
+    bad[2].len = n / 2;
+    bad[3].len = n;
+    unsigned char *cp = malloc(n);
+    CHECK(cp);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memcpy(cp, buf, n);
+        if (bad[k].flip >= 0) cp[bad[k].flip] ^= 0x40;
+        yq_graph *z = (yq_graph *)1;
+        yq_status st = yq_package_load_mem("damaged.yqp", cp, bad[k].len, &z, NULL, &err);
+        CHECKF(st == YQ_ERR_FORMAT && z == (yq_graph *)1 && strstr(err.msg, "damaged.yqp") && strstr(err.msg, bad[k].want) &&
+               !strchr(err.msg, '\n'), "case %zu: status %d, %s", k, st, err.msg);
+        CHECKF(h5_ids() == ids, "case %zu: %ld HDF5 identifiers left open", k, h5_ids() - ids);
+        if (getenv("YQ_TEST_VERBOSE")) printf("     refused: %s\n", err.msg);
+    }
+    /* a byte flipped inside a dataset: the checksums catch it */
+    memcpy(cp, buf, n);
+    cp[n - 200] ^= 0x01;
+    yq_graph *z = NULL;
+    yq_status st = yq_package_load_mem("flipped.yqp", cp, n, &z, NULL, &err);
+    CHECKF(st != YQ_OK && strstr(err.msg, "flipped.yqp") && !strchr(err.msg, '\n'), "status %d, %s", st, err.msg);
+    yq_graph_free(z);
+    CHECKF(h5_ids() == ids, "%ld HDF5 identifiers left open", h5_ids() - ids);
+    CHECKF(count_tmp() == tmps, "%d files left", count_tmp() - tmps);
+    free(cp);
+    free(fb);
+    free(buf);
+    yq_package_info_free(info);
+    yq_graph_free(h);
+    yq_graph_free(hf);
+    yq_graph_free(g);
+    CHECK(remove(path) == 0);
+}
+
 /* Optional parts absent, meta NULL, info NULL. */
 static void t_minimal(void)
 {
@@ -1033,6 +1119,7 @@ int main(void)
     }
     TEST(t_h5util);
     TEST(t_roundtrip);
+    TEST(t_memory);
     TEST(t_minimal);
     TEST(t_h5dump);
     TEST(t_version);
