@@ -86,7 +86,9 @@ yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int
 yq_pipe_io cli_term_io(cli_bar *bar);
 yq_pipe_calib cli_calib_req(const cli_quant_opt *q);
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
-yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err);
+/* (resolved: may be NULL; see yq_pipe_quantize) */
+yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_graph *g, const yq_calib_stats *cs,
+                             int letterbox, yq_error *err);
 yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
 /* Evaluation helpers (cli/cmd_eval.c). */

@@ -189,7 +189,7 @@ int cmd_eval(int argc, char **argv)
         goto done;
     }
     if (qo.calib_dir) {
-        if (cli_calibrate(&qo, g, eo.letterbox, &cs, &err) != YQ_OK || cli_quantize_graph(&qo, g, cs, eo.letterbox, &err) != YQ_OK) {
+        if (cli_calibrate(&qo, g, eo.letterbox, &cs, &err) != YQ_OK || cli_quantize_graph(&qo, NULL, g, cs, eo.letterbox, &err) != YQ_OK) {
             cli_error(&err);
             goto done;
         }

@@ -163,13 +163,49 @@ int cmd_inspect(int argc, char **argv)
         fprintf(t, "source:  %s + %s\n         model sha256 %s\n", pi->cfg_path, pi->weights_path, pi->model_sha256);
         fprintf(t, "calibration: %d images (sha256 %s), %s; %s\n", pi->calib_images, pi->calib_images_sha256,
                 pi->calib_method, pi->letterbox ? "letterbox" : "plain resize");
-        fprintf(t, "qconfig:\n");
+        fprintf(t, "qconfig%s:\n", pi->request_text ? " (as resolved: the measured choices written in)" : "");
         for (const char *l = pi->qconfig_text; *l;) {
             const char *e = strchr(l, '\n');
             int len = e ? (int)(e - l) : (int)strlen(l);
             fprintf(t, "  %.*s\n", len, l);
             l += len + (e != NULL);
         }
+        if (pi->request_text && strcmp(pi->request_text, pi->qconfig_text)) {
+            /* what was asked where it differs */
+            fprintf(t, "asked, where it differs:\n");
+            for (const char *l = pi->request_text; *l;) {
+                const char *e = strchr(l, '\n');
+                int len = e ? (int)(e - l) : (int)strlen(l), found = 0;
+                for (const char *k = pi->qconfig_text; *k && !found;) {
+                    const char *ke = strchr(k, '\n');
+                    int kl = ke ? (int)(ke - k) : (int)strlen(k);
+                    found = kl == len && !strncmp(k, l, (size_t)len);
+                    k += kl + (ke != NULL);
+                }
+                if (!found && len) fprintf(t, "  %.*s\n", len, l);
+                l += len + (e != NULL);
+            }
+        }
+        cJSON *plan = pi->plan_json ? cJSON_Parse(pi->plan_json) : NULL, *it;
+        if (plan) {
+            /* the float convs and why */
+            int nf = 0;
+            fprintf(t, "float convs:");
+            cJSON_ArrayForEach(it, cJSON_GetObjectItem(plan, "nodes")) {
+                cJSON *op = cJSON_GetObjectItem(it, "op"), *dt = cJSON_GetObjectItem(it, "dtype");
+                cJSON *why = cJSON_GetObjectItem(it, "why"), *L = cJSON_GetObjectItem(it, "layer");
+                if (!cJSON_IsString(op) || strcmp(op->valuestring, "conv") || !cJSON_IsString(dt) ||
+                    strcmp(dt->valuestring, "float") || !cJSON_IsString(why) || !cJSON_IsNumber(L))
+                    continue;
+                fprintf(t, "%s %d (%s)", nf++ ? "," : "", L->valueint, why->valuestring);
+            }
+            fprintf(t, "%s\n", nf ? "" : " none");
+            int ns = 0;
+            cJSON_ArrayForEach(it, cJSON_GetObjectItem(plan, "searched_thresholds"))
+                if (cJSON_IsNumber(it)) fprintf(t, "%s%d", ns++ ? "," : "thresholds searched: layers ", it->valueint);
+            if (ns) fprintf(t, "\n");
+        }
+        cJSON_Delete(plan);
         cJSON *acc = cJSON_Parse(pi->accuracy_json);
         fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " (not measured)");
         for (cJSON *r = cJSON_IsArray(acc) ? acc->child : NULL; r; r = r->next) {
@@ -191,6 +227,11 @@ int cmd_inspect(int argc, char **argv)
     cJSON *root = json ? cJSON_CreateObject() : NULL, *layers = NULL;
     if (root) {
         cJSON_AddStringToObject(root, "cfg", g->cfg_path);
+        if (pi) {
+            cJSON_AddStringToObject(root, "qconfig", pi->qconfig_text);
+            if (pi->request_text) cJSON_AddStringToObject(root, "qconfig_request", pi->request_text);
+            if (pi->plan_json) cJSON_AddItemToObject(root, "plan", cJSON_Parse(pi->plan_json));
+        }
         cJSON_AddStringToObject(root, "weights", g->weights_path);
         cJSON *in = cJSON_AddObjectToObject(root, "input");
         cJSON_AddNumberToObject(in, "width", g->nodes[0].out.w);

@@ -291,7 +291,9 @@ int cmd_quantize(int argc, char **argv)
     int have_all8 = 0, have_q8 = 0, rc = 1, met = 1;
     double ci[2][2], ci_all[2][2];
     cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "rows");
-    char outbuf[1024], *qtext = NULL, *acc_json = NULL;
+    char outbuf[1024], *qtext = NULL, *acc_json = NULL, *req_text = NULL, *plan = NULL;
+    yq_qconfig *ran = malloc(sizeof *ran);     /* the qconfig as resolved (qo.qc stays the request) */
+    if (!ran) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
 
     if (cli_load_model(&mo, &g, &err) != YQ_OK) goto fail;
     if (letterbox < 0) letterbox = g->letter_box;
@@ -358,12 +360,12 @@ int cmd_quantize(int argc, char **argv)
         cli_quant_opt all = qo;
         all.qc.head_float = all.qc.first_float = all.qc.keep_float = 0;
         for (int i = 0; i < all.qc.n_layers; i++) all.qc.layer[i].skip = -1;
-        if (cli_quantize_graph(&all, g, cs, letterbox, &err) != YQ_OK) goto fail;
+        if (cli_quantize_graph(&all, NULL, g, cs, letterbox, &err) != YQ_OK) goto fail;
         if (evaluate_on(g, ds, letterbox, &tgt, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
         have_all8 = 1;
         yq_unquantize_graph(g);
     }
-    if (cli_quantize_graph(&qo, g, cs, letterbox, &err) != YQ_OK) goto fail;
+    if (cli_quantize_graph(&qo, ran, g, cs, letterbox, &err) != YQ_OK) goto fail;
     if (ds && !have_q8 && evaluate_on(g, ds, letterbox, &tgt, "int8", &q8, &err) != YQ_OK) goto fail;
     if (ds && boots > 0) {
         fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
@@ -425,16 +427,21 @@ int cmd_quantize(int argc, char **argv)
     }
 
     /* The package. */
-    qtext = yq_qconfig_text(&qo.qc);
-    if (!qtext) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    qtext = yq_qconfig_text(ran);
+    req_text = yq_qconfig_text(&qo.qc);
+    plan = yq_pipe_plan_json(g, &qo.qc, ran);
+    if (!qtext || !req_text || !plan) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     cJSON_AddStringToObject(root, "target", tgt.spec);
     cJSON_AddStringToObject(root, "target_engine", tgt.name);
     cJSON_AddStringToObject(root, "model", g->cfg_path);
     cJSON_AddStringToObject(root, "package", out);
     cJSON_AddStringToObject(root, "qconfig", qtext);
+    cJSON_AddStringToObject(root, "qconfig_request", req_text);
+    cJSON_AddItemToObject(root, "plan", cJSON_Parse(plan));
     cJSON_AddBoolToObject(root, "letterbox", letterbox);
     acc_json = cJSON_PrintUnformatted(rows);
-    yq_package_meta meta = { .qconfig_text = qtext, .accuracy_json = acc_json, .calib_method = qsum,
+    yq_package_meta meta = { .qconfig_text = qtext, .request_text = req_text, .plan_json = plan,
+                             .accuracy_json = acc_json, .calib_method = qsum,
                              .calib_images = cs->images, .letterbox = letterbox,
                              .created_unix = cli_created_unix() };
     memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
@@ -465,6 +472,9 @@ done:
     cJSON_free(acc_json);
     cJSON_Delete(root);
     free(qtext);
+    free(req_text);
+    free(plan);
+    free(ran);
     free(le);
     yq_coco_dets_free(fp.dets);
     yq_coco_dets_free(q8.dets);

@@ -103,13 +103,11 @@ static char *qconfig_line(const yq_qconfig *qc)
 
 /* The point's settings as asked (before the rewrite: keep_float turns into per-layer skips
  * there), then, after it, what ran in float. */
-static void fill_asked(point *pt, const yq_qconfig *qc)
+/* A point's settings: keep_float as asked, the rest as the rewrite ran (qc: resolved, the
+ * measured choices in its skips), and the convs g runs in float and int8. */
+static void fill_settings(point *pt, const yq_qconfig *request, const yq_qconfig *qc, const yq_graph *g)
 {
-    pt->keep_float = qc->keep_float;
-}
-
-static void fill_settings(point *pt, const yq_qconfig *qc, const yq_graph *g)
-{
+    pt->keep_float = request->keep_float;
     pt->bits = qc->bits;
     pt->per_channel = qc->per_channel;
     pt->wscale = qc->wscale;
@@ -533,7 +531,8 @@ int cmd_sweep(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
     cli_quant_opt *qo = malloc(sizeof *qo), *pq = malloc(sizeof *pq);
-    if (!qo || !pq) { free(qo); free(pq); fprintf(stderr, "yquant: out of memory\n"); return 1; }
+    yq_qconfig *ran = malloc(sizeof *ran);      /* a point's qconfig as resolved */
+    if (!qo || !pq || !ran) { free(qo); free(pq); free(ran); fprintf(stderr, "yquant: out of memory\n"); return 1; }
     cli_quant_init(qo);
     const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *grid_text = NULL;
     int letterbox = -1, sqnr_images = 8, rc = 2, resume = 0;
@@ -675,11 +674,10 @@ int cmd_sweep(int argc, char **argv)
             /* the point's rewrite and evaluation (a GPU that fails: the CPU from here on) */
             yq_pipe_io io = { NULL, sweep_progress, sweep_warn, sweep_note, &sb };
             yq_pipe_calib c = cli_calib_req(pq);
-            fill_asked(pt, &pq->qc);
-            pst = yq_pipe_point(&c, &pq->qc, s->g, s->cs, ds, letterbox, &eval_dev, &io, &r, &err);
+            pst = yq_pipe_point(&c, &pq->qc, ran, s->g, s->cs, ds, letterbox, &eval_dev, &io, &r, &err);
         }
         if (pst != YQ_OK) { free(asked); goto fail_jf; }
-        fill_settings(pt, &pq->qc, s->g);
+        fill_settings(pt, &pq->qc, ran, s->g);
         pt->map = r.s[YQ_COCO_AP];
         pt->map50 = r.s[YQ_COCO_AP50];
         pt->map75 = r.s[YQ_COCO_AP75];
@@ -752,7 +750,7 @@ int cmd_sweep(int argc, char **argv)
         if (state_ready(s, &spare, &mo, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;
         yq_unquantize_graph(cg);
-        if (cli_quantize_graph(pq, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
+        if (cli_quantize_graph(pq, NULL, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
         if (cli_layer_report(cg, qo->calib_dir, sqnr_images, letterbox, 0, &le, &err) != YQ_OK) goto fail;
         le_images = sqnr_images < X.calib_images ? sqnr_images : X.calib_images;
     }
@@ -823,5 +821,6 @@ done:
 early:
     free(qo);
     free(pq);
+    free(ran);
     return rc;
 }

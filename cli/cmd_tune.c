@@ -367,6 +367,8 @@ int cli_tune(const cli_tune_req *r)
         meta.accuracy_json = info->accuracy_json;
         meta.calib_method = info->calib_method;
         meta.tuning_json = info->tuning_json;
+        meta.request_text = info->request_text;
+        meta.plan_json = info->plan_json;
         meta.kernels = merged;
         meta.n_kernels = nmerged;
         meta.calib_images = info->calib_images;

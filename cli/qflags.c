@@ -127,12 +127,13 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
     return yq_pipe_load_inputs(g, dir, max, letterbox, &io, out, got, err);
 }
 
-yq_status cli_quantize_graph(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, int letterbox, yq_error *err)
+yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_graph *g, const yq_calib_stats *cs,
+                             int letterbox, yq_error *err)
 {
     cli_bar bar = { 0 };
     yq_pipe_io io = cli_term_io(&bar);
     yq_pipe_calib c = cli_calib_req(q);
-    return yq_pipe_quantize(&c, &q->qc, g, cs, letterbox, &io, err);
+    return yq_pipe_quantize(&c, &q->qc, resolved, g, cs, letterbox, &io, err);
 }
 
 #include "calib/compare.h"

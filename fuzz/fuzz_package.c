@@ -139,7 +139,8 @@ static void compare(const yq_graph *g, const yq_package_info *a, const yq_graph 
          !strcmp(a->calib_images_sha256, b->calib_images_sha256) && !strcmp(a->cfg_path, b->cfg_path) &&
          !strcmp(a->weights_path, b->weights_path), "root attributes");
     same(same_str(a->qconfig_text, b->qconfig_text) && same_str(a->accuracy_json, b->accuracy_json) &&
-         same_str(a->calib_method, b->calib_method) && same_str(a->tuning_json, b->tuning_json), "text");
+         same_str(a->calib_method, b->calib_method) && same_str(a->tuning_json, b->tuning_json) &&
+         same_str(a->request_text, b->request_text) && same_str(a->plan_json, b->plan_json), "text");
     same(a->letterbox == b->letterbox && a->calib_images == b->calib_images && a->input_c == b->input_c &&
          a->input_h == b->input_h && a->input_w == b->input_w, "integer attributes");
     same(a->n_kernels == b->n_kernels, "kernel count");
@@ -158,6 +159,8 @@ static void round_trip(const yq_graph *g, const yq_package_info *info)
     m.accuracy_json = info->accuracy_json;
     m.calib_method = info->calib_method;
     m.tuning_json = info->tuning_json;
+    m.request_text = info->request_text;
+    m.plan_json = info->plan_json;
     m.kernels = info->kernels;
     m.n_kernels = info->n_kernels;
     m.calib_images = info->calib_images;

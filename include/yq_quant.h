@@ -139,9 +139,21 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
                                 const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
                                 yq_error *err);
 
+/* What qc resolves to on this model; qc itself (the request) is never changed.
+ * *resolved (a new handle; may be NULL: not wanted) is qc with the measured choices written
+ * in: keep_float's float convs as per-layer skips, thresh_search's thresholds as per-layer
+ * thresholds (both keys then 0), so that it reproduces the same int8 model.  *plan_json
+ * (malloc'd: free(); may be NULL: not wanted) is the rewrite's decision for every node:
+ *   {"chosen_float": [layers], "searched_thresholds": [layers], "float_convs": n,
+ *    "int8_convs": n, "nodes": [{"layer", "op", "dtype": "int8" | "float", "why": "int8" |
+ *    "skip_layers" | "keep_float" | "head" | "first" | "activation" | "inputs", "bits",
+ *    "thresh", "precision": "fp32" | "fp16w" (float convs)}, ...]} */
+yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **resolved, char **plan_json,
+                               yq_error *err);
+
 /* Quantizes as qc directs and writes the int8 package (atomically: a failed write leaves
- * no file), recording the qconfig as resolved (keep_float's and thresh_search's measured
- * choices), the calibration method and images. */
+ * no file), recording the qconfig as asked (/request), as resolved (/qconfig) and the plan
+ * (/plan), as yq_quantizer_resolve gives them, and the calibration method and images. */
 yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err);
 /* The int8 model qc makes, as an open model (include/yq.h: sessions on the CPU or a GPU;
  * yq_model_free): exactly the package yq_quantizer_save would write, made and loaded in

@@ -199,9 +199,8 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     if (st != YQ_OK) return st;
     yq_qconfig *work = malloc(sizeof *work);     /* (the qconfig is large: not on the stack) */
     if (!work) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    *work = qc->qc;
     yq_pipe_calib c = calib_req(q);
-    st = yq_pipe_quantize(&c, work, q->g, q->cs, q->letterbox, &q->io, err);
+    st = yq_pipe_quantize(&c, &qc->qc, work, q->g, q->cs, q->letterbox, &q->io, err);
     if (st == YQ_OK && resolved) *resolved = work;
     else free(work);
     if (st != YQ_OK) yq_unquantize_graph(q->g);
@@ -327,22 +326,53 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
     return st;
 }
 
+yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **resolved, char **plan_json,
+                               yq_error *err)
+{
+    if (resolved) *resolved = NULL;
+    if (plan_json) *plan_json = NULL;
+    if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_resolve: NULL argument");
+    yq_qconfig *rq = NULL;
+    yq_status st = quantize(q, qc, &rq, err);
+    if (st != YQ_OK) return st;
+    char *plan = plan_json ? yq_pipe_plan_json(q->g, &qc->qc, rq) : NULL;
+    yq_unquantize_graph(q->g);
+    if (plan_json && !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_qconf *h = NULL;
+    if (st == YQ_OK && resolved && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) {
+        if (h) {
+            h->qc = *rq;
+            *resolved = h;
+        }
+        if (plan_json) *plan_json = plan;
+    } else {
+        free(plan);
+    }
+    free(rq);
+    return st;
+}
+
 /* The int8 package qc makes: written to path, or (path NULL) made in memory into *buf, *n. */
 static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, void **buf, size_t *n, yq_error *err)
 {
     yq_qconfig *resolved = NULL;
     yq_status st = quantize(q, qc, &resolved, err);
     if (st != YQ_OK) return st;
-    char *text = yq_qconfig_text(resolved), method[128];
+    char *text = yq_qconfig_text(resolved), *req = yq_qconfig_text(&qc->qc), method[128];
+    char *plan = yq_pipe_plan_json(q->g, &qc->qc, resolved);
     yq_calib_method_str(&resolved->calib, method, sizeof method);
-    if (!text) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (!text || !req || !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     else {
-        yq_package_meta meta = { .qconfig_text = text, .calib_method = method, .calib_images = q->cs->images,
-                                 .letterbox = q->letterbox, .created_unix = q->o.created_unix };
+        yq_package_meta meta = { .qconfig_text = text, .request_text = req, .plan_json = plan, .calib_method = method,
+                                 .calib_images = q->cs->images, .letterbox = q->letterbox,
+                                 .created_unix = q->o.created_unix };
         memcpy(meta.calib_images_sha256, q->cs->images_sha256, 32);
         st = path ? yq_package_write(path, q->g, &meta, err) : yq_package_image(q->model, q->g, &meta, buf, n, err);
     }
     free(text);
+    free(req);
+    free(plan);
     free(resolved);
     yq_unquantize_graph(q->g);
     return st;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <cjson/cJSON.h>
 #include "calib/cache.h"
 #include "calib/observe_cuda.h"
 #include "datasets/image.h"
@@ -268,9 +269,12 @@ static yq_status choose_measured(yq_qconfig *qc, yq_graph *g, const yq_calib_sta
     return st;
 }
 
-yq_status yq_pipe_quantize(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
-                           int letterbox, const yq_pipe_io *io, yq_error *err)
+yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
+                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_error *err)
 {
+    yq_qconfig *qc = resolved ? resolved : malloc(sizeof *qc);   /* (large: not on the stack) */
+    if (!qc) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (qc != request) *qc = *request;
     yq_status st = yq_quantize_graph(g, cs, qc, err);
     float *inputs = NULL;
     int got = 0, choose = qc->keep_float > 0 || qc->thresh_search > 0;
@@ -279,5 +283,55 @@ yq_status yq_pipe_quantize(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
     if (st == YQ_OK && choose && got > 0) st = choose_measured(qc, g, cs, inputs, got, err);
     if (st == YQ_OK && qc->bias_correction == 2) st = yq_bias_correct_data(g, inputs, got, err);
     free(inputs);
+    if (qc != resolved) free(qc);
     return st;
+}
+
+char *yq_pipe_plan_json(const yq_graph *g, const yq_qconfig *request, const yq_qconfig *resolved)
+{
+    int N = g->n_nodes;
+    uint8_t *why = malloc((size_t)(N ? N : 1));
+    cJSON *root = cJSON_CreateObject();
+    if (!why || !root || !g->q) {
+        free(why);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    yq_float_reasons(g, resolved, why);
+    cJSON *chosen = cJSON_AddArrayToObject(root, "chosen_float"), *searched = cJSON_AddArrayToObject(root, "searched_thresholds");
+    cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+    int n_float = 0, n_int8 = 0;
+    for (int i = 1; i < N; i++) {
+        const yq_node *n = &g->nodes[i];
+        const yq_qnode *q = &g->q[i];
+        if (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) continue;
+        int L = n->layer;
+        /* a skip the request does not hold is keep_float's measured choice */
+        const char *w = why[i] == YQ_WHY_SKIP ? (yq_qc_skip(request, L) ? "skip_layers" : "keep_float")
+                                              : yq_float_why_name((yq_float_why)why[i]);
+        if (why[i] == YQ_WHY_SKIP && !yq_qc_skip(request, L) && n->op == YQ_OP_CONV)
+            cJSON_AddItemToArray(chosen, cJSON_CreateNumber(L));
+        /* a threshold the request does not hold is thresh_search's */
+        float t_req = yq_qc_thresh(request, L), t_res = yq_qc_thresh(resolved, L);
+        if (t_res > 0 && t_res != t_req) cJSON_AddItemToArray(searched, cJSON_CreateNumber(L));
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "layer", L);
+        cJSON_AddStringToObject(o, "op", yq_op_name(n->op));
+        cJSON_AddStringToObject(o, "dtype", q->float_op ? "float" : "int8");
+        cJSON_AddStringToObject(o, "why", w);
+        if (!q->float_op) cJSON_AddNumberToObject(o, "bits", yq_qc_bits(resolved, L));
+        if (q->thresh > 0) cJSON_AddNumberToObject(o, "thresh", q->thresh);
+        if (n->op == YQ_OP_CONV && q->float_op) cJSON_AddStringToObject(o, "precision", q->fp16w ? "fp16w" : "fp32");
+        cJSON_AddItemToArray(nodes, o);
+        if (n->op == YQ_OP_CONV) {
+            if (q->float_op) n_float++;
+            else n_int8++;
+        }
+    }
+    cJSON_AddNumberToObject(root, "float_convs", n_float);
+    cJSON_AddNumberToObject(root, "int8_convs", n_int8);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(why);
+    return text;
 }

@@ -10,7 +10,7 @@
  *     yq_pipe_calib cal = { .images = "calib/", .device = "cpu" };
  *     yq_calib_stats *cs;
  *     yq_pipe_calibrate(&cal, &qc, g, letterbox, &io, &cs, &err);
- *     yq_pipe_quantize(&cal, &qc, g, cs, letterbox, &io, &err);   // g->q set
+ *     yq_pipe_quantize(&cal, &qc, &resolved, g, cs, letterbox, &io, &err);   // g->q set
  */
 #ifndef YQ_PIPELINE_QUANTIZE_H
 #define YQ_PIPELINE_QUANTIZE_H
@@ -45,12 +45,23 @@ typedef struct yq_pipe_calib {
 yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, yq_graph *g, int letterbox,
                             const yq_pipe_io *io, yq_calib_stats **cs, yq_error *err);
 
-/* g rewritten into int8 (g->q) as qc directs, from cs.  keep_float and thresh_search are
- * measured on up to 16 of c->images through simulated int8, and their choices written into
- * qc (per-layer skips and thresholds, which the package records; the two keys are then 0);
- * bias_correction data measures on the same images. */
-yq_status yq_pipe_quantize(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
-                           int letterbox, const yq_pipe_io *io, yq_error *err);
+/* g rewritten into int8 (g->q) as the request directs, from cs.  The request is not
+ * changed: *resolved (may be NULL: not wanted; never the request itself) receives it with
+ * the measured choices written in: keep_float and thresh_search are measured on up to 16
+ * of c->images through simulated int8 and become per-layer skips and thresholds (the two
+ * keys then 0), so that a rewrite with *resolved reproduces g; bias_correction data
+ * measures on the same images. */
+yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
+                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_error *err);
+
+/* The decisions of the rewrite g holds (made from request, resolved as yq_pipe_quantize
+ * gave it), as compact JSON (malloc'd; NULL when out of memory or g is not quantized):
+ *   {"chosen_float": [layers keep_float chose], "searched_thresholds": [layers thresh_search
+ *    set], "nodes": [{"layer", "op", "dtype": "int8"|"float", "why": "int8" | "skip_layers" |
+ *    "keep_float" | "head" | "first" | "activation" | "inputs", "bits" (int8), "thresh",
+ *    "precision": "fp32"|"fp16w" (float convs)}, ...], "float_convs", "int8_convs"}
+ * (every node but the input, dropouts and heads).  Packages store it beside the request. */
+char *yq_pipe_plan_json(const yq_graph *g, const yq_qconfig *request, const yq_qconfig *resolved);
 
 /* Up to max images of dir, evenly spaced over it, preprocessed for g (*out: *got inputs of
  * g's input size, malloc'd); images that cannot be decoded are left out. */

@@ -103,7 +103,7 @@ static yq_status eval_on(sens *S, const yq_pipe_io *io, yq_pipe_eval *r, yq_erro
 static yq_status rewrite(sens *S, yq_error *err)
 {
     yq_unquantize_graph(S->g);
-    return yq_pipe_quantize(S->c, S->work, S->g, S->cs, S->letterbox, &S->quiet, err);
+    return yq_pipe_quantize(S->c, S->work, NULL, S->g, S->cs, S->letterbox, &S->quiet, err);
 }
 
 /* Rewrites S->g with S->work, then evaluates (r != NULL) and/or measures the head SQNR

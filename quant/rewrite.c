@@ -192,6 +192,45 @@ static yq_status float_conv_weights(yq_graph *g, int i, const yq_qconfig *qc, yq
     return YQ_OK;
 }
 
+void yq_float_reasons(const yq_graph *g, const yq_qconfig *qc, uint8_t *why)
+{
+    int N = g->n_nodes, first_conv = -1;
+    for (int i = 1; i < N; i++)
+        if (g->nodes[i].op == YQ_OP_CONV) { first_conv = i; break; }
+    /* why[] first marks the convs feeding a head (1), then holds the reasons */
+    memset(why, 0, (size_t)N);
+    for (int i = 1; i < N; i++)
+        if (is_head(g->nodes[i].op) && g->nodes[i].src[0] > 0) why[g->nodes[i].src[0]] = 1;
+    for (int i = 1; i < N; i++) {
+        const yq_node *n = &g->nodes[i];
+        int head_feed = why[i] == 1;
+        yq_float_why w = YQ_WHY_INT8;
+        if (yq_qc_skip(qc, n->layer)) w = YQ_WHY_SKIP;
+        else if (n->op == YQ_OP_CONV && head_feed && qc->head_float) w = YQ_WHY_HEAD;
+        else if (n->op == YQ_OP_CONV && i == first_conv && qc->first_float) w = YQ_WHY_FIRST;
+        else if (n->op == YQ_OP_CONV && !int8_conv_act(n->act, qc)) w = YQ_WHY_ACT;   /* act_table off */
+        else if (n->op == YQ_OP_SHORTCUT && !int8_act(n->act)) w = YQ_WHY_ACT;
+        why[i] = (uint8_t)w;
+    }
+    /* A node whose inputs all come from float ops stays in float too when it is a
+     * pure data-movement op (maxpool/upsample/route/dropout): converting there gains nothing. */
+    for (int i = 1; i < N; i++) {
+        const yq_node *n = &g->nodes[i];
+        if (why[i] == YQ_WHY_INT8 && (n->op == YQ_OP_MAXPOOL || n->op == YQ_OP_UPSAMPLE || n->op == YQ_OP_ROUTE ||
+                                      n->op == YQ_OP_DROPOUT || is_head(n->op))) {
+            int all_f = 1;
+            for (int k = 0; k < n->n_src; k++) all_f &= n->src[k] > 0 && why[n->src[k]] != YQ_WHY_INT8;
+            if (all_f) why[i] = YQ_WHY_INPUTS;
+        }
+    }
+}
+
+const char *yq_float_why_name(yq_float_why w)
+{
+    static const char *names[] = { "int8", "skip", "head", "first", "activation", "inputs" };
+    return (unsigned)w < sizeof names / sizeof *names ? names[w] : "?";
+}
+
 yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
 {
     int N = g->n_nodes;
@@ -210,36 +249,19 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
     }
 
     /* 1. Which nodes run in float. */
-    int first_conv = -1;
+    uint8_t *why = malloc((size_t)N);
+    if (!why) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     for (int i = 1; i < N; i++)
-        if (g->nodes[i].op == YQ_OP_CONV) { first_conv = i; break; }
-    for (int i = 1; i < N; i++) {
-        yq_node *n = &g->nodes[i];
-        if (is_head(n->op)) head_feed[n->src[0]] = 1;
-    }
-    for (int i = 1; i < N; i++) {
-        yq_node *n = &g->nodes[i];
-        int fl = yq_qc_skip(qc, n->layer);
-        if (n->op == YQ_OP_CONV) {
-            if (!n->w) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv without weights", n->layer); goto done; }
-            if (!int8_conv_act(n->act, qc)) fl = 1;   /* act_table off: mish/swish/logistic in float */
-            if (head_feed[i] && qc->head_float) fl = 1;
-            if (i == first_conv && qc->first_float) fl = 1;
+        if (g->nodes[i].op == YQ_OP_CONV && !g->nodes[i].w) {
+            free(why);
+            st = yq_fail(err, YQ_ERR_INVALID_ARG, "layer %d: conv without weights", g->nodes[i].layer);
+            goto done;
         }
-        if (n->op == YQ_OP_SHORTCUT && !int8_act(n->act)) fl = 1;
-        q[i].float_op = fl;
-    }
-    /* A node whose inputs all come from float ops stays in float too when it is a
-     * pure data-movement op (maxpool/upsample/route/dropout): converting there gains nothing. */
-    for (int i = 1; i < N; i++) {
-        yq_node *n = &g->nodes[i];
-        if (n->op == YQ_OP_MAXPOOL || n->op == YQ_OP_UPSAMPLE || n->op == YQ_OP_ROUTE || n->op == YQ_OP_DROPOUT ||
-            is_head(n->op)) {
-            int all_f = 1;
-            for (int k = 0; k < n->n_src; k++) all_f &= n->src[k] > 0 && q[n->src[k]].float_op;
-            if (all_f) q[i].float_op = 1;
-        }
-    }
+    yq_float_reasons(g, qc, why);
+    for (int i = 1; i < N; i++) q[i].float_op = why[i] != YQ_WHY_INT8;
+    free(why);
+    for (int i = 1; i < N; i++)
+        if (is_head(g->nodes[i].op)) head_feed[g->nodes[i].src[0]] = 1;
     for (int i = 1; i < N; i++)
         for (int k = 0; k < g->nodes[i].n_src; k++) {
             consumers[g->nodes[i].src[k]]++;

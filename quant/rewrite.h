@@ -17,6 +17,21 @@ yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qcon
  * side (qnodes, their arrays, plans made from it) must be gone first. */
 void yq_unquantize_graph(yq_graph *g);
 
+/* Why each node runs in float under qc, or YQ_WHY_INT8 (why[0], the input, too): the
+ * rewrite's own decision (yq_quantize_graph sets float_op from it).  A node listed in
+ * skip_layers is YQ_WHY_SKIP whatever else holds; a data-movement op or head whose inputs
+ * are all float is YQ_WHY_INPUTS.  why: g->n_nodes entries. */
+typedef enum yq_float_why {
+    YQ_WHY_INT8 = 0,
+    YQ_WHY_SKIP,              /* skip_layers / layer.N.skip (asked, or keep_float's choice) */
+    YQ_WHY_HEAD,              /* head = float: a conv feeding a head */
+    YQ_WHY_FIRST,             /* first = float: the first conv */
+    YQ_WHY_ACT,               /* an activation with no int8 path (act_table off, or a shortcut's) */
+    YQ_WHY_INPUTS,            /* route/maxpool/upsample/dropout/head whose inputs are all float */
+} yq_float_why;
+void yq_float_reasons(const yq_graph *g, const yq_qconfig *qc, uint8_t *why);
+const char *yq_float_why_name(yq_float_why w);   /* "int8", "skip", "head", "first", "activation", "inputs" */
+
 /* The scale classes: nodes whose outputs share one scale (route, maxpool, upsample,
  * dropout and the heads take their sources').  root[i] (g->n_nodes entries) receives the
  * smallest node id of i's class. */

@@ -45,7 +45,13 @@
  *     where F = filters and n_w = F * (in_c / groups) * size * size; in_c comes
  *     from shape inference on the graph, and w is [F][in_c/groups][size][size].
  *   /class_names           string[n], optional
- *   /qconfig               string (scalar): yq_qconfig_str's text
+ *   /qconfig               string (scalar): yq_qconfig_str's text, as resolved: the measured
+ *                          choices (keep_float's skips, thresh_search's thresholds) written in,
+ *                          so that a rewrite with it reproduces the graph
+ *   /request               string (scalar), optional: the qconfig as asked (keep_float N and
+ *                          thresh_search N still unresolved)
+ *   /plan                  string (scalar), optional: JSON, the rewrite's per-node decisions
+ *                          and why (pipeline/quantize.h, yq_pipe_plan_json)
  *   /checksums             compound[n]: object string[160] ("/quant/12/wq", "/@format"),
  *                          sha256 string[65] (hex) of every other dataset and attribute
  *                          (see "checksums" below); verified by the loader before anything
@@ -679,6 +685,8 @@ static yq_status write_all(wctx *w, hid_t f, const yq_graph *g, const yq_package
     TRY(w_ds_str(w, f, "qconfig", m ? m->qconfig_text : NULL));
     TRY(w_ds_str(w, f, "accuracy", m ? m->accuracy_json : NULL));
     if (m && m->tuning_json) TRY(w_ds_str(w, f, "tuning", m->tuning_json));
+    if (m && m->request_text) TRY(w_ds_str(w, f, "request", m->request_text));
+    if (m && m->plan_json) TRY(w_ds_str(w, f, "plan", m->plan_json));
     if (m && m->n_kernels > 0) TRY(write_kernels(w, f, m->kernels, m->n_kernels));
     TRY(w_group(w, f, "calibration", &grp));
     TRY(w_ds(w, grp, "thresh", "/calibration/thresh", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, (hsize_t)N, thr));
@@ -1570,6 +1578,8 @@ static yq_status package_load(rctx *r, yq_graph **out, yq_package_info **info_ou
     TRY(r_ds_str(r, f, "qconfig", 0, &info->qconfig_text));
     TRY(r_ds_str(r, f, "accuracy", 0, &info->accuracy_json));
     TRY(r_ds_str(r, f, "tuning", 1, &info->tuning_json));
+    TRY(r_ds_str(r, f, "request", 1, &info->request_text));
+    TRY(r_ds_str(r, f, "plan", 1, &info->plan_json));
     TRY(load_kernels(r, f, g, info));
     if (H5Lexists(f, "calibration", H5P_DEFAULT) <= 0) { st = RFAIL(YQ_ERR_FORMAT, "%s: missing group /calibration", path); goto fail; }
     cal = H5Gopen2(f, "calibration", H5P_DEFAULT);
@@ -1683,6 +1693,8 @@ void yq_package_info_free(yq_package_info *info)
     free(info->accuracy_json);
     free(info->calib_method);
     free(info->tuning_json);
+    free(info->request_text);
+    free(info->plan_json);
     free(info->kernels);
     free(info);
 }

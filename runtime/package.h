@@ -52,6 +52,9 @@ typedef struct yq_package_meta {
     const char *accuracy_json;    /* FP32 and int8 mAP etc., as JSON */
     const char *calib_method;     /* "percentile:99.99", ... */
     const char *tuning_json;      /* free-form notes on tuning (JSON), optional */
+    const char *request_text;     /* the qconfig as asked, before the measured choices (optional;
+                                     qconfig_text is the resolved one) */
+    const char *plan_json;        /* the rewrite's per-node decisions (yq_pipe_plan_json), optional */
     const yq_tuned_kernel *kernels;   /* n_kernels per-layer kernel choices (0: no /kernels) */
     int n_kernels;
     uint8_t calib_images_sha256[32];
@@ -76,6 +79,8 @@ typedef struct yq_package_info {
     char *accuracy_json;          /* never NULL */
     char *calib_method;           /* never NULL */
     char *tuning_json;            /* NULL when the package has no /tuning */
+    char *request_text;           /* NULL when the package has no /request */
+    char *plan_json;              /* NULL when the package has no /plan */
     yq_tuned_kernel *kernels;     /* NULL (n_kernels 0) when the package has no /kernels */
     int n_kernels;
     int letterbox;

@@ -517,6 +517,52 @@ def qconfig_of(path_json):
     return json.load(open(path_json))["qconfig"]
 
 
+def check_request_and_plan(d):
+    """quantize --set keep_float=2 --set thresh_search=2: the package keeps the request as asked
+    (keep_float = 2), the qconfig as resolved (the chosen convs as layer.N.skip, keep_float = 0)
+    and the plan (those convs with why keep_float; every conv's dtype), in inspect's JSON and
+    table and in quantize's --json."""
+    name = "quantize_request_resolved_plan"
+    pkg, js = os.path.join(d["tmp"], "kf.yqp"), os.path.join(d["tmp"], "kf.json")
+    rc, so, se, _ = run(["quantize"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"], "--bootstrap", "0",
+                                                    "--set", "keep_float=2", "--set", "thresh_search=2", "--no-tune",
+                                                    "--layers", "0", "-o", pkg, "--json", js])
+    why = []
+    if rc != 0:
+        report("FAIL", name, "rc %d: %s" % (rc, se[-300:]))
+        return
+    q = json.load(open(js))
+    rc, so, se, _ = run(["inspect", pkg, "--json", "-"])
+    rc2, table, se2, _ = run(["inspect", pkg])
+    if rc != 0 or rc2 != 0:
+        report("FAIL", name, "inspect rc %d/%d: %s" % (rc, rc2, (se + se2)[-300:]))
+        return
+    j = json.loads(so)
+    req, res, plan = j.get("qconfig_request", ""), j.get("qconfig", ""), j.get("plan") or {}
+    if "keep_float = 2" not in req or "thresh_search = 2" not in req:
+        why.append("the request lost keep_float/thresh_search: %r" % req)
+    if "keep_float = 0" not in res or "thresh_search = 0" not in res:
+        why.append("the resolved qconfig still asks: %r" % res)
+    chosen = plan.get("chosen_float", [])
+    skips = sorted(int(m) for m in re.findall(r"layer\.(\d+)\.skip = on", res))
+    if not 1 <= len(chosen) <= 2 or sorted(chosen) != skips:
+        why.append("plan chosen_float %s, resolved skips %s" % (chosen, skips))
+    convs = [n for n in plan.get("nodes", []) if n.get("op") == "conv"]
+    kf = sorted(n["layer"] for n in convs if n.get("why") == "keep_float")
+    if kf != sorted(chosen) or any((n.get("dtype") == "int8") != (n.get("why") == "int8") for n in convs):
+        why.append("plan nodes: keep_float %s, chosen %s" % (kf, chosen))
+    if plan.get("float_convs", -1) + plan.get("int8_convs", -1) != len(convs):
+        why.append("plan counts %s/%s for %d convs" % (plan.get("float_convs"), plan.get("int8_convs"), len(convs)))
+    for L in plan.get("searched_thresholds", []):
+        if "layer.%d.thresh" % L not in res:
+            why.append("searched threshold of layer %d not in the resolved qconfig" % L)
+    if q.get("qconfig_request") != req or q.get("qconfig") != res or q.get("plan") != plan:
+        why.append("quantize --json and the package disagree on request/qconfig/plan")
+    if "asked, where it differs:" not in table or "keep_float = 2" not in table or "(keep_float)" not in table:
+        why.append("inspect's table does not show the request and the choices: %r" % table[:600])
+    report("FAIL" if why else "PASS", name, "; ".join(why))
+
+
 def check_max_drop(d):
     base = ["quantize"] + common(d) + ["--val", d["val_images"], "--labels", d["val_labels"], "--bootstrap", "0",
                                        "--layers", "0"]
@@ -690,7 +736,7 @@ def main():
     missing = [p for p in need if not os.path.isdir(p)]
     if missing:
         for n in ("sweep_ci_16_points", "sweep_resume", "sweep_device_cuda_labels_cpu_without_gpu", "sweep_report_chromium",
-                  "sensitivity_layers_2", "quantize_max_drop", "quantize_target"):
+                  "sensitivity_layers_2", "quantize_max_drop", "quantize_request_resolved_plan", "quantize_target"):
             report("SKIP", n, "%s not found (set YQ_DATA)" % missing[0])
         return 0
     with tempfile.TemporaryDirectory(prefix="yq_sweep_test.") as tmp:
@@ -704,6 +750,7 @@ def main():
         check_chromium(d, out)
         check_sensitivity(d)
         check_max_drop(d)
+        check_request_and_plan(d)
         check_target(d)
         print("# sweep_test: %.1f s in all" % (time.time() - t0))
     return 1 if any(s == "FAIL" for s, _, _ in results) else 0

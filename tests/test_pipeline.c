@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 #include "tests/test.h"
 #include "calib/observe.h"
 #include "pipeline/quantize.h"
@@ -17,6 +18,7 @@
 #include "datasets/labels.h"
 #include "runtime/evaluate.h"
 #include "runtime/package.h"
+#include "runtime/session.h"
 
 static yq_error err;
 static char samples[600], tmpdir[64];
@@ -154,7 +156,9 @@ static void need_fastest(fastest *f)
 }
 
 /* yolo-fastest-1.1 (its weights) with keep_float 2: the pipeline measures, keeps layers
- * in float, and writes the choice back into the qconfig as per-layer skips. */
+ * in float, and writes the choice into the resolved qconfig as per-layer skips, leaving
+ * the request as it was; a rewrite with the resolved qconfig gives the same graph; the
+ * plan names the chosen layers and why every conv runs as it does. */
 static void t_quantize(void)
 {
     need_samples();
@@ -170,22 +174,69 @@ static void t_quantize(void)
     yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
     yq_calib_stats *cs = NULL;
     CHECKF(yq_pipe_calibrate(&c, qc, g, 0, NULL, &cs, &err) == YQ_OK, "%s", err.msg);   /* no callbacks at all */
-    CHECKF(yq_pipe_quantize(&c, qc, g, cs, 0, NULL, &err) == YQ_OK, "%s", err.msg);
+    yq_qconfig *rq = malloc(sizeof *rq), *before = malloc(sizeof *before);
+    CHECK(rq && before);
+    *before = *qc;
+    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, 0, NULL, &err) == YQ_OK, "%s", err.msg);
     CHECK(g->q != NULL);
-    int skipped = 0, convs = 0, agree = 1;
+    CHECKF(!memcmp(before, qc, sizeof *qc), "the request changed");
+    int skipped = 0, convs = 0, agree = 1, asked = 0;
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].op == YQ_OP_CONV) {
             convs++;
-            int sk = yq_qc_skip(qc, g->nodes[i].layer) != 0;
+            int sk = yq_qc_skip(rq, g->nodes[i].layer) != 0;
             skipped += sk;
+            asked += yq_qc_skip(qc, g->nodes[i].layer) != 0;
             if (sk && !g->q[i].float_op) agree = 0;
         }
     printf("# yolo-fastest-1.1, keep_float 2: %d of %d convs kept float\n", skipped, convs);
-    CHECKF(qc->keep_float == 0 && skipped >= 1 && skipped <= 2 && agree, "keep_float %d, %d of %d convs skipped%s",
-           qc->keep_float, skipped, convs, agree ? "" : ", not all float in the graph");
+    CHECKF(rq->keep_float == 0 && qc->keep_float == 2 && asked == 0 && skipped >= 1 && skipped <= 2 && agree,
+           "keep_float %d (asked %d), %d of %d convs skipped (%d asked)%s", rq->keep_float, qc->keep_float, skipped, convs,
+           asked, agree ? "" : ", not all float in the graph");
+    /* the plan: the chosen convs as keep_float's, every conv's dtype as the graph runs it */
+    char *plan = yq_pipe_plan_json(g, qc, rq);
+    CHECK(plan);
+    printf("# plan: %.160s...\n", plan ? plan : "");
+    int n_chosen = 0, n_keep = 0, n_conv = 0, dtypes_agree = 1;
+    cJSON *pj = plan ? cJSON_Parse(plan) : NULL, *it;
+    CHECK(pj);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(pj, "chosen_float")) {
+        n_chosen++;
+        CHECK(yq_qc_skip(rq, it->valueint) && !yq_qc_skip(qc, it->valueint));
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(pj, "nodes")) {
+        int L = cJSON_GetObjectItem(it, "layer")->valueint;
+        const char *op = cJSON_GetObjectItem(it, "op")->valuestring, *dt = cJSON_GetObjectItem(it, "dtype")->valuestring;
+        const char *why = cJSON_GetObjectItem(it, "why")->valuestring;
+        if (strcmp(op, "conv")) continue;
+        n_conv++;
+        int id = -1;
+        for (int i = 1; i < g->n_nodes; i++)
+            if (g->nodes[i].layer == L) id = i;
+        CHECK(id > 0);
+        if (id > 0 && (strcmp(dt, "float") == 0) != (g->q[id].float_op != 0)) dtypes_agree = 0;
+        n_keep += !strcmp(why, "keep_float");
+        if (!strcmp(dt, "int8") != !strcmp(why, "int8")) dtypes_agree = 0;
+    }
+    CHECKF(n_chosen == skipped && n_keep == skipped && n_conv == convs && dtypes_agree &&
+           cJSON_GetObjectItem(pj, "float_convs")->valueint + cJSON_GetObjectItem(pj, "int8_convs")->valueint == convs,
+           "%d chosen, %d keep_float, %d of %d convs listed, dtypes %s", n_chosen, n_keep, n_conv, convs,
+           dtypes_agree ? "agree" : "disagree");
+    cJSON_Delete(pj);
+    free(plan);
+    /* the resolved qconfig reproduces the graph (the same float convs) */
+    uint8_t *fl = malloc((size_t)g->n_nodes);
+    CHECK(fl);
+    for (int i = 0; i < g->n_nodes; i++) fl[i] = g->q[i].float_op;
+    yq_unquantize_graph(g);
+    CHECKF(yq_quantize_graph(g, cs, rq, &err) == YQ_OK, "%s", err.msg);
+    for (int i = 0; i < g->n_nodes; i++) CHECKF(fl[i] == g->q[i].float_op, "node %d", i);
+    free(fl);
     yq_calib_stats_free(cs);
     yq_graph_free(g);
     free(qc);
+    free(rq);
+    free(before);
 }
 
 static void t_errors(void)
@@ -350,11 +401,13 @@ static void t_quantizer(void)
     yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
     yq_calib_stats *cs = NULL;
     CHECKF(yq_pipe_calibrate(&c, qc, g, g->letter_box, NULL, &cs, &err) == YQ_OK, "%s", err.msg);
-    CHECKF(yq_pipe_quantize(&c, qc, g, cs, g->letter_box, NULL, &err) == YQ_OK, "%s", err.msg);
-    char *text = yq_qconfig_text(qc), method[128];
-    yq_calib_method_str(&qc->calib, method, sizeof method);
-    yq_package_meta meta = { .qconfig_text = text, .calib_method = method, .calib_images = cs->images,
-                             .letterbox = g->letter_box, .created_unix = o.created_unix };
+    yq_qconfig *rq = malloc(sizeof *rq);
+    CHECK(rq);
+    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, g->letter_box, NULL, &err) == YQ_OK, "%s", err.msg);
+    char *text = yq_qconfig_text(rq), *req = yq_qconfig_text(qc), *plan = yq_pipe_plan_json(g, qc, rq), method[128];
+    yq_calib_method_str(&rq->calib, method, sizeof method);
+    yq_package_meta meta = { .qconfig_text = text, .request_text = req, .plan_json = plan, .calib_method = method,
+                             .calib_images = cs->images, .letterbox = g->letter_box, .created_unix = o.created_unix };
     memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
     CHECKF(yq_package_write(p2, g, &meta, &err) == YQ_OK, "%s", err.msg);
     CHECKF(same_file(p1, p2), "%s and %s differ", p1, p2);
@@ -413,6 +466,32 @@ static void t_quantizer(void)
         yq_session_free(s1);
         yq_session_free(s2);
     }
+    /* intent and decisions apart: the request, as asked; the resolved qconfig and the plan
+     * as the package stores them */
+    {
+        yq_qconf *rs = NULL;
+        char *pj = NULL, *asked0 = yq_qconf_text(a.qc);
+        CHECKF(yq_quantizer_resolve(a.q, a.qc, &rs, &pj, &err) == YQ_OK && rs && pj, "%s", err.msg);
+        char *asked1 = yq_qconf_text(a.qc), *rtext = yq_qconf_text(rs);
+        const yq_package_info *pi = yq_model_info(m);
+        CHECK(asked0 && asked1 && rtext && pi);
+        CHECKF(!strcmp(asked0, asked1) && strstr(asked0, "keep_float = 1"), "the request changed or lost keep_float: %s",
+               asked1);
+        CHECKF(strstr(rtext, "keep_float = 0") && strstr(rtext, ".skip = on"), "resolved: %s", rtext);
+        CHECKF(pi->request_text && !strcmp(pi->request_text, asked0), "the package's request: %s",
+               pi->request_text ? pi->request_text : "(none)");
+        CHECKF(!strcmp(pi->qconfig_text, rtext), "the package's qconfig is not the resolved one");
+        CHECKF(pi->plan_json && !strcmp(pi->plan_json, pj), "the package's plan is not yq_quantizer_resolve's");
+        cJSON *pl = cJSON_Parse(pj);
+        CHECKF(pl && cJSON_GetArraySize(cJSON_GetObjectItem(pl, "chosen_float")) >= 1, "%s", pj);
+        cJSON_Delete(pl);
+        printf("# resolve: the request keeps keep_float = 1; the resolved qconfig and the plan as the package holds them\n");
+        free(asked0);
+        free(asked1);
+        free(rtext);
+        free(pj);
+        yq_qconf_free(rs);
+    }
     yq_model_free(m);
     yq_model_free(mm);
 
@@ -432,6 +511,9 @@ static void t_quantizer(void)
     yq_calib_stats_free(cs);
     yq_graph_free(g);
     free(text);
+    free(req);
+    free(plan);
+    free(rq);
     free(qc);
     yq_qconf_free(a.qc);
     yq_quantizer_free(a.q);
