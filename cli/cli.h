@@ -28,6 +28,8 @@ yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err);
 yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_graph **owned, yq_error *err);
 /* "--size 416" or "--size 416x320" */
 int  cli_parse_size(const char *s, int *w, int *h);
+/* The file name of path: what follows its last '/' (path itself without one). */
+const char *cli_base_name(const char *path);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);

@@ -41,17 +41,11 @@ static long image_id(const char *path, long fallback)
     return end != b && *end == '.' ? v : fallback;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *b = strrchr(p, '/');
-    return b ? b + 1 : p;
-}
-
 /* The PNG that --out DIR draws image path into: DIR/STEM.png. */
 static void png_name(const char *dir, const char *path, char *out, size_t cap)
 {
     char stem[512];
-    snprintf(stem, sizeof stem, "%s", base_name(path));
+    snprintf(stem, sizeof stem, "%s", cli_base_name(path));
     char *dot = strrchr(stem, '.');
     if (dot) *dot = 0;
     snprintf(out, cap, "%s/%s.png", dir, stem);

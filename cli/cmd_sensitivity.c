@@ -37,12 +37,6 @@ static void conv_desc(const yq_node *nd, char *buf, size_t cap)
              c->groups > 1 && c->groups == nd->out.c ? " dw" : c->groups > 1 ? " grp" : "");
 }
 
-static const char *base_name(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    return b ? b + 1 : path;
-}
-
 static yq_status write_sens_csv(const char *path, const yq_graph *g, const yq_pipe_sens_row *rows, int n, const double *fp,
                                 const yq_pipe_eval *all8, double head_all, yq_error *err)
 {
@@ -152,7 +146,7 @@ int cmd_sensitivity(int argc, char **argv)
     if (cli_load_model(&mo, &g, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
     if (letterbox < 0) letterbox = g->letter_box;
     if (!out) {
-        const char *b = base_name(g->cfg_path), *dot = strrchr(b, '.');
+        const char *b = cli_base_name(g->cfg_path), *dot = strrchr(b, '.');
         snprintf(outbuf, sizeof outbuf, "%.*s-sensitivity", dot ? (int)(dot - b) : (int)strlen(b), b);
         out = outbuf;
     }

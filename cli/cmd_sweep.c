@@ -10,19 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/sweep.h"
 #include "cli/sweep_grid.h"
 #include "datasets/chart.h"
-#include "datasets/labels.h"
 #include "quant/rewrite.h"
 #include "runtime/exec_cuda.h"
-#include "runtime/plan.h"
-#include "runtime/postproc.h"
-#include "runtime/session.h"
 
 static const char *help =
     "usage: yquant sweep MODEL --calib DIR --val DIR (--ann F | --labels D) --grid G\n"
@@ -66,22 +61,6 @@ static const char *help =
 
 /* ---- points ---- */
 
-typedef struct point {
-    int idx[GRID_KEYS];
-    char name[128];
-    char *qtext;              /* the qconfig as "key = value; ..." on one line */
-    char calib[48], skip[512];
-    int bits, per_channel, wscale, round_even, head_float, first_float, keep_float, equalize, bias_correction;
-    int float_convs, int8_convs;
-    double map, map50, map75, ms_wall;
-    double ms, ms_mean;       /* the latency engine's (X->lat): per forward; the mean of its runs */
-    double cpu_ms, cpu_ms_mean;   /* the CPU int8 reference, per image (always measured) */
-    double gpu_ms, gpu_ms_mean;   /* the GPU's (per forward of the latency batch), when measured */
-    int front, chosen;
-    int eval_gpu;             /* mAP measured on the GPU int8 engine (cpu_ms then NAN) */
-    int resumed;              /* read back from points.jsonl (--resume) */
-} point;
-
 /* The qconfig on one line, "a=b; c=d" (malloc'ed; NULL when out of memory). */
 static char *qconfig_line(const yq_qconfig *qc)
 {
@@ -101,8 +80,6 @@ static char *qconfig_line(const yq_qconfig *qc)
     return t;
 }
 
-/* The point's settings as asked (before the rewrite: keep_float turns into per-layer skips
- * there), then, after it, what ran in float. */
 /* A point's settings: keep_float as asked, the rest as the rewrite ran (qc: resolved, the
  * measured choices in its skips), and the convs g runs in float and int8. */
 static void fill_settings(point *pt, const yq_qconfig *request, const yq_qconfig *qc, const yq_graph *g)
@@ -129,112 +106,6 @@ static void fill_settings(point *pt, const yq_qconfig *request, const yq_qconfig
         }
     pt->qtext = qconfig_line(qc);
 }
-
-/* ---- points.jsonl: each point's results as soon as it is done (--resume reads them) ---- */
-
-/* What a point's results depend on besides its own qconfig. */
-typedef struct run_id { const char *model, *val, *latency; int images; } run_id;
-
-static const char *const point_ints[] = { "bits", "per_channel", "wscale", "round_even", "head_float", "first_float",
-                                          "keep_float", "equalize", "bias_correction", "float_convs", "int8_convs",
-                                          "eval_gpu" };
-static int *point_int(point *p, int k)
-{
-    int *f[] = { &p->bits, &p->per_channel, &p->wscale, &p->round_even, &p->head_float, &p->first_float,
-                 &p->keep_float, &p->equalize, &p->bias_correction, &p->float_convs, &p->int8_convs, &p->eval_gpu };
-    return f[k];
-}
-static const char *const point_dbls[] = { "map", "map50", "map75", "ms_wall", "cpu_ms", "cpu_ms_mean", "gpu_ms",
-                                          "gpu_ms_mean" };
-static double *point_dbl(point *p, int k)
-{
-    double *f[] = { &p->map, &p->map50, &p->map75, &p->ms_wall, &p->cpu_ms, &p->cpu_ms_mean, &p->gpu_ms, &p->gpu_ms_mean };
-    return f[k];
-}
-#define N_POINT_INTS (int)(sizeof point_ints / sizeof point_ints[0])
-#define N_POINT_DBLS (int)(sizeof point_dbls / sizeof point_dbls[0])
-
-/* One line: the run, the qconfig as asked (the key), and every result of the point. */
-static void point_save(FILE *f, const run_id *id, const char *asked, point *p)
-{
-    if (!f) return;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "model", id->model);
-    cJSON_AddStringToObject(o, "val", id->val);
-    cJSON_AddNumberToObject(o, "images", id->images);
-    cJSON_AddStringToObject(o, "latency", id->latency);
-    cJSON_AddStringToObject(o, "asked", asked);
-    cJSON_AddStringToObject(o, "name", p->name);
-    cJSON_AddStringToObject(o, "qconfig", p->qtext ? p->qtext : "");
-    cJSON_AddStringToObject(o, "calib", p->calib);
-    cJSON_AddStringToObject(o, "skip", p->skip);
-    for (int k = 0; k < N_POINT_INTS; k++) cJSON_AddNumberToObject(o, point_ints[k], *point_int(p, k));
-    for (int k = 0; k < N_POINT_DBLS; k++)
-        if (!isnan(*point_dbl(p, k))) cJSON_AddNumberToObject(o, point_dbls[k], *point_dbl(p, k));
-    char *t = cJSON_PrintUnformatted(o);
-    if (t) {
-        fprintf(f, "%s\n", t);
-        fflush(f);
-    }
-    free(t);
-    cJSON_Delete(o);
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* The lines of this run in points.jsonl (parsed once; --resume looks every point up there). */
-static cJSON *points_read(const char *path, const run_id *id)
-{
-    cJSON *all = cJSON_CreateArray();
-    FILE *f = fopen(path, "r");
-    if (!all || !f) {
-        if (f) fclose(f);
-        return all;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *im = cJSON_GetObjectItemCaseSensitive(o, "images");
-        if (o && cJSON_IsNumber(im) && im->valueint == id->images && !strcmp(jstr(o, "model"), id->model) &&
-            !strcmp(jstr(o, "val"), id->val) && !strcmp(jstr(o, "latency"), id->latency))
-            cJSON_AddItemToArray(all, o);
-        else
-            cJSON_Delete(o);
-    }
-    free(line);
-    fclose(f);
-    return all;
-}
-
-/* The saved line of this qconfig, if any (the last one wins), into p; 1 if found. */
-static int point_load(const cJSON *saved, const char *asked, point *p)
-{
-    const cJSON *o, *hit = NULL;
-    cJSON_ArrayForEach(o, saved)
-        if (!strcmp(jstr(o, "asked"), asked)) hit = o;
-    if (!hit) return 0;
-    free(p->qtext);
-    p->qtext = strdup(jstr(hit, "qconfig"));
-    snprintf(p->calib, sizeof p->calib, "%s", jstr(hit, "calib"));
-    snprintf(p->skip, sizeof p->skip, "%s", jstr(hit, "skip"));
-    for (int k = 0; k < N_POINT_INTS; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(hit, point_ints[k]);
-        *point_int(p, k) = cJSON_IsNumber(v) ? v->valueint : 0;
-    }
-    for (int k = 0; k < N_POINT_DBLS; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(hit, point_dbls[k]);
-        *point_dbl(p, k) = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
-    }
-    return 1;
-}
-
-static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
-static const char *bc_name(int b) { return b == 2 ? "data" : b ? "weights" : "off"; }
 
 /* One bar over every image of every point. */
 typedef struct sweep_bar { cli_bar *bar; int point, points; } sweep_bar;
@@ -275,256 +146,6 @@ static yq_status state_ready(gstate *s, yq_graph **spare, const cli_model_opt *m
     st = cli_calibrate(q, s->g, letterbox, &s->cs, err);
     bar->last = -1;
     return st;
-}
-
-/* ---- outputs ---- */
-
-typedef struct sweep_ctx {
-    const grid *G;
-    point *pts;
-    int np;
-    int chosen;
-    yq_pipe_eval fp;
-    const cli_lat *lat;       /* the latency engine, as it ended */
-    const char *model, *cfg, *val_dir, *calib_dir, *grid_text;
-    int images, calib_images, letterbox, w, h, sqnr_images;
-    int argc;
-    char **argv;
-} sweep_ctx;
-
-static int is_std_key(const char *k)
-{
-    static const char *std[] = { "bits", "weights", "weight_scale", "calib", "skip_layers", "rounding",
-                                 "head", "first", "keep_float", "equalize", "bias_correction" };
-    for (size_t i = 0; i < sizeof std / sizeof *std; i++) if (!strcmp(k, std[i])) return 1;
-    return 0;
-}
-
-static yq_status write_csv(const sweep_ctx *X, const char *path, yq_error *err)
-{
-    cli_out o;
-    yq_status st = cli_out_open(&o, path, err);
-    if (st != YQ_OK) return st;
-    FILE *f = o.f;
-    fputs("point,name,bits,weights,weight_scale,calib,rounding,head,first,keep_float,equalize,bias_correction,skip_layers,", f);
-    for (int j = 0; j < X->G->n; j++)
-        if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].key, ',');
-    fputs("float_convs,int8_convs,map,map50,map75,drop_pts,drop50_pts,latency_ms,latency_mean_ms,latency_device,"
-          "latency_engine,wall_ms_per_image,cpu_latency_ms,eval_engine,fp32_map,fp32_map50,fp32_latency_ms,images,calib_images,"
-          "pareto,chosen,qconfig\n", f);
-    for (int i = 0; i < X->np; i++) {
-        const point *p = &X->pts[i];
-        fprintf(f, "%d,", i + 1);
-        cli_csv_field(f, p->name, ',');
-        fprintf(f, "%d,%s,%s,", p->bits, p->per_channel ? "per_channel" : "per_tensor", wscale_name(p->wscale));
-        cli_csv_field(f, p->calib, ',');
-        fprintf(f, "%s,%s,%s,%d,%s,%s,", p->round_even ? "even" : "nearest", p->head_float ? "float" : "int8",
-                p->first_float ? "float" : "int8", p->keep_float, p->equalize ? "on" : "off", bc_name(p->bias_correction));
-        cli_csv_field(f, p->skip, ',');
-        for (int j = 0; j < X->G->n; j++)
-            if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].val[p->idx[j]], ',');
-        fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%s,", p->float_convs, p->int8_convs, p->map, p->map50,
-                p->map75, 100 * (X->fp.s[YQ_COCO_AP] - p->map), 100 * (X->fp.s[YQ_COCO_AP50] - p->map50), p->ms,
-                p->ms_mean, X->lat->tag);
-        cli_csv_field(f, X->lat->label, ',');
-        fprintf(f, "%.3f,", p->ms_wall);
-        if (!isnan(p->cpu_ms)) fprintf(f, "%.3f", p->cpu_ms);   /* (empty: mAP measured on the GPU) */
-        fprintf(f, ",%s,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference",
-                X->fp.s[YQ_COCO_AP], X->fp.s[YQ_COCO_AP50], X->fp.ms_median, X->images, X->calib_images, p->front,
-                p->chosen);
-        cli_csv_field(f, p->qtext ? p->qtext : "", '\n');
-    }
-    return cli_out_close(&o, err);
-}
-
-static const char *base_name(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    return b ? b + 1 : path;
-}
-
-static yq_status write_chart(const sweep_ctx *X, const char *path, yq_error *err)
-{
-    yq_chart_point *cp = calloc((size_t)X->np, sizeof *cp);
-    if (!cp) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    double mean = 0;
-    for (int i = 0; i < X->np; i++) {
-        cp[i] = (yq_chart_point){ X->pts[i].ms, 100 * X->pts[i].map, X->pts[i].name, X->pts[i].front, X->pts[i].chosen };
-        mean += X->pts[i].ms / (double)X->np;
-    }
-    char title[256], ref[64], xl[256];
-    char model[128];
-    snprintf(model, sizeof model, "%s", base_name(X->cfg));
-    char *dot = strrchr(model, '.');
-    if (dot) *dot = 0;
-    snprintf(title, sizeof title, "%s: mAP@[.5:.95] vs latency, %d points, %d images", model, X->np, X->images);
-    snprintf(ref, sizeof ref, "FP32 %.2f", 100 * X->fp.s[YQ_COCO_AP]);
-    if (X->lat->gpu && X->lat->batch > 1) snprintf(xl, sizeof xl, "ms per forward, %s", X->lat->label);
-    else snprintf(xl, sizeof xl, "ms per image, %s", X->lat->label);
-    yq_scatter_opt o = { .title = title, .xlabel = xl, .ylabel = "mAP@[.5:.95] (points)", .has_ref = 1,
-                         .ref_y = 100 * X->fp.s[YQ_COCO_AP], .ref_label = ref, .min_xspan = 0.1 * mean };
-    yq_canvas cv;
-    yq_status st = yq_chart_scatter(cp, X->np, &o, X->w, X->h, &cv, err);
-    free(cp);
-    if (st != YQ_OK) return st;
-    st = yq_png_write(path, &cv, err);
-    yq_canvas_free(&cv);
-    return st;
-}
-
-static yq_status write_html(const sweep_ctx *X, const char *path, const char *png, const yq_graph *g,
-                            const yq_layer_err *le, int le_images, yq_error *err)
-{
-    cli_out o;
-    yq_status st = cli_out_open(&o, path, err);
-    if (st != YQ_OK) return st;
-    FILE *f = o.f;
-    char title[600];
-    snprintf(title, sizeof title, "yquant sweep: %s", base_name(X->cfg));
-    cli_html_head(f, title);
-    fputs("<h1>", f);
-    cli_html_text(f, title);
-    fputs("</h1>\n<ul>\n<li>model: <code>", f);
-    cli_html_text(f, X->cfg);
-    fprintf(f, "</code>, input %dx%d, %s</li>\n", g->nodes[0].out.w, g->nodes[0].out.h, X->letterbox ? "letterbox" : "plain resize");
-    fprintf(f, "<li>validation: %d images from <code>", X->images);
-    cli_html_text(f, X->val_dir);
-    fprintf(f, "</code>; calibration: %d images from <code>", X->calib_images);
-    cli_html_text(f, X->calib_dir);
-    fputs("</code></li>\n<li>grid: <code>", f);
-    cli_html_text(f, X->grid_text ? X->grid_text : "");
-    fprintf(f, "</code> (%d points)</li>\n", X->np);
-    fprintf(f, "<li>FP32: mAP@[.5:.95] %.2f, mAP@.5 %.2f, %.2f ms/image (CPU FP32 engine)</li>\n",
-            100 * X->fp.s[YQ_COCO_AP], 100 * X->fp.s[YQ_COCO_AP50], X->fp.ms_median);
-    const point *c = X->chosen >= 0 ? &X->pts[X->chosen] : NULL;
-    if (c) {
-        fputs("<li>chosen point (the best mAP on the Pareto front): <b>", f);
-        cli_html_text(f, c->name);
-        fprintf(f, "</b>, mAP@[.5:.95] %.2f (drop %.2f points), %.3f ms (", 100 * c->map,
-                100 * (X->fp.s[YQ_COCO_AP] - c->map), c->ms);
-        cli_html_text(f, X->lat->label);
-        fputs(")</li>\n", f);
-    }
-    fputs("</ul>\n<h2>mAP against latency</h2>\n", f);
-    if ((st = cli_html_png(f, png, "Pareto chart: mAP@[.5:.95] against latency", err)) != YQ_OK) { cli_out_abort(&o); return st; }
-    const char *obt = getenv("OPENBLAS_NUM_THREADS");
-    const cli_lat *L = X->lat;
-    fputs("<p class=\"muted\">Latency (<b>", f);
-    cli_html_text(f, L->label);
-    fputs("</b>", f);
-    if (L->gpu) {
-        fputs(", ", f);
-        cli_html_text(f, L->gpu_desc);
-        fprintf(f, "): the median of %d %s of the int8 forward at batch %d (quantizing the input and every layer, "
-                   "the input already on the device), ", L->runs, L->graph ? "CUDA-graph replays" : "eager launches",
-                L->batch);
-        if (L->budget_s > 0)
-            fprintf(f, "every int8 conv running the fastest kernel configuration measured for its shape on this GPU "
-                       "(tuning log <code>");
-        else
-            fprintf(f, "every int8 conv running the fastest kernel configuration the tuning log holds for its shape "
-                       "(<code>");
-        cli_html_text(f, L->tune_log ? L->tune_log : "");
-        fprintf(f, "</code>; %d shapes tuned in this run, %.1f s)", L->shapes_tuned, L->tune_s);
-        fprintf(f, "; the CPU int8 reference engine's time per image is in sweep.csv (cpu_latency_ms)");
-    } else {
-        fprintf(f, "): the median over the validation images of the int8 CPU reference engine alone (batch 1; this "
-                   "host: %ld CPUs online, OPENBLAS_NUM_THREADS ", sysconf(_SC_NPROCESSORS_ONLN));
-        cli_html_text(f, obt ? obt : "unset");
-        fputs(")", f);
-        if (L->why_cpu[0] && strcmp(L->why_cpu, "--device cpu")) {
-            fputs("; no GPU latency: ", f);
-            cli_html_text(f, L->why_cpu);
-        }
-    }
-    fputs("; decoding, resizing and NMS are excluded. Red: the Pareto "
-          "front (no other point is both faster and more accurate), joined left to right; green ring: the chosen "
-          "point; dashed: FP32. The x axis spans at least 10% of the mean latency, so that timing noise does not "
-          "fill the chart. With few validation images the mAP figures are noisy.</p>\n", f);
-
-    fputs("<h2>Points</h2>\n<table class=\"points\">\n<tr><th>#</th><th>name</th>", f);
-    for (int j = 0; j < X->G->n; j++) {
-        fputs("<th>", f);
-        cli_html_text(f, X->G->k[j].key);
-        fputs("</th>", f);
-    }
-    fprintf(f, "<th>float convs</th><th>mAP</th><th>mAP@.5</th><th>drop (pts)</th><th>%s ms</th><th>front</th></tr>\n",
-            X->lat->gpu ? "GPU" : "CPU");
-    for (int i = 0; i < X->np; i++) {
-        const point *p = &X->pts[i];
-        fprintf(f, "<tr%s><td class=\"n\">%d</td><td>", p->chosen ? " class=\"chosen\"" : p->front ? " class=\"front\"" : "", i + 1);
-        cli_html_text(f, p->name);
-        fputs("</td>", f);
-        for (int j = 0; j < X->G->n; j++) {
-            fputs("<td>", f);
-            cli_html_text(f, X->G->k[j].val[p->idx[j]]);
-            fputs("</td>", f);
-        }
-        fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
-                   "<td class=\"n\">%.3f</td><td>%s</td></tr>\n",
-                p->float_convs, 100 * p->map, 100 * p->map50, 100 * (X->fp.s[YQ_COCO_AP] - p->map), p->ms,
-                p->chosen ? "chosen" : p->front ? "yes" : "");
-    }
-    fputs("</table>\n", f);
-    if (c && le) {
-        fputs("<h2>Per-layer SQNR of the chosen point (", f);
-        cli_html_text(f, c->name);
-        fprintf(f, ")</h2>\n<p class=\"muted\">Every layer's int8 output, dequantized, against the FP32 tensor on %d "
-                   "calibration images: SQNR = 10 log10(&Sigma;f&sup2; / &Sigma;(f&minus;q)&sup2;). Float layers show the "
-                   "error they inherit. qconfig: <code>", le_images);
-        cli_html_text(f, c->qtext);
-        fputs("</code></p>\n", f);
-        cli_html_sqnr_table(f, g, le);
-    }
-    fputs("<p class=\"muted\">", f);
-    fputs("command: <code>yquant sweep", f);
-    for (int i = 0; i < X->argc; i++) {
-        fputc(' ', f);
-        cli_html_text(f, X->argv[i]);
-    }
-    fputs("</code>; yquant " YQ_VERSION "</p>\n", f);
-    cli_html_tail(f);
-    return cli_out_close(&o, err);
-}
-
-static cJSON *points_json(const sweep_ctx *X)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "model", X->cfg);
-    cJSON_AddStringToObject(root, "grid", X->grid_text ? X->grid_text : "");
-    cJSON_AddNumberToObject(root, "images", X->images);
-    cli_lat_json(X->lat, root);
-    cJSON *fp = cJSON_AddObjectToObject(root, "fp32");
-    cJSON_AddNumberToObject(fp, "map", X->fp.s[YQ_COCO_AP]);
-    cJSON_AddNumberToObject(fp, "map50", X->fp.s[YQ_COCO_AP50]);
-    cJSON_AddNumberToObject(fp, "latency_ms", X->fp.ms_median);
-    cJSON_AddStringToObject(fp, "latency_engine", "CPU FP32 (OpenBLAS)");
-    cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
-    int any_gpu = 0;
-    for (int i = 0; i < X->np; i++) any_gpu |= X->pts[i].eval_gpu;
-    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", yq_cuda_float_precision());
-    cJSON *arr = cJSON_AddArrayToObject(root, "points");
-    for (int i = 0; i < X->np; i++) {
-        const point *p = &X->pts[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "point", (double)(i + 1));
-        cJSON_AddStringToObject(o, "name", p->name);
-        cJSON *s = cJSON_AddObjectToObject(o, "grid");
-        for (int j = 0; j < X->G->n; j++) cJSON_AddStringToObject(s, X->G->k[j].key, X->G->k[j].val[p->idx[j]]);
-        cJSON_AddStringToObject(o, "qconfig", p->qtext ? p->qtext : "");
-        cJSON_AddNumberToObject(o, "map", p->map);
-        cJSON_AddNumberToObject(o, "map50", p->map50);
-        cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.s[YQ_COCO_AP] - p->map));
-        cJSON_AddNumberToObject(o, "latency_ms", p->ms);
-        if (!isnan(p->cpu_ms)) cJSON_AddNumberToObject(o, "cpu_latency_ms", p->cpu_ms);
-        cJSON_AddStringToObject(o, "eval_engine", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
-        cJSON_AddBoolToObject(o, "resumed", p->resumed);
-        cJSON_AddNumberToObject(o, "float_convs", p->float_convs);
-        cJSON_AddBoolToObject(o, "pareto", p->front);
-        cJSON_AddBoolToObject(o, "chosen", p->chosen);
-        cJSON_AddItemToArray(arr, o);
-    }
-    return root;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -594,7 +215,7 @@ int cmd_sweep(int argc, char **argv)
     if (letterbox < 0) letterbox = g0->letter_box;
     if (yq_qconfig_validate(&qo->qc, g0, &err) != YQ_OK) goto fail;
     if (!out) {
-        const char *b = base_name(g0->cfg_path), *dot = strrchr(b, '.');
+        const char *b = cli_base_name(g0->cfg_path), *dot = strrchr(b, '.');
         snprintf(outbuf, sizeof outbuf, "%.*s-sweep", dot ? (int)(dot - b) : (int)strlen(b), b);
         out = outbuf;
     }
@@ -643,7 +264,7 @@ int cmd_sweep(int argc, char **argv)
     char lat_label0[sizeof lat.label];
     snprintf(lat_label0, sizeof lat_label0, "%s", lat.label);
     run_id rid = { g0->cfg_path, val, lat_label0, ds->n_images };
-    cJSON *saved = resume ? points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
+    cJSON *saved = resume ? sweep_points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
     FILE *jf = fopen(path, resume ? "a" : "w");
     if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
     int n_resumed = 0;
@@ -656,7 +277,7 @@ int cmd_sweep(int argc, char **argv)
         if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
         char *asked = qconfig_line(&pq->qc);
         if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
-        if (saved && point_load(saved, asked, pt)) {
+        if (saved && sweep_point_load(saved, asked, pt)) {
             pt->resumed = 1;
             n_resumed++;
             free(asked);
@@ -693,7 +314,7 @@ int cmd_sweep(int argc, char **argv)
         }
         if (!r.gpu) snprintf(cms, sizeof cms, "  %8.2f ms/img CPU", pt->cpu_ms);
         yq_unquantize_graph(s->g);
-        point_save(jf, &rid, asked, pt);
+        sweep_point_save(jf, &rid, asked, pt);
         free(asked);
         if (bar.tty) fprintf(stderr, "\r\033[K");
         fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f%s%s\n", G.points >= 100 ? 3 : 2, p + 1, G.points, pt->name,
@@ -766,11 +387,11 @@ int cmd_sweep(int argc, char **argv)
     X.argv = argv;
 
     snprintf(path, sizeof path, "%s/sweep.csv", out);
-    if (write_csv(&X, path, &err) != YQ_OK) goto fail;
+    if (sweep_write_csv(&X, path, &err) != YQ_OK) goto fail;
     snprintf(png, sizeof png, "%s/pareto.png", out);
-    if (write_chart(&X, png, &err) != YQ_OK) goto fail;
+    if (sweep_write_chart(&X, png, &err) != YQ_OK) goto fail;
     snprintf(path, sizeof path, "%s/report.html", out);
-    if (write_html(&X, path, png, cg, le, le_images, &err) != YQ_OK) goto fail;
+    if (sweep_write_html(&X, path, png, cg, le, le_images, &err) != YQ_OK) goto fail;
 
     /* The table. */
     printf("\n%s: %d points on %d images; latency: %s, median ms per %s\n", g0->cfg_path, G.points, X.images, lat.label,
@@ -796,7 +417,7 @@ int cmd_sweep(int argc, char **argv)
     printf("\nwrote %s/sweep.csv, %s/pareto.png, %s/report.html\n", out, out, out);
     rc = 0;
     if (json) {
-        cJSON *root = points_json(&X);
+        cJSON *root = sweep_points_json(&X);
         rc = cli_write_json(json, root);
         cJSON_Delete(root);
     }

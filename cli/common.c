@@ -28,6 +28,12 @@ long long cli_created_unix(void)
     return v;
 }
 
+const char *cli_base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
 int cli_error(const yq_error *err)
 {
     fprintf(stderr, "yquant: %s\n", err->msg);
