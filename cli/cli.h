@@ -91,7 +91,12 @@ yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int lette
 /* (resolved: may be NULL; see yq_pipe_quantize) */
 yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_graph *g, const yq_calib_stats *cs,
                              int letterbox, yq_error *err);
-yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err);
+/* (*eq: as yq_pipe_calibrate's, the equalized copy or NULL) */
+yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_graph **eq, yq_calib_stats **cs,
+                        yq_error *err);
+/* cli_calibrate for a command done with the FP32 weights: *g becomes the graph to rewrite
+ * (the equalized copy, the FP32 graph freed, when the qconfig equalizes). */
+yq_status cli_calibrate_swap(const cli_quant_opt *q, yq_graph **g, int letterbox, yq_calib_stats **cs, yq_error *err);
 
 /* Evaluation helpers (cli/cmd_eval.c). */
 #include "runtime/evaluate.h"

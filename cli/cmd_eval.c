@@ -189,7 +189,13 @@ int cmd_eval(int argc, char **argv)
         goto done;
     }
     if (qo.calib_dir) {
-        if (cli_calibrate(&qo, g, eo.letterbox, &cs, &err) != YQ_OK || cli_quantize_graph(&qo, NULL, g, cs, eo.letterbox, &err) != YQ_OK) {
+        /* the model borrows g, which calibration may replace by its equalized copy: borrow again */
+        int lb = yq_model_letterbox(model);
+        yq_model_free(model);
+        model = NULL;
+        if (cli_calibrate_swap(&qo, &g, eo.letterbox, &cs, &err) != YQ_OK ||
+            cli_quantize_graph(&qo, NULL, g, cs, eo.letterbox, &err) != YQ_OK ||
+            yq_model_borrow(g, lb, &model, &err) != YQ_OK) {
             cli_error(&err);
             goto done;
         }

@@ -332,7 +332,7 @@ int cmd_quantize(int argc, char **argv)
                 letterbox ? "letterbox" : "plain resize");
         if (evaluate(g, ds, letterbox, "fp32", &fp, &err) != YQ_OK) goto fail;
     }
-    if (cli_calibrate(&qo, g, letterbox, &cs, &err) != YQ_OK) goto fail;
+    if (cli_calibrate_swap(&qo, &g, letterbox, &cs, &err) != YQ_OK) goto fail;   /* (FP32 evaluated above) */
     if (max_drop >= 0) {
         /* cli/cmd_sensitivity.c: sets qo.qc; its first and last evaluations are the
          * all-int8 and the package rows below. */

@@ -159,7 +159,7 @@ int cmd_sensitivity(int argc, char **argv)
     cli_progress_start(&bar, "fp32");
     yq_pipe_io io = cli_term_io(&bar);
     if (yq_pipe_eval_timed(g, ds, letterbox, -1, &io, &fp, &err) != YQ_OK) goto fail;
-    if (cli_calibrate(qo, g, letterbox, &cs, &err) != YQ_OK) goto fail;
+    if (cli_calibrate_swap(qo, &g, letterbox, &cs, &err) != YQ_OK) goto fail;   /* (FP32 evaluated above) */
     int rank_sqnr = !strcmp(rank, "sqnr");
     yq_pipe_sens_req req = { .max_layers = max_layers, .sqnr_images = sqnr_images, .rank_sqnr = rank_sqnr };
     yq_pipe_calib c = cli_calib_req(qo);

@@ -127,23 +127,18 @@ static void sweep_note(void *ctx, const char *msg)
     b->last = -1;
 }
 
-/* A graph with its calibration: one per value of equalize the grid visits. */
-typedef struct gstate { yq_graph *g; yq_calib_stats *cs; } gstate;
+/* A graph with its calibration: one per value of equalize the grid visits.  g is the
+ * model as loaded (the one FP32 ran on) or, with equalize on, its equalized copy (eq, owned). */
+typedef struct gstate { yq_graph *g, *eq; yq_calib_stats *cs; } gstate;
 
-/* A graph state ready for a point: its graph (the one FP32 ran on, first) calibrated. */
-static yq_status state_ready(gstate *s, yq_graph **spare, const cli_model_opt *mo, const cli_quant_opt *q, int letterbox,
-                             cli_bar *bar, yq_error *err)
+/* A graph state ready for a point: calibrated, on g0 or its equalized copy. */
+static yq_status state_ready(gstate *s, yq_graph *g0, const cli_quant_opt *q, int letterbox, cli_bar *bar,
+                             yq_error *err)
 {
     if (s->cs) return YQ_OK;
-    yq_status st = YQ_OK;
-    if (!s->g && *spare) {
-        s->g = *spare;
-        *spare = NULL;
-    } else if (!s->g && (st = cli_load_model(mo, &s->g, err)) != YQ_OK) {
-        return st;
-    }
     if (bar->tty) fprintf(stderr, "\r\033[K");
-    st = cli_calibrate(q, s->g, letterbox, &s->cs, err);
+    yq_status st = cli_calibrate(q, g0, letterbox, &s->eq, &s->cs, err);
+    s->g = s->eq ? s->eq : g0;
     bar->last = -1;
     return st;
 }
@@ -201,7 +196,7 @@ int cmd_sweep(int argc, char **argv)
     yq_error err;
     grid G;
     gstate gs[2] = { { 0 } };
-    yq_graph *spare = NULL;
+    yq_graph *g0 = NULL;      /* the model as loaded: FP32 runs on it, and the states calibrate from it */
     yq_dataset *ds = NULL;
     point *pts = NULL;
     yq_layer_err *le = NULL;
@@ -210,8 +205,7 @@ int cmd_sweep(int argc, char **argv)
     rc = 1;
     X.fp.dets = NULL;
     if (sweep_grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
-    if (cli_load_model(&mo, &spare, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
-    yq_graph *g0 = spare;     /* borrowed from then on: a graph state takes it over */
+    if (cli_load_model(&mo, &g0, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
     if (letterbox < 0) letterbox = g0->letter_box;
     if (yq_qconfig_validate(&qo->qc, g0, &err) != YQ_OK) goto fail;
     if (!out) {
@@ -289,7 +283,7 @@ int cmd_sweep(int argc, char **argv)
             continue;
         }
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        yq_status pst = state_ready(s, &spare, &mo, pq, letterbox, &bar, &err);
+        yq_status pst = state_ready(s, g0, pq, letterbox, &bar, &err);
         yq_pipe_eval r;
         if (pst == YQ_OK) {
             /* the point's rewrite and evaluation (a GPU that fails: the CPU from here on) */
@@ -368,7 +362,7 @@ int cmd_sweep(int argc, char **argv)
         *pq = *qo;
         if (sweep_grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        if (state_ready(s, &spare, &mo, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
+        if (state_ready(s, g0, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;
         yq_unquantize_graph(cg);
         if (cli_quantize_graph(pq, NULL, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
@@ -434,10 +428,10 @@ done:
     free(G.buf);
     yq_coco_dets_free(X.fp.dets);
     yq_dataset_free(ds);
-    yq_graph_free(spare);
+    yq_graph_free(g0);
     for (int k = 0; k < 2; k++) {
         yq_calib_stats_free(gs[k].cs);
-        yq_graph_free(gs[k].g);
+        yq_graph_free(gs[k].eq);
     }
 early:
     free(qo);

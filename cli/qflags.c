@@ -113,12 +113,24 @@ yq_pipe_calib cli_calib_req(const cli_quant_opt *q)
     return c;
 }
 
-yq_status cli_calibrate(const cli_quant_opt *q, yq_graph *g, int letterbox, yq_calib_stats **cs, yq_error *err)
+yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_graph **eq, yq_calib_stats **cs,
+                        yq_error *err)
 {
     cli_bar bar = { 0 };
     yq_pipe_io io = cli_term_io(&bar);
     yq_pipe_calib c = cli_calib_req(q);
-    return yq_pipe_calibrate(&c, &q->qc, g, letterbox, &io, cs, err);
+    return yq_pipe_calibrate(&c, &q->qc, g, letterbox, &io, eq, cs, err);
+}
+
+yq_status cli_calibrate_swap(const cli_quant_opt *q, yq_graph **g, int letterbox, yq_calib_stats **cs, yq_error *err)
+{
+    yq_graph *eq = NULL;
+    yq_status st = cli_calibrate(q, *g, letterbox, &eq, cs, err);
+    if (st == YQ_OK && eq) {
+        yq_graph_free(*g);
+        *g = eq;
+    }
+    return st;
 }
 
 yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err)

@@ -95,6 +95,52 @@ void yq_graph_free(yq_graph *g)
     free(g);
 }
 
+yq_status yq_graph_clone(const yq_graph *g, yq_graph **out, yq_error *err)
+{
+    *out = NULL;
+    if (g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: only an FP32 graph is cloned (this one is quantized)", g->cfg_path);
+    yq_graph *c = yq_graph_new();
+    if (!c) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    c->nodes = malloc(sizeof *c->nodes * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    int ok = c->nodes != NULL;
+    if (ok) {
+        memcpy(c->nodes, g->nodes, sizeof *c->nodes * (size_t)g->n_nodes);
+        c->n_nodes = c->cap_nodes = g->n_nodes;
+    }
+    for (int i = 0; ok && i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        yq_node *m = &c->nodes[i];
+        if (n->w) {
+            ok = (m->w = yq_arena_alloc(c, sizeof(float) * (size_t)n->n_w)) != NULL;
+            if (ok) memcpy(m->w, n->w, sizeof(float) * (size_t)n->n_w);
+        }
+        if (ok && n->b) {
+            size_t nb = sizeof(float) * (size_t)n->p.conv.filters;
+            ok = (m->b = yq_arena_alloc(c, nb)) != NULL;
+            if (ok) memcpy(m->b, n->b, nb);
+        }
+    }
+    if (ok && g->n_class_names) {
+        ok = (c->class_names = yq_arena_alloc(c, sizeof *c->class_names * (size_t)g->n_class_names)) != NULL;
+        for (int k = 0; ok && k < g->n_class_names; k++) {
+            size_t l = strlen(g->class_names[k]) + 1;
+            ok = (c->class_names[k] = yq_arena_alloc(c, l)) != NULL;
+            if (ok) memcpy(c->class_names[k], g->class_names[k], l);
+        }
+        c->n_class_names = g->n_class_names;
+    }
+    if (!ok) {
+        yq_graph_free(c);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory copying %s", g->cfg_path);
+    }
+    c->letter_box = g->letter_box;
+    memcpy(c->cfg_path, g->cfg_path, sizeof c->cfg_path);
+    memcpy(c->weights_path, g->weights_path, sizeof c->weights_path);
+    memcpy(c->model_sha256, g->model_sha256, sizeof c->model_sha256);
+    *out = c;
+    return YQ_OK;
+}
+
 yq_node *yq_graph_add(yq_graph *g, yq_op op, yq_error *err)
 {
     if (g->n_nodes == g->cap_nodes) {

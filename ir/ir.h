@@ -138,6 +138,9 @@ typedef struct yq_graph {
 /* --- graph (ir/graph.c) ------------------------------------------------- */
 yq_graph *yq_graph_new(void);
 void      yq_graph_free(yq_graph *g);                 /* NULL is a no-op */
+/* A copy of an FP32 graph with memory of its own (nodes, weights, class names, paths):
+ * freeing either leaves the other whole.  A quantized graph (g->q set) is refused. */
+yq_status yq_graph_clone(const yq_graph *g, yq_graph **out, yq_error *err);
 yq_node  *yq_graph_add(yq_graph *g, yq_op op, yq_error *err); /* NULL on NOMEM */
 void     *yq_arena_alloc(yq_graph *g, size_t bytes);  /* zeroed, 64-byte aligned; NULL on NOMEM */
 /* The same from the graph's second arena, which holds what a rewrite (quant/rewrite.c) adds:

@@ -1,8 +1,7 @@
 /* include/yq_quant.h on the pipeline (pipeline/quantize.h): qconfig handles and the
- * quantizer.  The quantizer keeps its FP32 graph pristine between calls: a rewrite is
- * undone after each evaluation or save, and equalization (which edits the FP32 weights in
- * place) is followed by a fresh load from the model's files before anything else uses
- * them, so every call sees the model as its files hold it. */
+ * quantizer.  The quantizer's FP32 graph stays as the model's files hold it: equalization
+ * makes a copy (kept with the statistics it was calibrated for), and a rewrite is undone
+ * after each evaluation or save. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +63,8 @@ struct yq_quantizer {
     char *model, *weights, *calib, *cache, *device;   /* copies of the options' strings */
     yq_quant_opt o;               /* its strings point at the copies */
     yq_pipe_io io;
-    yq_graph *g;                  /* FP32, as the files hold it unless `edited` */
-    int edited;                   /* g's weights were equalized: load again before use */
+    yq_graph *g;                  /* FP32, as the files hold it */
+    yq_graph *eq;                 /* cs's graph when its qconfig equalizes (g's equalized copy), else NULL */
     int letterbox;
     yq_calib_stats *cs;           /* for the qconfig whose text is cs_for */
     char *cs_for;
@@ -101,13 +100,6 @@ static yq_status load_graph(yq_quantizer *q, yq_error *err)
     }
     yq_graph_free(q->g);
     q->g = g;
-    if (q->edited) {                  /* statistics observed on the equalized weights: gone with them */
-        yq_calib_stats_free(q->cs);
-        q->cs = NULL;
-        free(q->cs_for);
-        q->cs_for = NULL;
-    }
-    q->edited = 0;
     return YQ_OK;
 }
 
@@ -149,6 +141,7 @@ void yq_quantizer_free(yq_quantizer *q)
     if (!q) return;
     yq_calib_stats_free(q->cs);
     free(q->cs_for);
+    yq_graph_free(q->eq);
     yq_graph_free(q->g);
     free(q->model);
     free(q->weights);
@@ -176,14 +169,17 @@ static yq_status ensure_stats(yq_quantizer *q, const yq_qconfig *qc, yq_error *e
     q->cs = NULL;
     free(q->cs_for);
     q->cs_for = NULL;
-    yq_status st = q->edited ? load_graph(q, err) : YQ_OK;
+    yq_graph_free(q->eq);
+    q->eq = NULL;
     yq_pipe_calib c = calib_req(q);
-    if (st == YQ_OK) st = yq_pipe_calibrate(&c, qc, q->g, q->letterbox, &q->io, &q->cs, err);
-    if (st == YQ_OK) q->edited = qc->equalize;
+    yq_status st = yq_pipe_calibrate(&c, qc, q->g, q->letterbox, &q->io, &q->eq, &q->cs, err);
     if (st == YQ_OK) q->cs_for = text;
     else free(text);
     return st;
 }
+
+/* The graph the current statistics were observed on: the one to rewrite. */
+static yq_graph *work_graph(const yq_quantizer *q) { return q->eq ? q->eq : q->g; }
 
 yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *err)
 {
@@ -191,7 +187,7 @@ yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *
     return ensure_stats(q, &qc->qc, err);
 }
 
-/* q->g rewritten into int8 as qc directs; *resolved (malloc'd when asked) the qconfig
+/* The work graph rewritten into int8 as qc directs; *resolved (malloc'd when asked) the qconfig
  * with keep_float's and thresh_search's choices written in. */
 static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **resolved, yq_error *err)
 {
@@ -200,10 +196,10 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     yq_qconfig *work = malloc(sizeof *work);     /* (the qconfig is large: not on the stack) */
     if (!work) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_pipe_calib c = calib_req(q);
-    st = yq_pipe_quantize(&c, &qc->qc, work, q->g, q->cs, q->letterbox, &q->io, err);
+    st = yq_pipe_quantize(&c, &qc->qc, work, work_graph(q), q->cs, q->letterbox, &q->io, err);
     if (st == YQ_OK && resolved) *resolved = work;
     else free(work);
-    if (st != YQ_OK) yq_unquantize_graph(q->g);
+    if (st != YQ_OK) yq_unquantize_graph(work_graph(q));
     return st;
 }
 
@@ -214,8 +210,7 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
     yq_dataset *ds = NULL;
     yq_status st = yq_dataset_load_coco(ann, images, &ds, err);
     if (st != YQ_OK) return st;
-    if (!qc && q->edited) st = load_graph(q, err);    /* FP32 as the files hold it */
-    if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
+    if (qc) st = quantize(q, qc, NULL, err);
     yq_det *dets = NULL;
     int n = 0, skipped = 0;
     if (st == YQ_OK) {
@@ -226,27 +221,16 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
         eo.warn = q->io.warn;
         eo.warn_ctx = q->io.ctx;
         if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
-        st = yq_eval_detect(q->g, ds, &eo, &dets, &n, &skipped, err);
+        st = yq_eval_detect(qc ? work_graph(q) : q->g, ds, &eo, &dets, &n, &skipped, err);
     }
     double s[YQ_COCO_NSTATS];
     if (st == YQ_OK && (st = yq_coco_eval(ds, dets, n, s, NULL, NULL, err)) == YQ_OK) {
         map[0] = s[0];
         map[1] = s[1];
     }
-    if (qc) yq_unquantize_graph(q->g);
+    if (qc) yq_unquantize_graph(work_graph(q));
     yq_coco_dets_free(dets);
     yq_dataset_free(ds);
-    return st;
-}
-
-/* The labelled set, and the FP32 graph as the files hold it. */
-static yq_status open_set(yq_quantizer *q, const char *images, const char *ann, yq_dataset **ds, yq_error *err)
-{
-    yq_status st = yq_dataset_load_coco(ann, images, ds, err);
-    if (st == YQ_OK && q->edited && (st = load_graph(q, err)) != YQ_OK) {
-        yq_dataset_free(*ds);
-        *ds = NULL;
-    }
     return st;
 }
 
@@ -258,17 +242,17 @@ yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *im
     int dev = -1;
     yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
     yq_dataset *ds = NULL;
-    if (st == YQ_OK) st = open_set(q, images, ann, &ds, err);
+    if (st == YQ_OK) st = yq_dataset_load_coco(ann, images, &ds, err);
     if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
     yq_pipe_eval r = { 0 };
     if (st == YQ_OK) {
         if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
-        st = yq_pipe_eval_or_cpu(q->g, ds, q->letterbox, &dev, &q->io, &r, err);
+        st = yq_pipe_eval_or_cpu(qc ? work_graph(q) : q->g, ds, q->letterbox, &dev, &q->io, &r, err);
     }
     if (st == YQ_OK)
         *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.ms_median, r.ms_wall, r.images, r.gpu };
     yq_pipe_eval_free(&r);
-    if (qc) yq_unquantize_graph(q->g);
+    if (qc) yq_unquantize_graph(work_graph(q));
     yq_dataset_free(ds);
     return st;
 }
@@ -293,8 +277,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
     if (!(o->budget_pts >= 0)) return yq_fail(err, YQ_ERR_INVALID_ARG, "budget %g: a drop in points, >= 0", o->budget_pts);
     yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
     yq_dataset *ds = NULL;
-    if (st == YQ_OK) st = open_set(q, images, ann, &ds, err);
-    /* FP32 first, on the weights as the files hold them (equalization edits them) */
+    if (st == YQ_OK) st = yq_dataset_load_coco(ann, images, &ds, err);
+    /* FP32 on the graph as the files hold it (equalization makes its own copy) */
     yq_pipe_eval fp = { 0 };
     if (st == YQ_OK) {
         if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
@@ -310,8 +294,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
         yq_pipe_drop_req r = { .budget_pts = o->budget_pts, .rank = rank, .max_float = o->max_float, .eval_device = dev,
                                .step = o->step ? on_drop_step : NULL, .ctx = &dc };
         yq_pipe_calib c = calib_req(q);
-        st = yq_pipe_max_drop(&c, &out->qc, q->g, q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
-        yq_unquantize_graph(q->g);
+        st = yq_pipe_max_drop(&c, &out->qc, work_graph(q), q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        yq_unquantize_graph(work_graph(q));
     }
     if (st == YQ_OK) {
         *result = (yq_max_drop_result){ res.met, fp.s[YQ_COCO_AP], res.all8.s[YQ_COCO_AP], res.final.s[YQ_COCO_AP],
@@ -335,8 +319,8 @@ yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **r
     yq_qconfig *rq = NULL;
     yq_status st = quantize(q, qc, &rq, err);
     if (st != YQ_OK) return st;
-    char *plan = plan_json ? yq_pipe_plan_json(q->g, &qc->qc, rq) : NULL;
-    yq_unquantize_graph(q->g);
+    char *plan = plan_json ? yq_pipe_plan_json(work_graph(q), &qc->qc, rq) : NULL;
+    yq_unquantize_graph(work_graph(q));
     if (plan_json && !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_qconf *h = NULL;
     if (st == YQ_OK && resolved && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -360,7 +344,8 @@ static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, 
     yq_status st = quantize(q, qc, &resolved, err);
     if (st != YQ_OK) return st;
     char *text = yq_qconfig_text(resolved), *req = yq_qconfig_text(&qc->qc), method[128];
-    char *plan = yq_pipe_plan_json(q->g, &qc->qc, resolved);
+    yq_graph *g = work_graph(q);
+    char *plan = yq_pipe_plan_json(g, &qc->qc, resolved);
     yq_calib_method_str(&resolved->calib, method, sizeof method);
     if (!text || !req || !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     else {
@@ -368,13 +353,13 @@ static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, 
                                  .calib_images = q->cs->images, .letterbox = q->letterbox,
                                  .created_unix = q->o.created_unix };
         memcpy(meta.calib_images_sha256, q->cs->images_sha256, 32);
-        st = path ? yq_package_write(path, q->g, &meta, err) : yq_package_image(q->model, q->g, &meta, buf, n, err);
+        st = path ? yq_package_write(path, g, &meta, err) : yq_package_image(q->model, g, &meta, buf, n, err);
     }
     free(text);
     free(req);
     free(plan);
     free(resolved);
-    yq_unquantize_graph(q->g);
+    yq_unquantize_graph(g);
     return st;
 }
 

@@ -141,10 +141,11 @@ static yq_status calib_stage(const yq_pipe_io *io, calib_cache *c, calib_where *
     return st;
 }
 
-yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, yq_graph *g, int letterbox,
-                            const yq_pipe_io *io, yq_calib_stats **cs, yq_error *err)
+yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, const yq_graph *g, int letterbox,
+                            const yq_pipe_io *io, yq_graph **eq, yq_calib_stats **cs, yq_error *err)
 {
     *cs = NULL;
+    *eq = NULL;
     calib_where where = { 0, 0, c->device != NULL };
     int d = -1;
     yq_status st;
@@ -167,10 +168,14 @@ yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, yq_gra
          * deterministic, so cached stage-0 statistics give the same weights and
          * so the same stage-1 key. */
         int pairs = 0;
-        st = yq_equalize(g, *cs, &pairs, err);
+        st = yq_equalize(g, *cs, eq, &pairs, err);
         yq_calib_stats_free(*cs);
         *cs = NULL;
-        if (st == YQ_OK) st = calib_stage(io, &cache, &where, g, paths, n, list_sha, letterbox, 1, cs, err);
+        if (st == YQ_OK) st = calib_stage(io, &cache, &where, *eq, paths, n, list_sha, letterbox, 1, cs, err);
+        if (st != YQ_OK) {
+            yq_graph_free(*eq);
+            *eq = NULL;
+        }
     }
     yq_list_images_free(paths, n);
     return st;

@@ -9,8 +9,10 @@
  *     yq_pipe_io io = { .warn = my_warn, .ctx = me };
  *     yq_pipe_calib cal = { .images = "calib/", .device = "cpu" };
  *     yq_calib_stats *cs;
- *     yq_pipe_calibrate(&cal, &qc, g, letterbox, &io, &cs, &err);
- *     yq_pipe_quantize(&cal, &qc, &resolved, g, cs, letterbox, &io, &err);   // g->q set
+ *     yq_graph *eq;                        // equalize on: g's equalized copy; else NULL
+ *     yq_pipe_calibrate(&cal, &qc, g, letterbox, &io, &eq, &cs, &err);
+ *     yq_graph *w = eq ? eq : g;           // the graph to rewrite
+ *     yq_pipe_quantize(&cal, &qc, &resolved, w, cs, letterbox, &io, &err);   // w->q set
  */
 #ifndef YQ_PIPELINE_QUANTIZE_H
 #define YQ_PIPELINE_QUANTIZE_H
@@ -39,11 +41,13 @@ typedef struct yq_pipe_calib {
 } yq_pipe_calib;
 
 /* The statistics of g's activations on c->images (*cs, yq_calib_stats_free), from the
- * cache when it holds them, else observed and stored; with qc->equalize, g's weights are
- * equalized with them and g is observed again (*cs then the second pass's).  A cache that
- * cannot be read or written costs one warning and the run goes on without it. */
-yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, yq_graph *g, int letterbox,
-                            const yq_pipe_io *io, yq_calib_stats **cs, yq_error *err);
+ * cache when it holds them, else observed and stored.  g is not changed: with
+ * qc->equalize, *eq receives a new graph (yq_graph_free), g's weights equalized with those
+ * statistics, and *cs is the second pass's, on *eq (the graph to rewrite then); without,
+ * *eq is NULL and g is the graph to rewrite.  A cache that cannot be read or written
+ * costs one warning and the run goes on without it. */
+yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, const yq_graph *g, int letterbox,
+                            const yq_pipe_io *io, yq_graph **eq, yq_calib_stats **cs, yq_error *err);
 
 /* g rewritten into int8 (g->q) as the request directs, from cs.  The request is not
  * changed: *resolved (may be NULL: not wanted; never the request itself) receives it with

@@ -4,7 +4,8 @@
 
 static int homogeneous(yq_act a) { return a == YQ_ACT_LINEAR || a == YQ_ACT_LEAKY || a == YQ_ACT_RELU; }
 
-yq_status yq_equalize(yq_graph *g, const yq_calib_stats *cs, int *pairs, yq_error *err)
+/* g's weights equalized in place. */
+static yq_status equalize(yq_graph *g, const yq_calib_stats *cs, int *pairs, yq_error *err)
 {
     int N = g->n_nodes;
     int *uses = calloc((size_t)N, sizeof *uses);
@@ -62,4 +63,15 @@ yq_status yq_equalize(yq_graph *g, const yq_calib_stats *cs, int *pairs, yq_erro
     free(s);
     free(uses);
     return YQ_OK;
+}
+
+yq_status yq_equalize(const yq_graph *g, const yq_calib_stats *cs, yq_graph **out, int *pairs, yq_error *err)
+{
+    *pairs = 0;
+    yq_status st = yq_graph_clone(g, out, err);
+    if (st == YQ_OK && (st = equalize(*out, cs, pairs, err)) != YQ_OK) {
+        yq_graph_free(*out);
+        *out = NULL;
+    }
+    return st;
 }

@@ -10,14 +10,15 @@
  *   - C depthwise: s_i = r_i / max_j r_j, every channel then spans the range;
  *   - C dense:     s_i = sqrt(r_i / w_i) with w_i = max |C[:, i]|, balancing the
  *                  activation range against the weight range (DFQ's rule).
- * The FP32 graph changes only by float rounding; the calibration must be run
- * again afterwards (the ranges moved). */
+ * The network changes only by float rounding; the calibration must be run again on
+ * the equalized graph (the ranges moved). */
 #ifndef YQ_EQUALIZE_H
 #define YQ_EQUALIZE_H
 
 #include "calib/observe.h"
 
-/* Returns the number of conv pairs equalized in *pairs. */
-yq_status yq_equalize(yq_graph *g, const yq_calib_stats *cs, int *pairs, yq_error *err);
+/* A new graph (*out, yq_graph_free; memory of its own, yq_graph_clone) with g's conv
+ * pairs equalized by cs's ranges; g is not changed.  *pairs: the pairs equalized. */
+yq_status yq_equalize(const yq_graph *g, const yq_calib_stats *cs, yq_graph **out, int *pairs, yq_error *err);
 
 #endif

@@ -283,10 +283,20 @@ static void t_observe_exact(void)
             ok = !diff;
             if (ok && stage == 0) {         /* equalize both (on the CPU), then observe again */
                 int p2 = 0;
-                st = yq_equalize(g[0], cs[0], &pairs, &err);
-                if (st == YQ_OK) st = yq_equalize(g[1], cs[1], &p2, &err);
+                yq_graph *e0 = NULL, *e1 = NULL;
+                st = yq_equalize(g[0], cs[0], &e0, &pairs, &err);
+                if (st == YQ_OK) st = yq_equalize(g[1], cs[1], &e1, &p2, &err);
                 CHECKF(st == YQ_OK && pairs == p2, "%s: equalize: %s", md->cfg, err.msg);
                 ok = st == YQ_OK;
+                if (ok) {                   /* the equalized copies from here on */
+                    yq_graph_free(g[0]);
+                    yq_graph_free(g[1]);
+                    g[0] = e0;
+                    g[1] = e1;
+                } else {
+                    yq_graph_free(e0);
+                    yq_graph_free(e1);
+                }
                 for (int d = 0; d < 2; d++) { yq_calib_stats_free(cs[d]); cs[d] = NULL; }
             }
         }

@@ -232,6 +232,51 @@ static void t_tiny_shapes(void)
     CHECKF(floats == TINY_FLOATS, "tiny.cfg needs %ld floats, the fixtures assume %d", floats, TINY_FLOATS);
 }
 
+/* yq_graph_clone: the same nodes, weights and names in memory of its own (the original
+ * freed, the copy whole; a change to the copy leaves the original as it was); a quantized
+ * graph is refused. */
+static void t_clone(void)
+{
+    yq_graph *g = NULL, *c = NULL;
+    yq_error err;
+    yq_import_opt opt = { .synthetic = 1, .seed = 3 };
+    CHECKF(yq_darknet_load(FIX "tiny.cfg", NULL, &opt, &g, &err) == YQ_OK, "%s", err.msg);
+    static char *names[2] = { "person", "bicycle" };
+    g->class_names = names;
+    g->n_class_names = 2;
+    CHECKF(yq_graph_clone(g, &c, &err) == YQ_OK, "%s", err.msg);
+    g->class_names = NULL;
+    g->n_class_names = 0;
+    CHECK(c->n_nodes == g->n_nodes && !strcmp(c->cfg_path, g->cfg_path) && c->letter_box == g->letter_box &&
+          !memcmp(c->model_sha256, g->model_sha256, 32) && !c->q);
+    CHECK(c->n_class_names == 2 && c->class_names[0] != names[0] && !strcmp(c->class_names[1], "bicycle"));
+    int convs = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yq_node *a = &g->nodes[i], *b = &c->nodes[i];
+        CHECKF(a->op == b->op && a->n_w == b->n_w && !memcmp(&a->p, &b->p, sizeof a->p) && a->out.c == b->out.c,
+               "node %d", i);
+        if (a->w) {
+            convs++;
+            CHECK(b->w && b->w != a->w && !memcmp(a->w, b->w, sizeof(float) * (size_t)a->n_w));
+            CHECK(b->b && b->b != a->b && !memcmp(a->b, b->b, sizeof(float) * (size_t)a->p.conv.filters));
+        }
+    }
+    CHECK(convs >= 2);
+    /* the copy's weights are its own */
+    int k = 1;
+    while (!c->nodes[k].w) k++;
+    float w0 = g->nodes[k].w[0];
+    c->nodes[k].w[0] += 1.0f;
+    CHECK(g->nodes[k].w[0] == w0);
+    yq_graph_free(g);
+    CHECK(c->nodes[k].w[0] == w0 + 1.0f && !strcmp(c->class_names[0], "person"));
+    /* a quantized graph is not cloned */
+    yq_graph *d = (yq_graph *)1;
+    c->q = (yq_qnode *)yq_qarena_alloc(c, sizeof(yq_qnode) * (size_t)c->n_nodes);
+    CHECKF(yq_graph_clone(c, &d, &err) == YQ_ERR_INVALID_ARG && d == NULL && strstr(err.msg, "quantized"), "%s", err.msg);
+    yq_graph_free(c);
+}
+
 static void t_weights_valid(void)
 {
     float f[TINY_FLOATS];
@@ -761,6 +806,7 @@ int main(void)
     }
     TEST(t_cfg_more_errors);
     TEST(t_tiny_shapes);
+    TEST(t_clone);
     TEST(t_weights_valid);
     TEST(t_weights_old_header);
     TEST(t_weights_truncated);

@@ -85,11 +85,33 @@ static long stderr_bytes_during(void (*f)(void *), void *arg)
     return n;
 }
 
-typedef struct run_ctx { yq_pipe_calib c; yq_qconfig qc; yq_graph *g; yq_pipe_io io; yq_calib_stats *cs; yq_status st; } run_ctx;
+typedef struct run_ctx {
+    yq_pipe_calib c;
+    yq_qconfig qc;
+    yq_graph *g, *eq;
+    yq_pipe_io io;
+    yq_calib_stats *cs;
+    yq_status st;
+} run_ctx;
 static void run_calibrate(void *p)
 {
     run_ctx *r = p;
-    r->st = yq_pipe_calibrate(&r->c, &r->qc, r->g, 0, &r->io, &r->cs, &err);
+    yq_graph_free(r->eq);
+    r->st = yq_pipe_calibrate(&r->c, &r->qc, r->g, 0, &r->io, &r->eq, &r->cs, &err);
+}
+
+/* A conv's weights, bias and every node's shape and type as one sum: equal before and
+ * after means the graph was not changed. */
+static double graph_sum(const yq_graph *g)
+{
+    double s = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yq_node *n = &g->nodes[i];
+        s += n->op * 7.0 + n->out.c + n->out.h * 3.0 + n->act;
+        for (long k = 0; n->w && k < n->n_w; k++) s += (double)n->w[k] * (double)(k % 13 + 1);
+        for (int k = 0; n->b && k < n->p.conv.filters; k++) s += (double)n->b[k];
+    }
+    return s;
 }
 
 static void t_calibrate(void)
@@ -101,10 +123,15 @@ static void t_calibrate(void)
     r.g = tiny();
     r.c = (yq_pipe_calib){ .images = samples, .no_cache = 1, .device = "cpu" };
     r.io = (yq_pipe_io){ on_stage, on_progress, on_warn, on_note, &s };
+    double before = graph_sum(r.g);
     long printed = stderr_bytes_during(run_calibrate, &r);
     CHECKF(r.st == YQ_OK, "%s", err.msg);
     CHECKF(printed == 0, "the pipeline printed %ld bytes", printed);
     CHECK(r.cs != NULL);
+    /* the model graph as it was; equalization made a copy of its own */
+    CHECKF(graph_sum(r.g) == before, "calibration changed the graph it was given");
+    CHECKF(r.qc.equalize ? r.eq && r.eq != r.g && r.eq->n_nodes == r.g->n_nodes : !r.eq,
+           "equalize %d: copy %p", r.qc.equalize, (void *)r.eq);
     /* equalization (on by default) observes the equalized graph again */
     CHECKF(r.qc.equalize ? s.stages == 2 && !strcmp(s.stage, "recalibrating") : s.stages == 1 && !strcmp(s.stage, "calibrating"),
            "%d stages, the last '%s'", s.stages, s.stage);
@@ -118,6 +145,7 @@ static void t_calibrate(void)
     seen s2 = { 0 };
     r2 = r;
     r2.cs = NULL;
+    r2.eq = NULL;
     r2.c.no_cache = 0;
     r2.c.cache = cache;
     r2.io.ctx = &s2;
@@ -132,6 +160,7 @@ static void t_calibrate(void)
     printf("# %s\n", s2.note);
     char why[256] = "";
     CHECKF(!yq_calib_stats_cmp(r.cs, r2.cs, r.g, why, sizeof why), "the cache's statistics differ: %s", why);
+    CHECKF(!r.eq == !r2.eq && (!r.eq || graph_sum(r.eq) == graph_sum(r2.eq)), "two equalized copies differ");
     yq_calib_stats_free(r2.cs);
     /* a cache that cannot be written: one warning, and the statistics all the same */
     seen s3 = { 0 };
@@ -142,6 +171,8 @@ static void t_calibrate(void)
     CHECKF(r2.st == YQ_OK && s3.warns == s.warns + 1, "unwritable cache: %s, %d warnings", yq_status_str(r2.st), s3.warns);
     yq_calib_stats_free(r2.cs);
     yq_calib_stats_free(r.cs);
+    yq_graph_free(r2.eq);
+    yq_graph_free(r.eq);
     yq_graph_free(r.g);
 }
 
@@ -173,7 +204,16 @@ static void t_quantize(void)
     qc->keep_float = 2;
     yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
     yq_calib_stats *cs = NULL;
-    CHECKF(yq_pipe_calibrate(&c, qc, g, 0, NULL, &cs, &err) == YQ_OK, "%s", err.msg);   /* no callbacks at all */
+    yq_graph *eq = NULL;
+    double sum0 = graph_sum(g);
+    CHECKF(yq_pipe_calibrate(&c, qc, g, 0, NULL, &eq, &cs, &err) == YQ_OK, "%s", err.msg);   /* no callbacks at all */
+    /* equalization (on by default) changed a copy, not the model's graph */
+    CHECKF(eq && graph_sum(g) == sum0 && graph_sum(eq) != sum0, "equalized copy %p; the graph %s", (void *)eq,
+           graph_sum(g) == sum0 ? "unchanged" : "changed");
+    if (eq) {                           /* equalized: the copy is the graph to rewrite */
+        yq_graph_free(g);
+        g = eq;
+    }
     yq_qconfig *rq = malloc(sizeof *rq), *before = malloc(sizeof *before);
     CHECK(rq && before);
     *before = *qc;
@@ -247,13 +287,15 @@ static void t_errors(void)
     yq_qconfig_defaults(qc);
     yq_calib_stats *cs = (yq_calib_stats *)1;
     yq_pipe_calib c = { .images = "/nonexistent/images", .no_cache = 1, .device = "cpu" };
-    yq_status st = yq_pipe_calibrate(&c, qc, g, 0, NULL, &cs, &err);
-    CHECKF(st != YQ_OK && cs == NULL && strstr(err.msg, "/nonexistent/images"), "%s: %s", yq_status_str(st), err.msg);
+    yq_graph *eq = (yq_graph *)1;
+    yq_status st = yq_pipe_calibrate(&c, qc, g, 0, NULL, &eq, &cs, &err);
+    CHECKF(st != YQ_OK && cs == NULL && eq == NULL && strstr(err.msg, "/nonexistent/images"), "%s: %s", yq_status_str(st),
+           err.msg);
     printf("# %s\n", err.msg);
     c.images = ".";
     c.device = "tpu";
-    st = yq_pipe_calibrate(&c, qc, g, 0, NULL, &cs, &err);
-    CHECKF(st != YQ_OK && strstr(err.msg, "tpu"), "%s: %s", yq_status_str(st), err.msg);
+    st = yq_pipe_calibrate(&c, qc, g, 0, NULL, &eq, &cs, &err);
+    CHECKF(st != YQ_OK && eq == NULL && strstr(err.msg, "tpu"), "%s: %s", yq_status_str(st), err.msg);
     printf("# %s\n", err.msg);
     yq_graph_free(g);
     free(qc);
@@ -400,7 +442,12 @@ static void t_quantizer(void)
     qc->keep_float = 1;
     yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
     yq_calib_stats *cs = NULL;
-    CHECKF(yq_pipe_calibrate(&c, qc, g, g->letter_box, NULL, &cs, &err) == YQ_OK, "%s", err.msg);
+    yq_graph *eq = NULL;
+    CHECKF(yq_pipe_calibrate(&c, qc, g, g->letter_box, NULL, &eq, &cs, &err) == YQ_OK, "%s", err.msg);
+    if (eq) {
+        yq_graph_free(g);
+        g = eq;
+    }
     yq_qconfig *rq = malloc(sizeof *rq);
     CHECK(rq);
     CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, g->letter_box, NULL, &err) == YQ_OK, "%s", err.msg);
@@ -430,7 +477,7 @@ static void t_quantizer(void)
            "%s", err.msg);
     yq_coco_dets_free(d);
     yq_unquantize_graph(g);
-    yq_graph_free(g);                   /* the FP32 weights were equalized: a fresh copy */
+    yq_graph_free(g);                   /* (the equalized copy) the FP32 model, fresh */
     g = load_folder(dir);
     CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, hf, NULL, NULL, &err) == YQ_OK,
            "%s", err.msg);
