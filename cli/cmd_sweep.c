@@ -131,14 +131,17 @@ static void sweep_note(void *ctx, const char *msg)
  * model as loaded (the one FP32 ran on) or, with equalize on, its equalized copy (eq, owned). */
 typedef struct gstate { yq_graph *g, *eq; yq_calib_stats *cs; } gstate;
 
-/* A graph state ready for a point: calibrated, on g0 or its equalized copy. */
-static yq_status state_ready(gstate *s, yq_graph *g0, const cli_quant_opt *q, int letterbox, cli_bar *bar,
-                             yq_error *err)
+/* A graph state ready for a point: calibrated, on *g0 or its equalized copy.  When no
+ * point runs without equalization (keep_fp32 0), *g0 itself is replaced by the copy (FP32
+ * has run already): one graph in memory, not two. */
+static yq_status state_ready(gstate *s, yq_graph **g0, int keep_fp32, const cli_quant_opt *q, int letterbox,
+                             cli_bar *bar, yq_error *err)
 {
     if (s->cs) return YQ_OK;
     if (bar->tty) fprintf(stderr, "\r\033[K");
-    yq_status st = cli_calibrate(q, g0, letterbox, &s->eq, &s->cs, err);
-    s->g = s->eq ? s->eq : g0;
+    yq_status st = keep_fp32 ? cli_calibrate(q, *g0, letterbox, &s->eq, &s->cs, err)
+                             : cli_calibrate_swap(q, g0, letterbox, &s->cs, err);
+    s->g = s->eq ? s->eq : *g0;
     bar->last = -1;
     return st;
 }
@@ -207,6 +210,8 @@ int cmd_sweep(int argc, char **argv)
     if (sweep_grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
     if (cli_load_model(&mo, &g0, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
     if (letterbox < 0) letterbox = g0->letter_box;
+    char cfg[sizeof g0->cfg_path];            /* (g0 may be replaced by its equalized copy) */
+    snprintf(cfg, sizeof cfg, "%s", g0->cfg_path);
     if (yq_qconfig_validate(&qo->qc, g0, &err) != YQ_OK) goto fail;
     if (!out) {
         const char *b = cli_base_name(g0->cfg_path), *dot = strrchr(b, '.');
@@ -236,9 +241,11 @@ int cmd_sweep(int argc, char **argv)
     pts = calloc((size_t)G.points, sizeof *pts);
     if (!pts) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     /* Every point's qconfig must fit the model before anything runs. */
+    int keep_fp32 = 0;        /* a point runs without equalization: the loaded graph stays as it is */
     for (int p = 0; p < G.points; p++) {
         if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
             goto fail;
+        keep_fp32 |= !pq->qc.equalize;
         sweep_point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
     }
     fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
@@ -257,7 +264,7 @@ int cmd_sweep(int argc, char **argv)
     snprintf(path, sizeof path, "%s/points.jsonl", out);
     char lat_label0[sizeof lat.label];
     snprintf(lat_label0, sizeof lat_label0, "%s", lat.label);
-    run_id rid = { g0->cfg_path, val, lat_label0, ds->n_images };
+    run_id rid = { cfg, val, lat_label0, ds->n_images };
     cJSON *saved = resume ? sweep_points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
     FILE *jf = fopen(path, resume ? "a" : "w");
     if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
@@ -283,7 +290,7 @@ int cmd_sweep(int argc, char **argv)
             continue;
         }
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        yq_status pst = state_ready(s, g0, pq, letterbox, &bar, &err);
+        yq_status pst = state_ready(s, &g0, keep_fp32, pq, letterbox, &bar, &err);
         yq_pipe_eval r;
         if (pst == YQ_OK) {
             /* the point's rewrite and evaluation (a GPU that fails: the CPU from here on) */
@@ -362,14 +369,14 @@ int cmd_sweep(int argc, char **argv)
         *pq = *qo;
         if (sweep_grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        if (state_ready(s, g0, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
+        if (state_ready(s, &g0, keep_fp32, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;
         yq_unquantize_graph(cg);
         if (cli_quantize_graph(pq, NULL, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
         if (cli_layer_report(cg, qo->calib_dir, sqnr_images, letterbox, 0, &le, &err) != YQ_OK) goto fail;
         le_images = sqnr_images < X.calib_images ? sqnr_images : X.calib_images;
     }
-    X.cfg = g0->cfg_path;
+    X.cfg = cfg;
     X.val_dir = val;
     X.calib_dir = qo->calib_dir;
     X.grid_text = grid_text;
@@ -388,7 +395,7 @@ int cmd_sweep(int argc, char **argv)
     if (sweep_write_html(&X, path, png, cg, le, le_images, &err) != YQ_OK) goto fail;
 
     /* The table. */
-    printf("\n%s: %d points on %d images; latency: %s, median ms per %s\n", g0->cfg_path, G.points, X.images, lat.label,
+    printf("\n%s: %d points on %d images; latency: %s, median ms per %s\n", cfg, G.points, X.images, lat.label,
            lat.gpu && lat.batch > 1 ? "forward" : "image");
     printf("  %4s  %-30s %8s %8s %8s %9s  %s\n", "#", "name", "mAP", "mAP50", "drop", lat.gpu ? "GPU ms" : "CPU ms", "");
     printf("  %4s  %-30s %8.2f %8.2f %8s %9s  (CPU FP32 engine: %.2f ms/img)\n", "", "FP32", 100 * X.fp.s[YQ_COCO_AP],
