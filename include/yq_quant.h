@@ -139,6 +139,26 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
                                 const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
                                 yq_error *err);
 
+/* Per-layer sensitivity (`yquant sensitivity`): from qc's settings with every layer int8
+ * (head and first conv too), for each int8 conv (a) only it in int8 and (b) only it in
+ * float, the mAP@[.5:.95] on the labelled set and the SQNR of the tensors feeding the
+ * heads on sqnr_images calibration images (8 when 0).  max_layers > 0: only the convs with
+ * the lowest SQNR in the all-int8 graph.  *rows (malloc'd: free()) most sensitive first, by
+ * impact = drop(a) + gain(b) in mAP points. */
+typedef struct yq_sens_layer {
+    int layer;                /* Darknet layer index */
+    double sqnr_db;           /* its output's SQNR in the all-int8 graph */
+    double map_a, head_db_a;  /* (a) only this layer int8: mAP in [0, 1], head SQNR (dB) */
+    double map_b, head_db_b;  /* (b) only this layer float */
+    double impact_pts;        /* drop(a) + gain(b), mAP points */
+} yq_sens_layer;
+typedef struct yq_sens_summary {
+    double fp32_map, all_int8_map, all_int8_head_db;
+} yq_sens_summary;
+yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                                   int max_layers, int sqnr_images, yq_sens_layer **rows, int *n_rows,
+                                   yq_sens_summary *summary, yq_error *err);
+
 /* What qc resolves to on this model; qc itself (the request) is never changed.
  * *resolved (a new handle; may be NULL: not wanted) is qc with the measured choices written
  * in: keep_float's float convs as per-layer skips, thresh_search's thresholds as per-layer

@@ -310,6 +310,47 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
     return st;
 }
 
+yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
+                                   int max_layers, int sqnr_images, yq_sens_layer **rows, int *n_rows,
+                                   yq_sens_summary *summary, yq_error *err)
+{
+    if (rows) *rows = NULL;
+    if (n_rows) *n_rows = 0;
+    if (!q || !qc || !images || !ann || !rows || !n_rows)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_sensitivity: NULL argument");
+    if (max_layers < 0 || sqnr_images < 0 || sqnr_images > 1024)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "max_layers %d (>= 0), sqnr_images %d (0..1024)", max_layers, sqnr_images);
+    yq_dataset *ds = NULL;
+    yq_status st = yq_dataset_load_coco(ann, images, &ds, err);
+    yq_pipe_eval fp = { 0 };
+    if (st == YQ_OK) {
+        if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
+        st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &fp, err);
+    }
+    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, err);
+    yq_pipe_sens_res res = { 0 };
+    if (st == YQ_OK) {
+        yq_pipe_sens_req r = { .max_layers = max_layers, .sqnr_images = sqnr_images ? sqnr_images : 8 };
+        yq_pipe_calib c = calib_req(q);
+        st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q), q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        yq_unquantize_graph(work_graph(q));
+    }
+    if (st == YQ_OK && !(*rows = malloc(sizeof **rows * (size_t)(res.n ? res.n : 1))))
+        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) {
+        for (int k = 0; k < res.n; k++) {
+            const yq_pipe_sens_row *w = &res.rows[k];
+            (*rows)[k] = (yq_sens_layer){ w->layer, w->sqnr, w->map_a, w->head_a, w->map_b, w->head_b, w->impact };
+        }
+        *n_rows = res.n;
+        if (summary) *summary = (yq_sens_summary){ fp.s[YQ_COCO_AP], res.all8.s[YQ_COCO_AP], res.head_all };
+    }
+    yq_pipe_sens_free(&res);
+    yq_pipe_eval_free(&fp);
+    yq_dataset_free(ds);
+    return st;
+}
+
 yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **resolved, char **plan_json,
                                yq_error *err)
 {

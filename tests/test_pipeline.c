@@ -3,6 +3,7 @@
  * measured choice of float layers written back into the qconfig, its callbacks, its
  * errors, and that it never prints.  The tiny fixture network with synthetic weights, and
  * yolo-fastest-1.1, on the shared sample images ($YQ_DATA/datasets/darknet-samples). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -649,6 +650,37 @@ static void t_quantizer_search(void)
     CHECKF(strstr(t, "head = int8") && strstr(t, "first = int8") && !strstr(t, "skip_layers"), "%s", t);
     free(t);
     yq_qconf_free(a.chosen);
+
+    /* the sensitivity of the two convs with the lowest SQNR: the impact as defined, most
+     * sensitive first, and (b) for a layer is the mAP of a qconfig keeping only it float,
+     * scored on its own */
+    {
+        yq_sens_layer *rows = NULL;
+        int nr = 0;
+        yq_sens_summary sum;
+        CHECKF(yq_quantizer_sensitivity(q, qc, samples, ann, 2, 2, &rows, &nr, &sum, &err) == YQ_OK && rows, "%s", err.msg);
+        CHECKF(nr == 2 && sum.fp32_map == mf[0] && sum.all_int8_map == a.r.all_int8_map, "%d rows, FP32 %g (%g), all int8 %g (%g)",
+               nr, sum.fp32_map, mf[0], sum.all_int8_map, a.r.all_int8_map);
+        for (int k = 0; k < nr; k++) {
+            double imp = 100 * (sum.fp32_map - rows[k].map_a) + 100 * (rows[k].map_b - sum.all_int8_map);
+            printf("# sensitivity: layer %d, SQNR %.2f dB, (a) %.4f (b) %.4f, impact %.2f\n", rows[k].layer,
+                   rows[k].sqnr_db, rows[k].map_a, rows[k].map_b, rows[k].impact_pts);
+            CHECKF(fabs(imp - rows[k].impact_pts) < 1e-9 && (k == 0 || rows[k - 1].impact_pts >= rows[k].impact_pts),
+                   "row %d: impact %g, computed %g", k, rows[k].impact_pts, imp);
+        }
+        yq_qconf *only = NULL;
+        char L[16];
+        snprintf(L, sizeof L, "%d", nr ? rows[0].layer : 0);
+        yq_quant_score sb;
+        CHECKF(yq_qconf_new(&only, &err) == YQ_OK && yq_qconf_set(only, "head", "int8", &err) == YQ_OK &&
+               yq_qconf_set(only, "first", "int8", &err) == YQ_OK && yq_qconf_set(only, "keep_float", "0", &err) == YQ_OK &&
+               yq_qconf_set(only, "skip_layers", L, &err) == YQ_OK &&
+               yq_quantizer_score(q, only, samples, ann, "cpu", &sb, &err) == YQ_OK, "%s", err.msg);
+        CHECKF(nr && sb.map == rows[0].map_b, "layer %s float alone scores %g, the table's (b) %g", L, sb.map,
+               nr ? rows[0].map_b : -1.0);
+        yq_qconf_free(only);
+        free(rows);
+    }
 
     /* 4 bits, a budget of 0 with at most 2 float convs, ranked by their own SQNR: the
      * steps run (every layer in 4 bits loses mAP on these boxes) */
