@@ -1666,6 +1666,7 @@ yq_status yq_package_image(const char *name, const yq_graph *g, const yq_package
     if (!buf || !n) return yq_fail(err, YQ_ERR_INVALID_ARG, "package: no output");
     *buf = NULL;
     *n = 0;
+    if (!name) name = "(package in memory)";
     h5quiet q = quiet_begin();
     yq_h5mem im;
     yq_status st = package_image(name, g, meta, &im, n, err);

@@ -101,7 +101,7 @@ yq_status yq_package_write(const char *path, const yq_graph *g, const yq_package
 yq_status yq_package_load(const char *path, yq_graph **out, yq_package_info **info, yq_error *err);
 
 /* The same package in memory: yq_package_image makes the bytes yq_package_write would
- * write (*buf malloc'd: free(); name only names it in messages), yq_package_load_mem
+ * write (*buf malloc'd: free(); name, may be NULL, only names it in messages), yq_package_load_mem
  * reads them (as yq_package_load reads a file, validating everything; buf is copied, the
  * caller keeps it). */
 yq_status yq_package_image(const char *name, const yq_graph *g, const yq_package_meta *meta, void **buf, size_t *n,

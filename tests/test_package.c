@@ -496,6 +496,12 @@ static void t_memory(void)
     void *buf = NULL;
     size_t n = 0;
     CHECKF(yq_package_image("mem", g, &m, &buf, &n, &err) == YQ_OK && buf && n > 1000, "%s", err.msg);
+    {                                   /* no name: the same bytes */
+        void *b2 = NULL;
+        size_t n2 = 0;
+        CHECKF(yq_package_image(NULL, g, &m, &b2, &n2, &err) == YQ_OK && n2 == n && !memcmp(b2, buf, n), "%s", err.msg);
+        free(b2);
+    }
     CHECKF(count_tmp() == tmps, "the image made %d files", count_tmp() - tmps);
     CHECKF(yq_package_write(path, g, &m, &err) == YQ_OK, "%s", err.msg);
     long fn = file_size(path);
