@@ -98,7 +98,6 @@ static yq_status load_graph(yq_quantizer *q, yq_error *err)
         yq_graph_free(g);
         return st;
     }
-    yq_graph_free(q->g);
     q->g = g;
     return YQ_OK;
 }

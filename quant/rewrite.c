@@ -197,20 +197,20 @@ void yq_float_reasons(const yq_graph *g, const yq_qconfig *qc, uint8_t *why)
     int N = g->n_nodes, first_conv = -1;
     for (int i = 1; i < N; i++)
         if (g->nodes[i].op == YQ_OP_CONV) { first_conv = i; break; }
-    /* why[] first marks the convs feeding a head (1), then holds the reasons */
-    memset(why, 0, (size_t)N);
-    for (int i = 1; i < N; i++)
-        if (is_head(g->nodes[i].op) && g->nodes[i].src[0] > 0) why[g->nodes[i].src[0]] = 1;
+    why[0] = YQ_WHY_INT8;
     for (int i = 1; i < N; i++) {
         const yq_node *n = &g->nodes[i];
-        int head_feed = why[i] == 1;
         yq_float_why w = YQ_WHY_INT8;
         if (yq_qc_skip(qc, n->layer)) w = YQ_WHY_SKIP;
-        else if (n->op == YQ_OP_CONV && head_feed && qc->head_float) w = YQ_WHY_HEAD;
         else if (n->op == YQ_OP_CONV && i == first_conv && qc->first_float) w = YQ_WHY_FIRST;
         else if (n->op == YQ_OP_CONV && !int8_conv_act(n->act, qc)) w = YQ_WHY_ACT;   /* act_table off */
         else if (n->op == YQ_OP_SHORTCUT && !int8_act(n->act)) w = YQ_WHY_ACT;
         why[i] = (uint8_t)w;
+    }
+    /* head = float: the convs feeding a head (a reason before first's and the activation's) */
+    for (int i = 1; i < N && qc->head_float; i++) {
+        int s = g->nodes[i].src[0];
+        if (is_head(g->nodes[i].op) && s > 0 && g->nodes[s].op == YQ_OP_CONV && why[s] != YQ_WHY_SKIP) why[s] = YQ_WHY_HEAD;
     }
     /* A node whose inputs all come from float ops stays in float too when it is a
      * pure data-movement op (maxpool/upsample/route/dropout): converting there gains nothing. */
