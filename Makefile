@@ -120,7 +120,7 @@ $(B)/tests/test_harden: $(B)/tests/test_harden.o $(B)/tests/peer/opencv_decode.o
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
-# examples/*.c: small programs on the public API (include/yq.h, include/yq_quant.h) alone.
+# examples/*.c: small programs on the public API (the headers under include/) alone.
 examples: $(EXAMPLES)
 $(B)/examples/%: $(B)/examples/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
@@ -165,6 +165,8 @@ BINDIR  ?= $(PREFIX)/bin
 VERSION := $(shell sed -n 's/^\#define YQ_VERSION "\(.*\)"/\1/p' include/yq.h)
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SOLIB   := $(B)/libyq.so.$(VERSION)
+# the public headers: every header under include/, installed flat into INCDIR
+PUBLIC_HEADERS := $(wildcard include/*.h)
 
 $(SOLIB): $(OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libyq.so.$(SOMAJOR) -o $@ $(OBJS) $(LIBS)
@@ -178,7 +180,7 @@ $(B)/yquant.pc.in: include/yq.h Makefile
 
 install: $(LIB) $(SOLIB) $(B)/yquant $(B)/yquant.pc.in
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
-	install -m 644 include/yq.h include/yq_quant.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCDIR)/
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libyq.a
 	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION)
 	ln -sf libyq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR)
@@ -188,7 +190,7 @@ install: $(LIB) $(SOLIB) $(B)/yquant $(B)/yquant.pc.in
 	install -m 755 $(B)/yquant $(DESTDIR)$(BINDIR)/yquant
 
 uninstall:
-	rm -f $(DESTDIR)$(INCDIR)/yq.h $(DESTDIR)$(INCDIR)/yq_quant.h $(DESTDIR)$(LIBDIR)/libyq.a $(DESTDIR)$(LIBDIR)/libyq.so \
+	rm -f $(addprefix $(DESTDIR)$(INCDIR)/,$(notdir $(PUBLIC_HEADERS))) $(DESTDIR)$(LIBDIR)/libyq.a $(DESTDIR)$(LIBDIR)/libyq.so \
 	    $(DESTDIR)$(LIBDIR)/libyq.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libyq.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/yquant.pc $(DESTDIR)$(BINDIR)/yquant
 

@@ -14,18 +14,27 @@ long long cli_created_unix(void);
 typedef struct cli_model_opt {
     const char *model, *weights;
     int width, height;
-    yq_bn_eps bn;
+    int bn_pjreddie;          /* --bn pjreddie */
     int cfg_only;             /* a cfg without weights is fine (inspect) */
 } cli_model_opt;
 
 /* Consumes argv[*i] if it is one of the model options; 1 if consumed, 0 if not,
  * -1 on a bad value (message printed). */
 int  cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i);
-/* Resolves MODEL (a path, or a name under $YQ_DATA/models) and loads it. */
+/* MODEL as a path: itself when it exists, else a model of that name under $YQ_DATA/models
+ * (a folder, or cfg-only/NAME.cfg); an error naming both when neither exists. */
+yq_status cli_model_path(const char *model, char *path, size_t cap, yq_error *err);
+yq_model_opt cli_model_options(const cli_model_opt *o);
+/* MODEL (a .yqp package or a Darknet model, found by cli_model_path) opened with the options. */
+yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_error *err);
+/* The FP32 graph of a Darknet MODEL (cli/graph.c; for the commands not yet on the public API). */
 yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err);
-/* MODEL as detect/eval take it: a .yqp package, or cli_load_model's graph (into
- * *owned, which the model borrows).  Free *m, then *owned (cli/cmd_detect.c). */
-yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_graph **owned, yq_error *err);
+/* Fills err (code and message) as the library does; returns code. */
+yq_status cli_fail(yq_error *err, yq_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* "--size 416" or "--size 416x320" */
 int  cli_parse_size(const char *s, int *w, int *h);
 /* The file name of path: what follows its last '/' (path itself without one). */
@@ -80,6 +89,15 @@ extern const char *cli_quant_help;
 #include "calib/compare.h"
 yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
                            yq_layer_err **out, yq_error *err);
+/* The worst top of n per-layer errors (lowest SQNR first), as a table on stdout. */
+#include "yq_quant.h"
+void cli_print_layer_errors(const yq_layer_error *r, int n, int images, int top);
+/* q's flags and mo's model options as the public quantizer takes them (*qc: yq_qconf_free);
+ * letterbox -1: as the cfg says. */
+yq_status cli_quant_options(const cli_quant_opt *q, const cli_model_opt *mo, int letterbox, yq_quant_opt *o,
+                            yq_qconf **qc, yq_error *err);
+/* The quantizer's callbacks on the terminal, as cli_term_io's. */
+yq_quant_io cli_quant_term_io(cli_bar *bar);
 /* pipeline/quantize.h's yq_pipe_load_inputs, yq_pipe_quantize and yq_pipe_calibrate on q's
  * flags, with the terminal's progress bar, warnings and notes (cli/qflags.c). */
 #include "pipeline/quantize.h"
@@ -102,9 +120,6 @@ yq_status cli_calibrate_swap(const cli_quant_opt *q, yq_graph **g, int letterbox
 #include "runtime/evaluate.h"
 int cli_print_stats(const double *stats);
 yq_status cli_load_dataset(const char *images, const char *ann, const char *labels, yq_dataset **ds, yq_error *err);
-/* Every image of ds through session s (batch at a time, options from eo), then COCO stats. */
-yq_status cli_evaluate(yq_session *s, int batch, const yq_graph *g, const yq_dataset *ds, const yq_eval_opt *eo,
-                       const char *label, double stats[YQ_COCO_NSTATS], const char *dets_path, yq_error *err);
 
 /* The latency engine of sweep and quantize --max-drop (cli/latency.c): the GPU with tuned
  * kernels (runtime/latency.h) when there is one, else the CPU int8 reference engine (the

@@ -8,10 +8,8 @@
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
-#include "datasets/draw.h"
-#include "datasets/labels.h"
-#include "runtime/detector.h"
-#include "runtime/session.h"
+#include "yq_data.h"
+#include "yq_draw.h"
 
 #define MAX_DETS 1000000   /* per image: far beyond any detector's candidates */
 
@@ -51,7 +49,7 @@ static void png_name(const char *dir, const char *path, char *out, size_t cap)
     snprintf(out, cap, "%s/%s.png", dir, stem);
 }
 
-static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detection *d, int n,
+static yq_status draw_png(const yq_model *m, const yq_image *im, const yq_detection *d, int n,
                           const char *dir, const char *path, yq_error *err)
 {
     yq_canvas cv;
@@ -63,7 +61,7 @@ static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detect
         yq_class_color(d[i].cls, rgb);
         yq_draw_box(&cv, d[i].x, d[i].y, d[i].w, d[i].h, thick, rgb[0], rgb[1], rgb[2]);
         char label[96];
-        const char *name = d[i].cls < g->n_class_names ? g->class_names[d[i].cls] : NULL;
+        const char *name = yq_model_class_name(m, d[i].cls);
         if (name) snprintf(label, sizeof label, "%s %.0f%%", name, 100.0 * (double)d[i].score);
         else snprintf(label, sizeof label, "class %d %.0f%%", d[i].cls, 100.0 * (double)d[i].score);
         yq_draw_label(&cv, (int)d[i].x, (int)d[i].y, label, scale, rgb[0], rgb[1], rgb[2]);
@@ -75,31 +73,10 @@ static yq_status draw_png(const yq_graph *g, const yq_image *im, const yq_detect
     return st;
 }
 
-/* MODEL as detect and eval take it: an int8 package (.yqp), or a Darknet model loaded
- * as cli_load_model does (with --weights/--size/--bn) into *owned, which the model
- * borrows.  Free *m, then *owned. */
-yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_graph **owned, yq_error *err)
-{
-    *m = NULL;
-    *owned = NULL;
-    size_t len = strlen(o->model);
-    if ((len > 4 && !strcmp(o->model + len - 4, ".yqp")) || yq_package_is(o->model)) {
-        if (o->weights || o->width || o->height)
-            return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: --weights and --size do not apply to a package", o->model);
-        return yq_model_open(o->model, m, err);
-    }
-    yq_status st = cli_load_model(o, owned, err);
-    if (st == YQ_OK && (st = yq_model_borrow(*owned, (*owned)->letter_box, m, err)) != YQ_OK) {
-        yq_graph_free(*owned);
-        *owned = NULL;
-    }
-    return st;
-}
-
 int cmd_detect(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
-    yq_post_opt po = yq_post_defaults();
+    yq_session_opt po = yq_session_defaults();
     const char *out_dir = NULL, *json = NULL, *device = "cpu";
     int letterbox = -1;
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
@@ -131,21 +108,22 @@ int cmd_detect(int argc, char **argv)
     }
 
     yq_error err;
-    yq_graph *owned = NULL;
     yq_model *model = NULL;
     yq_session *sess = NULL;
-    const yq_graph *g = NULL;
+    yq_model_about about;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
     char **paths = NULL;
     int n_paths = 0, rc = 1, failed = 0, total = 0;
     yq_detection *dets = malloc(sizeof *dets * (size_t)po.max_dets);
     float *input = NULL;
     if (!dets) { fprintf(stderr, "yquant: detect: out of memory for %d detections\n", po.max_dets); goto done; }
-    if (cli_open_model(&mo, &model, &owned, &err) != YQ_OK || yq_session_new(model, device, 1, &sess, &err) != YQ_OK) {
+    if (cli_open_model(&mo, &model, &err) != YQ_OK || yq_session_new(model, device, 1, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }
-    g = yq_model_graph(model);
+    yq_model_describe(model, &about);
+    int in_c, in_h, in_w;
+    yq_model_input(model, &in_c, &in_h, &in_w);
     if (letterbox < 0) letterbox = yq_model_letterbox(model);
     yq_session_opt so = yq_session_defaults();
     so.conf = po.conf;
@@ -153,7 +131,7 @@ int cmd_detect(int argc, char **argv)
     so.max_dets = po.max_dets;
     so.letterbox = letterbox;
     if (yq_session_set_options(sess, &so, &err) != YQ_OK) { cli_error(&err); goto done; }
-    if (!(input = malloc(sizeof(float) * (size_t)yq_shape_size(g->nodes[0].out)))) {
+    if (!(input = malloc(sizeof(float) * (size_t)in_c * (size_t)in_h * (size_t)in_w))) {
         fprintf(stderr, "yquant: detect: out of memory\n");
         goto done;
     }
@@ -187,8 +165,8 @@ int cmd_detect(int argc, char **argv)
         int ni = 0;
         for (int i = 0; i < n_paths; i++) ins[ni++] = paths[i];
         ins[ni++] = mo.model;
-        ins[ni++] = g->cfg_path;
-        ins[ni++] = g->weights_path;
+        ins[ni++] = about.cfg;
+        ins[ni++] = about.weights;
         cli_inputs *in = cli_inputs_new(ins, ni);
         free(ins);
         int bad = !in || cli_check_output("--json", json, in);
@@ -200,8 +178,8 @@ int cmd_detect(int argc, char **argv)
         cli_inputs_free(in);
         if (bad) goto done;
     }
-    fprintf(stderr, "%s, %s, %dx%d, %s, conf %.2f, nms %.2f, %s\n", mo.model, g->q ? "int8" : "fp32",
-            g->nodes[0].out.w, g->nodes[0].out.h, letterbox ? "letterbox" : "plain resize", (double)po.conf,
+    fprintf(stderr, "%s, %s, %dx%d, %s, conf %.2f, nms %.2f, %s\n", mo.model, yq_model_is_int8(model) ? "int8" : "fp32",
+            in_w, in_h, letterbox ? "letterbox" : "plain resize", (double)po.conf,
             (double)po.nms, yq_session_device(sess));
     for (int i = 0; i < n_paths; i++) {
         yq_image im;
@@ -212,7 +190,7 @@ int cmd_detect(int argc, char **argv)
             continue;
         }
         int wh[2] = { im.w, im.h };
-        if (yq_preprocess(g, &im, letterbox, input, &err) != YQ_OK ||
+        if (yq_model_preprocess(model, &im, letterbox, input, &err) != YQ_OK ||
             yq_session_run_tensor(sess, input, 1, wh, dets, po.max_dets, &n, &err) != YQ_OK) {
             yq_image_free(&im);
             cli_error(&err);
@@ -220,7 +198,8 @@ int cmd_detect(int argc, char **argv)
         }
         printf("%s: %d detection%s\n", paths[i], n, n == 1 ? "" : "s");
         for (int k = 0; k < n; k++) {
-            const char *name = dets[k].cls < g->n_class_names ? g->class_names[dets[k].cls] : "?";
+            const char *name = yq_model_class_name(model, dets[k].cls);
+            if (!name) name = "?";
             printf("  %-14s %5.1f%%  x=%.0f y=%.0f w=%.0f h=%.0f\n", name, 100.0 * (double)dets[k].score,
                    (double)dets[k].x, (double)dets[k].y, (double)dets[k].w, (double)dets[k].h);
             if (results) {
@@ -235,7 +214,7 @@ int cmd_detect(int argc, char **argv)
             }
         }
         total += n;
-        if (out_dir && draw_png(g, &im, dets, n, out_dir, paths[i], &err) != YQ_OK) {
+        if (out_dir && draw_png(model, &im, dets, n, out_dir, paths[i], &err) != YQ_OK) {
             yq_image_free(&im);
             cli_error(&err);
             goto done;
@@ -255,6 +234,5 @@ done:
     free(input);
     yq_session_free(sess);
     yq_model_free(model);
-    yq_graph_free(owned);
     return rc;
 }

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include "cli/cli.h"
-#include "runtime/package.h"
 
 static const char *help =
     "usage: yquant inspect MODEL [--weights FILE|synthetic[:SEED]] [--size N|WxH] [--json FILE]\n"
@@ -20,11 +20,11 @@ static const char *help =
 /* The distinct (sm, batch) pairs of a package's kernel choices, sorted. */
 typedef struct kgroup { int sm, batch, convs; double us, def_us; } kgroup;
 
-static int kgroups(const yq_package_info *pi, kgroup *gr, int cap)
+static int kgroups(const yq_kernel_choice *kc, int nk, kgroup *gr, int cap)
 {
     int n = 0;
-    for (int i = 0; i < pi->n_kernels; i++) {
-        const yq_tuned_kernel *k = &pi->kernels[i];
+    for (int i = 0; i < nk; i++) {
+        const yq_kernel_choice *k = &kc[i];
         int j;
         for (j = 0; j < n && (gr[j].sm != k->sm || gr[j].batch != k->batch); j++) {}
         if (j == n) {
@@ -44,20 +44,26 @@ static int kgroups(const yq_package_info *pi, kgroup *gr, int cap)
     return n;
 }
 
-static const char *kernel_of(const yq_package_info *pi, int node, const kgroup *gr)
+static const char *kernel_of(const yq_kernel_choice *kc, int nk, int layer, const kgroup *gr)
 {
-    for (int i = 0; i < pi->n_kernels; i++)
-        if (pi->kernels[i].node == node && pi->kernels[i].sm == gr->sm && pi->kernels[i].batch == gr->batch)
-            return pi->kernels[i].cfg;
+    for (int i = 0; i < nk; i++)
+        if (kc[i].layer == layer && kc[i].sm == gr->sm && kc[i].batch == gr->batch) return kc[i].kernel;
     return "-";
 }
 
-static void print_kernels(FILE *t, const yq_graph *g, const yq_package_info *pi, cJSON *root)
+static void print_kernels(FILE *t, const yq_model *m, const yq_layer *layers, int n_layers, cJSON *root)
 {
+    yq_model_about about;
+    yq_model_describe(m, &about);
+    int nk = about.n_kernels;
+    yq_kernel_choice *kc = nk ? calloc((size_t)nk, sizeof *kc) : NULL;
+    for (int i = 0; i < nk && kc; i++) yq_model_kernel(m, i, &kc[i], NULL);
+    if (!kc) nk = 0;
     kgroup gr[16];
-    int ng = kgroups(pi, gr, 16);
+    int ng = kgroups(kc, nk, gr, 16);
     if (!ng) {
         fprintf(t, "kernels: not tuned (`yquant tune` chooses a kernel per layer and GPU)\n");
+        free(kc);
         return;
     }
     fprintf(t, "kernels: tuned by `yquant tune`; sum of each conv timed alone, tuned vs untuned default:\n");
@@ -71,57 +77,30 @@ static void print_kernels(FILE *t, const yq_graph *g, const yq_package_info *pi,
         fprintf(t, " %-24s", h);
     }
     fprintf(t, "%s\n", ng > 4 ? " (--json has the rest)" : "");
-    for (int id = 1; id < g->n_nodes; id++) {
-        if (g->nodes[id].op != YQ_OP_CONV) continue;
-        int any = 0;
-        for (int j = 0; j < ng && !any; j++) any = strcmp(kernel_of(pi, id, &gr[j]), "-") != 0;
+    for (int i = 0; i < n_layers; i++) {
+        if (strcmp(layers[i].type, "conv")) continue;
+        int any = 0, L = layers[i].index;
+        for (int j = 0; j < ng && !any; j++) any = strcmp(kernel_of(kc, nk, L, &gr[j]), "-") != 0;
         if (!any) continue;
-        fprintf(t, "%5d ", g->nodes[id].layer);
-        for (int j = 0; j < ng && j < 4; j++) fprintf(t, " %-24s", kernel_of(pi, id, &gr[j]));
+        fprintf(t, "%5d ", L);
+        for (int j = 0; j < ng && j < 4; j++) fprintf(t, " %-24s", kernel_of(kc, nk, L, &gr[j]));
         fprintf(t, "\n");
     }
-    if (!root) return;
-    cJSON *a = cJSON_AddArrayToObject(root, "kernels");
-    for (int i = 0; i < pi->n_kernels; i++) {
-        const yq_tuned_kernel *k = &pi->kernels[i];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "layer", g->nodes[k->node].layer);
-        cJSON_AddNumberToObject(e, "node", k->node);
-        cJSON_AddNumberToObject(e, "batch", k->batch);
-        cJSON_AddNumberToObject(e, "sm", k->sm);
-        cJSON_AddStringToObject(e, "cfg", k->cfg);
-        cJSON_AddNumberToObject(e, "us", (double)k->us);
-        cJSON_AddNumberToObject(e, "default_us", (double)k->default_us);
-        cJSON_AddItemToArray(a, e);
+    if (root) {
+        cJSON *a = cJSON_AddArrayToObject(root, "kernels");
+        for (int i = 0; i < nk; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "layer", kc[i].layer);
+            cJSON_AddNumberToObject(e, "node", kc[i].layer + 1);   /* the graph's node: the input is node 0 */
+            cJSON_AddNumberToObject(e, "batch", kc[i].batch);
+            cJSON_AddNumberToObject(e, "sm", kc[i].sm);
+            cJSON_AddStringToObject(e, "cfg", kc[i].kernel);
+            cJSON_AddNumberToObject(e, "us", (double)kc[i].us);
+            cJSON_AddNumberToObject(e, "default_us", (double)kc[i].default_us);
+            cJSON_AddItemToArray(a, e);
+        }
     }
-}
-
-static void shape_str(char *buf, size_t n, yq_shape s) { snprintf(buf, n, "%dx%dx%d", s.w, s.h, s.c); }
-
-static void detail(const yq_graph *g, const yq_node *n, char *buf, size_t cap)
-{
-    buf[0] = 0;
-    switch (n->op) {
-    case YQ_OP_CONV:
-        snprintf(buf, cap, "%d %dx%d/%d%s %s", n->p.conv.filters, n->p.conv.size, n->p.conv.size, n->p.conv.stride,
-                 n->p.conv.groups > 1 ? (n->p.conv.groups == yq_node_in_shape(g, n).c ? " dw" : " grouped") : "",
-                 yq_act_name(n->act));
-        break;
-    case YQ_OP_MAXPOOL: snprintf(buf, cap, "%dx%d/%d", n->p.pool.size, n->p.pool.size, n->p.pool.stride); break;
-    case YQ_OP_UPSAMPLE: snprintf(buf, cap, "x%d", n->p.up.stride); break;
-    case YQ_OP_SHORTCUT: snprintf(buf, cap, "from %d %s", n->src[1] - 1, yq_act_name(n->act)); break;
-    case YQ_OP_ROUTE: {
-        size_t k = 0;
-        for (int i = 0; i < n->n_src && k < cap; i++)
-            k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", n->src[i] - 1);
-        if (n->p.route.groups > 1 && k < cap) snprintf(buf + k, cap - k, " g%d/%d", n->p.route.group_id, n->p.route.groups);
-        break;
-    }
-    case YQ_OP_YOLO: case YQ_OP_REGION:
-        snprintf(buf, cap, "%d classes, %d anchors", n->p.head.classes, n->p.head.n_mask);
-        break;
-    default: break;
-    }
+    free(kc);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -144,39 +123,44 @@ int cmd_inspect(int argc, char **argv)
         if (cli_check_outputs(ins, 2, "--json", json, NULL, NULL)) return 1;
     }
     yq_error err;
-    yq_graph *g;
-    yq_package_info *pi = NULL;
-    size_t ml = strlen(mo.model);
-    if ((ml > 4 && !strcmp(mo.model + ml - 4, ".yqp")) || yq_file_is_hdf5(mo.model)) {   /* a damaged one says so */
-        if (yq_package_load(mo.model, &g, &pi, &err) != YQ_OK) return cli_error(&err);
-    } else if (cli_load_model(&mo, &g, &err) != YQ_OK) {
-        return cli_error(&err);
+    yq_model *m = NULL;
+    if (cli_open_model(&mo, &m, &err) != YQ_OK) return cli_error(&err);
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    const int int8 = yq_model_is_int8(m);
+    int in_c, in_h, in_w;
+    yq_model_input(m, &in_c, &in_h, &in_w);
+    yq_layer *layers = calloc((size_t)(ab.layers ? ab.layers : 1), sizeof *layers);
+    if (!layers) {
+        yq_model_free(m);
+        fprintf(stderr, "yquant: inspect: out of memory\n");
+        return 1;
     }
+    for (int i = 0; i < ab.layers; i++) yq_model_layer(m, i, &layers[i], NULL);
 
     /* With --json - stdout is the JSON alone; the table goes nowhere. */
     FILE *t = json && !strcmp(json, "-") ? fopen("/dev/null", "w") : stdout;
     if (!t) t = stdout;
-    const int show_weights = g->nodes[g->n_nodes > 1 ? 1 : 0].w != NULL || g->weights_path[0];
-    if (pi) {
-        fprintf(t, "package: %s (format %d, yquant %s, written %s; %s)\n", mo.model, pi->format_version,
-                pi->yquant_version, pi->created, pi->checksums ? "checksums verified" : "no checksums");
-        fprintf(t, "source:  %s + %s\n         model sha256 %s\n", pi->cfg_path, pi->weights_path, pi->model_sha256);
-        fprintf(t, "calibration: %d images (sha256 %s), %s; %s\n", pi->calib_images, pi->calib_images_sha256,
-                pi->calib_method, pi->letterbox ? "letterbox" : "plain resize");
-        fprintf(t, "qconfig%s:\n", pi->request_text ? " (as resolved: the measured choices written in)" : "");
-        for (const char *l = pi->qconfig_text; *l;) {
+    if (ab.is_package) {
+        fprintf(t, "package: %s (format %d, yquant %s, written %s; %s)\n", mo.model, ab.format_version,
+                ab.yquant_version, ab.created, ab.checksums ? "checksums verified" : "no checksums");
+        fprintf(t, "source:  %s + %s\n         model sha256 %s\n", ab.cfg, ab.weights, ab.model_sha256);
+        fprintf(t, "calibration: %d images (sha256 %s), %s; %s\n", ab.calib_images, ab.calib_images_sha256,
+                ab.calib_method, yq_model_letterbox(m) ? "letterbox" : "plain resize");
+        fprintf(t, "qconfig%s:\n", ab.qconfig_request ? " (as resolved: the measured choices written in)" : "");
+        for (const char *l = ab.qconfig; *l;) {
             const char *e = strchr(l, '\n');
             int len = e ? (int)(e - l) : (int)strlen(l);
             fprintf(t, "  %.*s\n", len, l);
             l += len + (e != NULL);
         }
-        if (pi->request_text && strcmp(pi->request_text, pi->qconfig_text)) {
+        if (ab.qconfig_request && strcmp(ab.qconfig_request, ab.qconfig)) {
             /* what was asked where it differs */
             fprintf(t, "asked, where it differs:\n");
-            for (const char *l = pi->request_text; *l;) {
+            for (const char *l = ab.qconfig_request; *l;) {
                 const char *e = strchr(l, '\n');
                 int len = e ? (int)(e - l) : (int)strlen(l), found = 0;
-                for (const char *k = pi->qconfig_text; *k && !found;) {
+                for (const char *k = ab.qconfig; *k && !found;) {
                     const char *ke = strchr(k, '\n');
                     int kl = ke ? (int)(ke - k) : (int)strlen(k);
                     found = kl == len && !strncmp(k, l, (size_t)len);
@@ -186,7 +170,7 @@ int cmd_inspect(int argc, char **argv)
                 l += len + (e != NULL);
             }
         }
-        cJSON *plan = pi->plan_json ? cJSON_Parse(pi->plan_json) : NULL, *it;
+        cJSON *plan = ab.plan_json ? cJSON_Parse(ab.plan_json) : NULL, *it;
         if (plan) {
             /* the float convs and why */
             int nf = 0;
@@ -206,102 +190,84 @@ int cmd_inspect(int argc, char **argv)
             if (ns) fprintf(t, "\n");
         }
         cJSON_Delete(plan);
-        cJSON *acc = cJSON_Parse(pi->accuracy_json);
+        cJSON *acc = cJSON_Parse(ab.accuracy_json);
         fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " (not measured)");
         for (cJSON *r = cJSON_IsArray(acc) ? acc->child : NULL; r; r = r->next) {
-            cJSON *nm = cJSON_GetObjectItem(r, "name"), *m = cJSON_GetObjectItem(r, "map"), *m50 = cJSON_GetObjectItem(r, "map50");
+            cJSON *nm = cJSON_GetObjectItem(r, "name"), *mp = cJSON_GetObjectItem(r, "map"), *m50 = cJSON_GetObjectItem(r, "map50");
             cJSON *eng = cJSON_GetObjectItem(r, "engine");
-            if (!cJSON_IsString(nm) || !cJSON_IsNumber(m) || !cJSON_IsNumber(m50)) continue;
-            fprintf(t, "  %-10s mAP %6.2f  mAP50 %6.2f", nm->valuestring, 100 * m->valuedouble, 100 * m50->valuedouble);
+            if (!cJSON_IsString(nm) || !cJSON_IsNumber(mp) || !cJSON_IsNumber(m50)) continue;
+            fprintf(t, "  %-10s mAP %6.2f  mAP50 %6.2f", nm->valuestring, 100 * mp->valuedouble, 100 * m50->valuedouble);
             /* the engine it was measured on (packages before --target: cpu for every row) */
             fprintf(t, "  on %s\n", cJSON_IsString(eng) ? eng->valuestring : "cpu");
         }
         cJSON_Delete(acc);
     } else
-    fprintf(t, "model:   %s\nweights: %s\n", g->cfg_path, show_weights ? g->weights_path : "(none: cfg only)");
-    const int dw = g->q ? 40 : 26;   /* the detail column: wider with the int8 type and scale */
+    fprintf(t, "model:   %s\nweights: %s\n", ab.cfg, yq_model_has_weights(m) ? ab.weights : "(none: cfg only)");
+    const int dw = int8 ? 40 : 26;   /* the detail column: wider with the int8 type and scale */
     fprintf(t, "%5s  %-9s %-*s %-14s    %-14s %10s %8s\n", "layer", "type", dw, "", "input", "output", "params", "GFLOPs");
-    double flops = 0;
-    long params = 0;
-    int convs = 0;
-    cJSON *root = json ? cJSON_CreateObject() : NULL, *layers = NULL;
+    cJSON *root = json ? cJSON_CreateObject() : NULL, *jl = NULL;
     if (root) {
-        cJSON_AddStringToObject(root, "cfg", g->cfg_path);
-        if (pi) {
-            cJSON_AddStringToObject(root, "qconfig", pi->qconfig_text);
-            if (pi->request_text) cJSON_AddStringToObject(root, "qconfig_request", pi->request_text);
-            if (pi->plan_json) cJSON_AddItemToObject(root, "plan", cJSON_Parse(pi->plan_json));
+        cJSON_AddStringToObject(root, "cfg", ab.cfg);
+        if (ab.is_package) {
+            cJSON_AddStringToObject(root, "qconfig", ab.qconfig);
+            if (ab.qconfig_request) cJSON_AddStringToObject(root, "qconfig_request", ab.qconfig_request);
+            if (ab.plan_json) cJSON_AddItemToObject(root, "plan", cJSON_Parse(ab.plan_json));
         }
-        cJSON_AddStringToObject(root, "weights", g->weights_path);
+        cJSON_AddStringToObject(root, "weights", ab.is_package || yq_model_has_weights(m) ? ab.weights : "");
         cJSON *in = cJSON_AddObjectToObject(root, "input");
-        cJSON_AddNumberToObject(in, "width", g->nodes[0].out.w);
-        cJSON_AddNumberToObject(in, "height", g->nodes[0].out.h);
-        cJSON_AddNumberToObject(in, "channels", g->nodes[0].out.c);
-        layers = cJSON_AddArrayToObject(root, "layers");
+        cJSON_AddNumberToObject(in, "width", in_w);
+        cJSON_AddNumberToObject(in, "height", in_h);
+        cJSON_AddNumberToObject(in, "channels", in_c);
+        jl = cJSON_AddArrayToObject(root, "layers");
     }
-    for (int i = 1; i < g->n_nodes; i++) {
-        const yq_node *n = &g->nodes[i];
-        char a[32], b[32], d[96];
-        shape_str(a, sizeof a, yq_node_in_shape(g, n));
-        shape_str(b, sizeof b, n->out);
-        detail(g, n, d, sizeof d);
-        if (g->q) {
+    for (int i = 0; i < ab.layers; i++) {
+        const yq_layer *L = &layers[i];
+        const int conv = !strcmp(L->type, "conv");
+        char a[32], b[32], d[160];
+        snprintf(a, sizeof a, "%dx%dx%d", L->in_w, L->in_h, L->in_c);
+        snprintf(b, sizeof b, "%dx%dx%d", L->out_w, L->out_h, L->out_c);
+        snprintf(d, sizeof d, "%s", L->detail);
+        if (int8) {
             size_t dl = strlen(d);
-            const yq_qnode *q = &g->q[i];
-            snprintf(d + dl, sizeof d - dl, " [%s%s s=%.3g]", q->float_op ? "float" : q->dtype == YQ_S8 ? "int8" : q->dtype == YQ_U8 ? "uint8" : "i8>f32",
-                     q->float_op && n->op == YQ_OP_CONV ? (q->fp16w ? " fp16w" : " fp32") : q->lut ? " table" : "",
-                     (double)q->scale);
+            const char *how = !strcmp(L->dtype, "float") && conv ? (!strcmp(L->precision, "fp16w") ? " fp16w" : " fp32")
+                              : L->activation_table ? " table" : "";
+            snprintf(d + dl, sizeof d - dl, " [%s%s s=%.3g]", L->dtype, how, (double)L->scale);
         }
-        double f = yq_node_flops(g, n);
-        long p = yq_node_params(n);
-        flops += f;
-        params += p;
-        convs += n->op == YQ_OP_CONV;
-        if (n->op == YQ_OP_CONV)
-            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s %10ld %8.3f\n", n->layer, yq_op_name(n->op), dw, d, a, b, p, f * 1e-9);
+        if (conv)
+            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s %10lld %8.3f\n", L->index, L->type, dw, d, a, b, L->params, L->flops * 1e-9);
         else
-            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s\n", n->layer, yq_op_name(n->op), dw, d, a, b);
-        if (layers) {
+            fprintf(t, "%5d  %-9s %-*s %-14s -> %-14s\n", L->index, L->type, dw, d, a, b);
+        if (jl) {
             cJSON *l = cJSON_CreateObject();
-            cJSON_AddNumberToObject(l, "index", n->layer);
-            cJSON_AddStringToObject(l, "type", yq_op_name(n->op));
+            cJSON_AddNumberToObject(l, "index", L->index);
+            cJSON_AddStringToObject(l, "type", L->type);
             cJSON_AddStringToObject(l, "detail", d);
-            cJSON_AddNumberToObject(l, "cfg_line", n->line);
-            cJSON *src = cJSON_AddArrayToObject(l, "inputs");
-            for (int k = 0; k < n->n_src; k++) cJSON_AddItemToArray(src, cJSON_CreateNumber(n->src[k] - 1));
-            yq_shape s = yq_node_in_shape(g, n);
-            int ia[3] = { s.c, s.h, s.w }, oa[3] = { n->out.c, n->out.h, n->out.w };
+            cJSON_AddNumberToObject(l, "cfg_line", L->cfg_line);
+            cJSON_AddItemToObject(l, "inputs", cJSON_CreateIntArray(L->inputs, L->n_inputs));
+            int ia[3] = { L->in_c, L->in_h, L->in_w }, oa[3] = { L->out_c, L->out_h, L->out_w };
             cJSON_AddItemToObject(l, "input_chw", cJSON_CreateIntArray(ia, 3));
             cJSON_AddItemToObject(l, "output_chw", cJSON_CreateIntArray(oa, 3));
-            cJSON_AddNumberToObject(l, "params", (double)p);
-            cJSON_AddNumberToObject(l, "gflops", f * 1e-9);
-            if (g->q && n->op == YQ_OP_CONV)    /* what every engine computes it with */
-                cJSON_AddStringToObject(l, "precision", !g->q[i].float_op ? "int8" : g->q[i].fp16w ? "fp16w" : "fp32");
-            if (g->q && n->op == YQ_OP_CONV && g->q[i].lut)   /* its activation through a table (quant/table.c) */
-                cJSON_AddBoolToObject(l, "activation_table", 1);
-            cJSON_AddItemToArray(layers, l);
+            cJSON_AddNumberToObject(l, "params", (double)L->params);
+            cJSON_AddNumberToObject(l, "gflops", L->flops * 1e-9);
+            if (int8 && conv) cJSON_AddStringToObject(l, "precision", L->precision);   /* what every engine computes it with */
+            if (int8 && conv && L->activation_table) cJSON_AddBoolToObject(l, "activation_table", 1);
+            cJSON_AddItemToArray(jl, l);
         }
     }
-    fprintf(t, "total: %d layers (%d conv), %ld params, %.2f GFLOPs at %dx%d\n", g->n_nodes - 1, convs, params,
-           flops * 1e-9, g->nodes[0].out.w, g->nodes[0].out.h);
-    if (pi) print_kernels(t, g, pi, root);
+    fprintf(t, "total: %d layers (%d conv), %lld params, %.2f GFLOPs at %dx%d\n", ab.layers, ab.convs, ab.params,
+            ab.flops * 1e-9, in_w, in_h);
+    if (ab.is_package) print_kernels(t, m, layers, ab.layers, root);
     int rc = 0;
     if (t != stdout) fclose(t);
     if (root) {
-        cJSON_AddNumberToObject(root, "layers_total", g->n_nodes - 1);
-        cJSON_AddNumberToObject(root, "convs", convs);
-        cJSON_AddNumberToObject(root, "params", (double)params);
-        cJSON_AddNumberToObject(root, "gflops", flops * 1e-9);
-        char *s = cJSON_Print(root);
-        FILE *f = !strcmp(json, "-") ? stdout : fopen(json, "w");
-        if (!s || !f || fputs(s, f) < 0 || fputc('\n', f) < 0 || (f != stdout && fclose(f) != 0)) {
-            fprintf(stderr, "yquant: %s: cannot write\n", json);
-            rc = 1;
-        }
-        cJSON_free(s);
+        cJSON_AddNumberToObject(root, "layers_total", ab.layers);
+        cJSON_AddNumberToObject(root, "convs", ab.convs);
+        cJSON_AddNumberToObject(root, "params", (double)ab.params);
+        cJSON_AddNumberToObject(root, "gflops", ab.flops * 1e-9);
+        rc = cli_write_json(json, root);
         cJSON_Delete(root);
     }
-    yq_package_info_free(pi);
-    yq_graph_free(g);
+    free(layers);
+    yq_model_free(m);
     return rc;
 }

@@ -7,8 +7,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
-#include "datasets/bootstrap.h"
-#include "datasets/labels.h"
+#include "yq_data.h"
 #include "quant/rewrite.h"
 #include "runtime/exec_cuda.h"
 #include "kernels/cuda.h"

@@ -8,8 +8,8 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/report.h"
-#include "datasets/chart.h"
-#include "datasets/labels.h"
+#include "yq_draw.h"
+#include "yq_data.h"
 #include "quant/rewrite.h"
 #include "quant/select.h"
 #include "runtime/exec_cuda.h"

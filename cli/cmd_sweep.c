@@ -15,7 +15,7 @@
 #include "cli/report.h"
 #include "cli/sweep.h"
 #include "cli/sweep_grid.h"
-#include "datasets/chart.h"
+#include "yq_draw.h"
 #include "quant/rewrite.h"
 #include "runtime/exec_cuda.h"
 

@@ -7,8 +7,7 @@
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
-#include "datasets/image.h"
-#include "ir/fsio.h"
+#include "yq_data.h"
 
 const char *cli_data_dir(void)
 {
@@ -91,8 +90,8 @@ int cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i)
                 cli_usage_error("--size %s: expected N or WxH, multiples of 32 in [32, 8192]", v);
                 return -1;
             }
-        } else if (!strcmp(v, "alexeyab")) o->bn = YQ_BN_ALEXEYAB;
-        else if (!strcmp(v, "pjreddie")) o->bn = YQ_BN_PJREDDIE;
+        } else if (!strcmp(v, "alexeyab")) o->bn_pjreddie = 0;
+        else if (!strcmp(v, "pjreddie")) o->bn_pjreddie = 1;
         else { cli_usage_error("--bn %s: expected alexeyab or pjreddie", v); return -1; }
         return 1;
     }
@@ -105,44 +104,48 @@ static int exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
-yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err)
+yq_status cli_fail(yq_error *err, yq_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+    return code;
+}
+
+yq_status cli_model_path(const char *model, char *path, size_t cap, yq_error *err)
 {
     /* A bare name finds the shared models: "yolo-fastest-1.1-xl", "yolov3". */
-    char path[1024];
-    snprintf(path, sizeof path, "%s", o->model);
-    if (!exists(path) && !strchr(o->model, '/')) {
-        snprintf(path, sizeof path, "%s/models/%s", cli_data_dir(), o->model);
-        if (!exists(path)) snprintf(path, sizeof path, "%s/models/cfg-only/%s.cfg", cli_data_dir(), o->model);
+    snprintf(path, cap, "%s", model);
+    if (!exists(path) && !strchr(model, '/')) {
+        snprintf(path, cap, "%s/models/%s", cli_data_dir(), model);
+        if (!exists(path)) snprintf(path, cap, "%s/models/cfg-only/%s.cfg", cli_data_dir(), model);
         if (!exists(path))
-            return yq_fail(err, YQ_ERR_IO, "%s: no such file, and no model of that name in %s/models (set YQ_DATA)",
-                           o->model, cli_data_dir());
+            return cli_fail(err, YQ_ERR_IO, "%s: no such file, and no model of that name in %s/models (set YQ_DATA)",
+                            model, cli_data_dir());
     }
-    yq_model_paths mp;
-    yq_status st = yq_model_resolve(path, o->weights, &mp, err);
-    yq_import_opt io = { .width = o->width, .height = o->height, .bn = o->bn,
-                         .synthetic = mp.synthetic, .seed = mp.seed };
-    if (st != YQ_OK && o->cfg_only && !o->weights && mp.cfg[0]) {
-        /* inspect needs shapes only: read the cfg alone */
-        FILE *f = fopen(mp.cfg, "rb");
-        if (!f) return st;
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        char *text = malloc((size_t)len + 1);
-        size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-        fclose(f);
-        if (!text || got != (size_t)len) { free(text); return yq_fail(err, YQ_ERR_IO, "%s: read error", mp.cfg); }
-        st = yq_darknet_parse_cfg(text, (size_t)len, mp.cfg, &io, g, err);
-        free(text);
-    } else if (st == YQ_OK) {
-        st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, g, err);
-    }
-    if (st == YQ_OK && mp.names[0] && yq_graph_load_names(*g, mp.names, err) != YQ_OK) {
-        yq_graph_free(*g);
-        *g = NULL;
-        return err->code;
-    }
-    return st;
+    return YQ_OK;
+}
+
+yq_model_opt cli_model_options(const cli_model_opt *o)
+{
+    yq_model_opt mo = yq_model_defaults();
+    mo.weights = o->weights;
+    mo.width = o->width;
+    mo.height = o->height;
+    mo.bn_pjreddie = o->bn_pjreddie;
+    mo.cfg_only = o->cfg_only;
+    return mo;
+}
+
+yq_status cli_open_model(const cli_model_opt *o, yq_model **m, yq_error *err)
+{
+    char path[1024];
+    yq_status st = cli_model_path(o->model, path, sizeof path, err);
+    if (st != YQ_OK) return st;
+    yq_model_opt mo = cli_model_options(o);
+    return yq_model_open_opt(path, &mo, m, err);
 }
 
 static int write_json(const char *path, cJSON *root, int compact)

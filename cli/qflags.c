@@ -148,13 +148,31 @@ yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_gr
     return yq_pipe_quantize(&c, &q->qc, resolved, g, cs, letterbox, &io, err);
 }
 
-#include "calib/compare.h"
-
 typedef struct rank { int id; double db; } rank;
 static int by_db(const void *a, const void *b)
 {
     const rank *x = a, *y = b;
     return x->db < y->db ? -1 : x->db > y->db;
+}
+
+void cli_print_layer_errors(const yq_layer_error *r, int n, int images, int top)
+{
+    rank *k = malloc(sizeof *k * (size_t)(n ? n : 1));
+    if (!k || top <= 0) {
+        free(k);
+        return;
+    }
+    for (int i = 0; i < n; i++) k[i] = (rank){ i, r[i].sqnr_db };
+    qsort(k, (size_t)n, sizeof *k, by_db);
+    printf("per-layer int8 vs FP32 error on %d images (SQNR, worst first):\n", images);
+    printf("  %5s  %-9s %-14s %-5s %9s %10s\n", "layer", "type", "output", "dtype", "SQNR dB", "max|err|");
+    for (int j = 0; j < n && j < top; j++) {
+        const yq_layer_error *e = &r[k[j].id];
+        char shp[32];
+        snprintf(shp, sizeof shp, "%dx%dx%d", e->out_w, e->out_h, e->out_c);
+        printf("  %5d  %-9s %-14s %-5s %9.2f %10.4f\n", e->layer, e->type, shp, e->dtype, e->sqnr_db, e->max_abs);
+    }
+    free(k);
 }
 
 yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
@@ -168,28 +186,47 @@ yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int
     st = yq_compare_layers(g, inputs, got, &e, err);
     free(inputs);
     if (st != YQ_OK) return st;
-    rank *r = malloc(sizeof *r * (size_t)g->n_nodes);
+    yq_layer_error *r = malloc(sizeof *r * (size_t)g->n_nodes);
     int m = 0;
     for (int i = 1; r && i < g->n_nodes; i++) {
-        yq_op op = g->nodes[i].op;
-        if (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) continue;
-        r[m++] = (rank){ i, e[i].sqnr_db };
+        const yq_node *nd = &g->nodes[i];
+        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
+        const yq_qnode *q = &g->q[i];
+        r[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
+                                   q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db, e[i].max_abs };
     }
-    if (r && top > 0) {
-        qsort(r, (size_t)m, sizeof *r, by_db);
-        printf("per-layer int8 vs FP32 error on %d images (SQNR, worst first):\n", got);
-        printf("  %5s  %-9s %-14s %-5s %9s %10s\n", "layer", "type", "output", "dtype", "SQNR dB", "max|err|");
-        for (int k = 0; k < m && k < top; k++) {
-            const yq_node *nd = &g->nodes[r[k].id];
-            char shp[32];
-            snprintf(shp, sizeof shp, "%dx%dx%d", nd->out.w, nd->out.h, nd->out.c);
-            const yq_qnode *q = &g->q[r[k].id];
-            printf("  %5d  %-9s %-14s %-5s %9.2f %10.4f\n", nd->layer, yq_op_name(nd->op), shp,
-                   q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", r[k].db, e[r[k].id].max_abs);
-        }
-    }
+    if (r) cli_print_layer_errors(r, m, got, top);
     free(r);
     if (out) *out = e;
     else free(e);
     return YQ_OK;
+}
+
+/* ---- the same flags for the public quantizer (include/yq_quant.h) ---- */
+
+yq_status cli_quant_options(const cli_quant_opt *q, const cli_model_opt *mo, int letterbox, yq_quant_opt *o,
+                            yq_qconf **qc, yq_error *err)
+{
+    *o = yq_quant_defaults();
+    o->calib = q->calib_dir;
+    o->cache = q->cache;
+    o->device = q->calib_device;
+    o->weights = mo->weights;
+    o->width = mo->width;
+    o->height = mo->height;
+    o->bn_pjreddie = mo->bn_pjreddie;
+    o->letterbox = letterbox;
+    o->created_unix = cli_created_unix();
+    char *text = yq_qconfig_text(&q->qc);
+    if (!text) return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_status st = yq_qconf_parse(text, "the quantization flags", qc, err);
+    free(text);
+    return st;
+}
+
+yq_quant_io cli_quant_term_io(cli_bar *bar)
+{
+    yq_pipe_io p = cli_term_io(bar);
+    yq_quant_io io = { p.stage, p.progress, p.warn, p.note, p.ctx };
+    return io;
 }

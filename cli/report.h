@@ -15,7 +15,7 @@
 
 #include <stdio.h>
 #include "calib/compare.h"
-#include "ir/fsio.h"
+#include "yq_data.h"
 
 /* ir/fsio.h: a regular file replaced atomically, symlinks followed, devices in place. */
 typedef yq_outfile cli_out;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "cli/report.h"
 #include "cli/sweep.h"
-#include "datasets/chart.h"
+#include "yq_draw.h"
 #include "runtime/exec_cuda.h"
 
 static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }

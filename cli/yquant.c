@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "ir/fsio.h"
+#include "yq_data.h"
 
 static const char *usage =
     "yquant " YQ_VERSION ": INT8 quantization and calibration for YOLO detectors\n"

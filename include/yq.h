@@ -79,6 +79,20 @@ yq_status   yq_model_open(const char *path, yq_model **out, yq_error *err);
  * checked as yq_model_open checks a file; buf is copied, the caller keeps it.  name (may
  * be NULL) names it in messages. */
 yq_status   yq_model_open_mem(const void *buf, size_t n, const char *name, yq_model **out, yq_error *err);
+/* How a Darknet model is read (packages take none of these: set, they are an error). */
+typedef struct yq_model_opt {
+    const char *weights;  /* NULL: the .weights beside the cfg; "synthetic" or "synthetic:SEED":
+                             made-up weights of the right shapes (for tests and timing) */
+    int width, height;    /* the network input, multiples of 32; 0: as the cfg says */
+    int bn_pjreddie;      /* fold batch-norm as the original darknet does ((x-mean)/(sqrt(var)+1e-6));
+                             0 (default): AlexeyAB's (x-mean)/sqrt(var+1e-5), which trained the
+                             shared models */
+    int cfg_only;         /* a cfg whose weights cannot be found is read alone: shapes and layers
+                             (yq_model_layer), no sessions */
+} yq_model_opt;
+yq_model_opt yq_model_defaults(void);
+/* yq_model_open with options (o NULL: the defaults). */
+yq_status   yq_model_open_opt(const char *path, const yq_model_opt *o, yq_model **out, yq_error *err);
 void        yq_model_free(yq_model *m);                   /* NULL is a no-op; after its sessions */
 int         yq_model_is_int8(const yq_model *m);          /* 1 for a package (or quantized graph) */
 void        yq_model_input(const yq_model *m, int *c, int *h, int *w);   /* network input size */
@@ -86,6 +100,63 @@ int         yq_model_classes(const yq_model *m);          /* classes of the firs
 /* The class's name, NULL when the model has none or cls is out of range; borrowed. */
 const char *yq_model_class_name(const yq_model *m, int cls);
 int         yq_model_letterbox(const yq_model *m);        /* the preprocessing the model expects */
+int         yq_model_has_weights(const yq_model *m);      /* 0 for a cfg read alone (cfg_only) */
+
+/* What a model is and where it comes from; strings borrowed from the model, never NULL
+ * unless said.  A package's record (is_package) also says how it was made. */
+typedef struct yq_model_about {
+    const char *cfg, *weights;    /* the Darknet files ("" when none; a package: where its
+                                     source was when it was made, as provenance) */
+    int layers, convs;            /* layers (the input not counted), of which convolutions */
+    long long params;
+    double flops;                 /* 2 x multiply-adds of one forward */
+    int is_package;
+    /* a package's record (0 and NULL otherwise) */
+    int format_version;
+    int checksums;                /* every dataset matched its checksum */
+    const char *yquant_version, *created, *model_sha256;
+    int calib_images;
+    const char *calib_images_sha256, *calib_method;
+    const char *qconfig;          /* the qconfig as resolved (reproduces the model) */
+    const char *qconfig_request;  /* as asked; NULL when the package did not store it */
+    const char *plan_json;        /* every node's precision and why (yq_quantizer_resolve's); may be NULL */
+    const char *accuracy_json;    /* the accuracy measured when it was made: [{"name", "map", "map50",
+                                     "engine"}, ...] */
+    const char *tuning_json;      /* the GPU it was tuned on; may be NULL */
+    int n_kernels;                /* yq_model_kernel's choices */
+} yq_model_about;
+void yq_model_describe(const yq_model *m, yq_model_about *out);
+
+/* Layer i (0 <= i < about.layers) in network order, as every engine runs it.  Strings are
+ * static or in *out. */
+typedef struct yq_layer {
+    int index;                    /* the Darknet layer index (0-based) */
+    const char *type;             /* "conv", "maxpool", "route", "shortcut", "upsample", "yolo", ... */
+    char detail[96];              /* "16 3x3/2 leaky", "from 3 linear", "80 classes, 3 anchors" */
+    int cfg_line;                 /* where the cfg declares it */
+    int n_inputs;
+    int inputs[16];               /* the layers it reads (-1: the network input) */
+    int in_c, in_h, in_w, out_c, out_h, out_w;   /* the first input's shape, the output's */
+    long long params;
+    double flops;
+    /* an int8 model's (NULL, 0 in an FP32 model) */
+    const char *dtype;            /* the output: "int8", "uint8", "float" (a float layer), "i8>f32"
+                                     (int8 computed, float written) */
+    const char *precision;        /* convs: "int8", "fp32", or "fp16w" (float, FP16 weights) */
+    int activation_table;         /* the activation through a 256-entry table */
+    float scale;                  /* the output's quantization scale */
+} yq_layer;
+yq_status yq_model_layer(const yq_model *m, int i, yq_layer *out, yq_error *err);
+
+/* A package's tuned kernel choice k (0 <= k < about.n_kernels), from `yquant tune`. */
+typedef struct yq_kernel_choice {
+    int layer;                    /* the conv's Darknet layer index */
+    int sm, batch;                /* tuned for this GPU architecture (90: sm_90) and batch */
+    const char *kernel;           /* the kernel configuration's name */
+    float us, default_us;         /* the conv timed alone with it, and with the untuned default
+                                     (0: unknown) */
+} yq_kernel_choice;
+yq_status yq_model_kernel(const yq_model *m, int k, yq_kernel_choice *out, yq_error *err);
 
 /* ---- sessions ---------------------------------------------------------------- */
 typedef struct yq_session_opt {
@@ -117,6 +188,7 @@ yq_status yq_session_set_options(yq_session *s, const yq_session_opt *o, yq_erro
 yq_session_opt yq_session_options(const yq_session *s);   /* letterbox resolved to 0 or 1 */
 /* "cpu" or "cuda:0 (NVIDIA H200, sm_90)"; borrowed. */
 const char *yq_session_device(const yq_session *s);
+int         yq_session_max_batch(const yq_session *s);
 
 /* Detects objects in n images (JPEG or PNG), max_batch at a time.  Image i's
  * detections are dets[i * cap_per_image ...], counts[i] of them (at most

@@ -40,6 +40,9 @@ yq_status yq_qconf_new(yq_qconf **out, yq_error *err);
 /* A qconfig file (`key = value` lines, # comments, per-layer `layer.N.key = value`), on
  * top of the defaults. */
 yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err);
+/* The same from a qconfig file's text (yq_qconf_text's, say); name (may be NULL) names it in
+ * messages ("name:LINE: ..."). */
+yq_status yq_qconf_parse(const char *text, const char *name, yq_qconf **out, yq_error *err);
 /* One key (as `--set key=value`); an unknown key or bad value fails naming it and leaves
  * the handle as it was. */
 yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error *err);
@@ -61,7 +64,9 @@ typedef struct yq_quant_io {
 
 typedef struct yq_quant_opt {
     const char *calib;        /* the calibration images: a folder (required) */
-    const char *weights;      /* NULL: found beside the cfg */
+    const char *weights;      /* NULL: found beside the cfg; "synthetic[:SEED]" as yq_model_opt's */
+    int width, height;        /* the network input (multiples of 32); 0: as the cfg says */
+    int bn_pjreddie;          /* batch-norm folded as the original darknet does (yq_model_opt's) */
     const char *cache;        /* the calibration cache file; NULL: $XDG_CACHE_HOME/yquant/calib.h5
                                  or ~/.cache/yquant/calib.h5 (none when neither is set) */
     int no_cache;             /* 1: neither read nor write a cache */
@@ -170,6 +175,20 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const ch
  *    "thresh", "precision": "fp32" | "fp16w" (float convs)}, ...]} */
 yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **resolved, char **plan_json,
                                yq_error *err);
+
+/* The int8 model's error against FP32, layer by layer, on the first n_images calibration images
+ * (evenly spaced over the folder; 8 when 0): every layer but the heads, in network order,
+ * *rows malloc'd (free()).  *images (may be NULL): the images compared. */
+typedef struct yq_layer_error {
+    int layer;                /* Darknet layer index */
+    const char *type;         /* "conv", "route", ... */
+    int out_c, out_h, out_w;
+    const char *dtype;        /* its output: "int8", "float" (a float layer) or "i8>f" (float written) */
+    double sqnr_db;           /* 10 log10(sum f^2 / sum (f - q)^2); 200 when exact */
+    double max_abs;           /* max |f - q| */
+} yq_layer_error;
+yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_images, yq_layer_error **rows,
+                                    int *n_rows, int *images, yq_error *err);
 
 /* Quantizes as qc directs and writes the int8 package (atomically: a failed write leaves
  * no file), recording the qconfig as asked (/request), as resolved (/qconfig) and the plan

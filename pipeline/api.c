@@ -7,6 +7,7 @@
 #include <string.h>
 #include "yq_quant.h"
 #include "calib/hist.h"
+#include "calib/compare.h"
 #include "calib/observe.h"
 #include "datasets/labels.h"
 #include "pipeline/quantize.h"
@@ -34,6 +35,17 @@ yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err)
     if (!path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_load: no path");
     yq_status st = yq_qconf_new(out, err);
     if (st == YQ_OK && (st = yq_qconfig_load(&(*out)->qc, path, err)) != YQ_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+yq_status yq_qconf_parse(const char *text, const char *name, yq_qconf **out, yq_error *err)
+{
+    if (!text) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_parse: no text");
+    yq_status st = yq_qconf_new(out, err);
+    if (st == YQ_OK && (st = yq_qconfig_parse(&(*out)->qc, text, name ? name : "(qconfig text)", err)) != YQ_OK) {
         free(*out);
         *out = NULL;
     }
@@ -91,7 +103,8 @@ static yq_status load_graph(yq_quantizer *q, yq_error *err)
     yq_model_paths mp;
     yq_status st = yq_model_resolve(q->model, q->weights, &mp, err);
     if (st != YQ_OK) return st;
-    yq_import_opt io = { .synthetic = mp.synthetic, .seed = mp.seed };
+    yq_import_opt io = { .width = q->o.width, .height = q->o.height, .bn = q->o.bn_pjreddie ? YQ_BN_PJREDDIE : YQ_BN_ALEXEYAB,
+                         .synthetic = mp.synthetic, .seed = mp.seed };
     yq_graph *g = NULL;
     if ((st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, &g, err)) != YQ_OK) return st;
     if (mp.names[0] && (st = yq_graph_load_names(g, mp.names, err)) != YQ_OK) {
@@ -111,6 +124,9 @@ yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_qu
     if (!o->calib) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: no calibration images (yq_quant_opt.calib)", model);
     if (o->letterbox < -1 || o->letterbox > 1)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quant_opt.letterbox %d: -1, 0 or 1", o->letterbox);
+    if (o->width < 0 || o->height < 0 || o->width % 32 || o->height % 32 || o->width > 8192 || o->height > 8192)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: input size %dx%d: expected multiples of 32 up to 8192", model,
+                       o->width, o->height);
     yq_quantizer *q = calloc(1, sizeof *q);
     if (!q) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     int fail = 0;
@@ -231,6 +247,45 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
     yq_coco_dets_free(dets);
     yq_dataset_free(ds);
     return st;
+}
+
+yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_images, yq_layer_error **rows,
+                                    int *n_rows, int *images, yq_error *err)
+{
+    if (!q || !qc || !rows || !n_rows) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_layer_errors: NULL argument");
+    if (n_images < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_layer_errors: %d images", n_images);
+    *rows = NULL;
+    *n_rows = 0;
+    yq_status st = quantize(q, qc, NULL, err);
+    if (st != YQ_OK) return st;
+    const yq_graph *g = work_graph(q);
+    float *inputs = NULL;
+    int got = 0;
+    yq_layer_err *e = NULL;
+    yq_layer_error *r = NULL;
+    int m = 0;
+    if ((st = yq_pipe_load_inputs(g, q->o.calib, n_images ? n_images : 8, q->letterbox, &q->io, &inputs, &got, err)) == YQ_OK &&
+        (st = yq_compare_layers(g, inputs, got, &e, err)) == YQ_OK &&
+        !(r = malloc(sizeof *r * (size_t)g->n_nodes)))
+        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    for (int i = 1; st == YQ_OK && i < g->n_nodes; i++) {
+        const yq_node *nd = &g->nodes[i];
+        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
+        const yq_qnode *qn = &g->q[i];
+        r[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
+                                   qn->float_op ? "float" : qn->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db, e[i].max_abs };
+    }
+    free(inputs);
+    free(e);
+    yq_unquantize_graph(work_graph(q));
+    if (st != YQ_OK) {
+        free(r);
+        return st;
+    }
+    *rows = r;
+    *n_rows = m;
+    if (images) *images = got;
+    return YQ_OK;
 }
 
 yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,

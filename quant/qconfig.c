@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,10 +181,9 @@ yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, con
     return YQ_OK;
 }
 
-yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
+/* The lines of f, named path in messages. */
+static yq_status parse_lines(yq_qconfig *qc, FILE *f, const char *path, yq_error *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -221,6 +221,25 @@ yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
     }
     if (st == YQ_OK && ferror(f)) st = yq_fail(err, YQ_ERR_IO, "%s: read error", path);
     free(line);
+    return st;
+}
+
+yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
+    yq_status st = parse_lines(qc, f, path, err);
+    fclose(f);
+    return st;
+}
+
+yq_status yq_qconfig_parse(yq_qconfig *qc, const char *text, const char *name, yq_error *err)
+{
+    size_t n = strlen(text);
+    if (!n) return YQ_OK;
+    FILE *f = fmemopen((void *)(uintptr_t)text, n, "r");
+    if (!f) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", name);
+    yq_status st = parse_lines(qc, f, name, err);
     fclose(f);
     return st;
 }

@@ -77,6 +77,8 @@ void yq_qconfig_defaults(yq_qconfig *qc);
 /* origin names where the value came from in errors ("my.qc:12", "--bits"). */
 yq_status yq_qconfig_set(yq_qconfig *qc, const char *key, const char *value, const char *origin, yq_error *err);
 yq_status yq_qconfig_load(yq_qconfig *qc, const char *path, yq_error *err);
+/* The same from a qconfig file's text (NUL-terminated), named name in messages. */
+yq_status yq_qconfig_parse(yq_qconfig *qc, const char *text, const char *name, yq_error *err);
 /* Per-layer overrides and skip_layers must name existing layers. */
 yq_status yq_qconfig_validate(const yq_qconfig *qc, const yq_graph *g, yq_error *err);
 /* The effective settings of darknet layer L. */

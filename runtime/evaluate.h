@@ -25,7 +25,7 @@ yq_eval_opt yq_eval_defaults(void);
 
 /* Appends image image_id's k detections (one, model classes) to *dets (n used, cap
  * allocated; grown as needed) as COCO detections: category ids where the class maps to one. */
-yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int image_id, const yq_detection *one, int k, yq_error *err);
+yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, const yq_detection *one, int k, yq_error *err);
 
 /* Unreadable images are skipped with a warning (o->warn) and counted in *skipped; it fails
  * only when none can be read.  *dets is malloc'ed (yq_coco_dets_free). */

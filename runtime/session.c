@@ -33,6 +33,7 @@ struct yq_model {
     const yq_graph *g;
     yq_package_info *info;
     int letterbox;
+    int has_weights;              /* 0: a cfg read alone (no sessions) */
 };
 
 struct yq_session {
@@ -65,23 +66,63 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-yq_status yq_model_open(const char *path, yq_model **out, yq_error *err)
+yq_model_opt yq_model_defaults(void)
+{
+    yq_model_opt o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+/* A cfg alone (its weights not found): the graph's shapes, no weights. */
+static yq_status read_cfg_alone(const char *cfg, const yq_import_opt *io, yq_graph **g, yq_error *err)
+{
+    FILE *f = fopen(cfg, "rb");
+    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: cannot open", cfg);
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *text = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
+    fclose(f);
+    if (!text || got != (size_t)len) {
+        free(text);
+        return yq_fail(err, YQ_ERR_IO, "%s: read error", cfg);
+    }
+    yq_status st = yq_darknet_parse_cfg(text, (size_t)len, cfg, io, g, err);
+    free(text);
+    return st;
+}
+
+yq_status yq_model_open_opt(const char *path, const yq_model_opt *o, yq_model **out, yq_error *err)
 {
     if (!path || !*path || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_model_open: no path");
+    yq_model_opt d = yq_model_defaults();
+    if (!o) o = &d;
+    if (o->width < 0 || o->height < 0 || o->width % 32 || o->height % 32 || o->width > 8192 || o->height > 8192)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: input size %dx%d: expected multiples of 32 up to 8192", path,
+                       o->width, o->height);
     yq_model *m = calloc(1, sizeof *m);
     if (!m) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_status st;
-    if (ends_with(path, ".yqp") || yq_package_is(path)) {
-        st = yq_package_load(path, &m->owned, &m->info, err);
+    m->has_weights = 1;
+    if (ends_with(path, ".yqp") || yq_file_is_hdf5(path)) {    /* (a damaged package says so) */
+        if (o->weights || o->width || o->height || o->bn_pjreddie)
+            st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: weights, input size and batch-norm folding do not apply to a package",
+                         path);
+        else st = yq_package_load(path, &m->owned, &m->info, err);
         if (st == YQ_OK) m->letterbox = m->info->letterbox;
     } else {
         yq_model_paths mp;
-        st = yq_model_resolve(path, NULL, &mp, err);
-        if (st == YQ_OK) {
-            yq_import_opt io;
-            memset(&io, 0, sizeof io);
-            io.synthetic = mp.synthetic;
-            io.seed = mp.seed;
+        st = yq_model_resolve(path, o->weights, &mp, err);
+        yq_import_opt io;
+        memset(&io, 0, sizeof io);
+        io.width = o->width;
+        io.height = o->height;
+        io.bn = o->bn_pjreddie ? YQ_BN_PJREDDIE : YQ_BN_ALEXEYAB;
+        io.synthetic = mp.synthetic;
+        io.seed = mp.seed;
+        if (st != YQ_OK && o->cfg_only && !o->weights && mp.cfg[0]) {
+            st = read_cfg_alone(mp.cfg, &io, &m->owned, err);
+            m->has_weights = 0;
+        } else if (st == YQ_OK) {
             st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, &m->owned, err);
         }
         if (st == YQ_OK && mp.names[0]) st = yq_graph_load_names(m->owned, mp.names, err);
@@ -96,6 +137,8 @@ yq_status yq_model_open(const char *path, yq_model **out, yq_error *err)
     return YQ_OK;
 }
 
+yq_status yq_model_open(const char *path, yq_model **out, yq_error *err) { return yq_model_open_opt(path, NULL, out, err); }
+
 yq_status yq_model_open_mem(const void *buf, size_t n, const char *name, yq_model **out, yq_error *err)
 {
     if (!buf || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_model_open_mem: no bytes or no output");
@@ -107,6 +150,7 @@ yq_status yq_model_open_mem(const void *buf, size_t n, const char *name, yq_mode
         return st;
     }
     m->letterbox = m->info->letterbox;
+    m->has_weights = 1;
     m->g = m->owned;
     *out = m;
     return YQ_OK;
@@ -119,6 +163,7 @@ yq_status yq_model_borrow(const yq_graph *g, int letterbox, yq_model **out, yq_e
     if (!m) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     m->g = g;
     m->letterbox = letterbox ? 1 : 0;
+    m->has_weights = 1;
     *out = m;
     return YQ_OK;
 }
@@ -135,6 +180,7 @@ const yq_graph *yq_model_graph(const yq_model *m) { return m->g; }
 const yq_package_info *yq_model_info(const yq_model *m) { return m->info; }
 int yq_model_is_int8(const yq_model *m) { return m->g->q != NULL; }
 int yq_model_letterbox(const yq_model *m) { return m->letterbox; }
+int yq_model_has_weights(const yq_model *m) { return m->has_weights; }
 
 void yq_model_input(const yq_model *m, int *c, int *h, int *w)
 {
@@ -318,6 +364,9 @@ yq_status yq_session_new(const yq_model *m, const char *device, int max_batch, y
     int dev;
     yq_status st = yq_device_parse(device, &dev, err);
     if (st) return st;
+    if (!m->has_weights)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: no weights (the cfg was read alone): no session can run it",
+                       m->g->cfg_path);
     yq_session *s = calloc(1, sizeof *s);
     if (!s) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     const yq_graph *g = m->g;
@@ -375,6 +424,8 @@ yq_status yq_session_set_options(yq_session *s, const yq_session_opt *o, yq_erro
 
 yq_session_opt yq_session_options(const yq_session *s) { return s->opt; }
 const char *yq_session_device(const yq_session *s) { return s->name; }
+int yq_session_max_batch(const yq_session *s) { return s->max_batch; }
+const yq_model *yq_session_model(const yq_session *s) { return s->m; }
 int yq_session_tuned_convs(const yq_session *s) { return s ? s->tuned : 0; }
 
 /* ---- running -------------------------------------------------------------------- */

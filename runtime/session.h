@@ -20,6 +20,8 @@ yq_status yq_model_borrow(const yq_graph *g, int letterbox, yq_model **out, yq_e
 const yq_graph *yq_model_graph(const yq_model *m);
 const yq_package_info *yq_model_info(const yq_model *m);    /* NULL unless opened from a .yqp */
 
+const yq_model *yq_session_model(const yq_session *s);
+
 /* Convs of a cuda session that run a package's tuned kernel choice (0 on cpu). */
 int yq_session_tuned_convs(const yq_session *s);
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make install` into a fresh prefix, then a program built against the installed copy alone.
 
-  - `make install PREFIX=<tmp>` installs include/yq.h and yq_quant.h, libyq.a, libyq.so.<version> with the
+  - `make install PREFIX=<tmp>` installs every header of include/, libyq.a, libyq.so.<version> with the
     soname libyq.so.<major> and its two links, lib/pkgconfig/yquant.pc and bin/yquant;
+  - each installed header compiles alone, as C11 and as C++ (-Wall -Wextra -Werror);
   - pkg-config (PKG_CONFIG_PATH=<tmp>/lib/pkgconfig) reports the version of include/yq.h and
     flags that name only the prefix;
   - examples/detect.c, compiled outside the tree with `cc detect.c $(pkg-config --cflags
@@ -49,7 +50,8 @@ def main():
         if r.returncode:
             return 1
         lib = os.path.join(pfx, "lib")
-        want = [os.path.join(pfx, "include", "yq.h"), os.path.join(pfx, "include", "yq_quant.h"), os.path.join(lib, "libyq.a"),
+        headers = sorted(f for f in os.listdir(os.path.join(ROOT, "include")) if f.endswith(".h"))
+        want = [os.path.join(pfx, "include", h) for h in headers] + [os.path.join(lib, "libyq.a"),
                 os.path.join(lib, f"libyq.so.{version}"), os.path.join(lib, "pkgconfig", "yquant.pc"),
                 os.path.join(pfx, "bin", "yquant")]
         missing = [p for p in want if not os.path.isfile(p)]
@@ -57,6 +59,17 @@ def main():
         bad_links = [k for k, v in links.items() if os.readlink(os.path.join(lib, k)) != v] \
             if all(os.path.islink(os.path.join(lib, k)) for k in links) else list(links)
         report("install_files", not missing and not bad_links, f"missing {missing}, links {bad_links}")
+        cc = os.environ.get("CC", "cc")
+        bad = []
+        for h in headers:
+            for comp, std in ((cc, "-std=c11"), ("c++", "-std=c++17")):
+                if comp == "c++" and not shutil.which("c++"):
+                    continue
+                r = run([comp, std, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", f"-I{pfx}/include", "-x",
+                         "c" if comp == cc else "c++", "-"], input=f'#include "{h}"\nint yq_header_probe;\n')
+                if r.returncode:
+                    bad.append(f"{h} ({std}): {r.stderr.strip()[-200:]}")
+        report("install_headers_standalone", not bad and len(headers) >= 4, "; ".join(bad) or f"{len(headers)} headers")
         so = run(["readelf", "-d", os.path.join(lib, f"libyq.so.{version}")]).stdout
         report("install_soname", f"[libyq.so.{major}]" in so and "SONAME" in so, so[-300:])
 
@@ -72,7 +85,6 @@ def main():
         exe = os.path.join(tmp, "detect")
         cflags = run(["pkg-config", "--cflags", "yquant"], env=env).stdout
         libs = run(["pkg-config", "--libs", "yquant"], env=env).stdout
-        cc = os.environ.get("CC", "cc")
         r = run([cc, "-std=c11", "-o", exe, src] + shlex.split(cflags) + shlex.split(libs), cwd=tmp)
         report("install_build_example", r.returncode == 0, r.stderr[-600:])
         if r.returncode:

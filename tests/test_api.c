@@ -1,0 +1,412 @@
+/* The public API alone (include/: yq.h, yq_data.h, yq_quant.h), as a program outside the
+ * tree would use it: models opened with options and described layer by layer, packages'
+ * records, preprocessing, a session evaluated on a COCO set, qconfig text, the quantizer's
+ * per-layer errors.  Every figure is checked against a second way of getting it (sums over
+ * the layers, the quantizer's own evaluation, yq_coco_eval on the returned detections).
+ * Shared data: yolo-fastest-1.1, cfg-only/yolov3.cfg, coco-mini val, the sample images. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cjson/cJSON.h>
+#include "tests/test.h"
+#include "yq.h"
+#include "yq_data.h"
+#include "yq_quant.h"
+
+static yq_error err;
+static char tmpdir[64];
+
+static const char *shared(const char *rel, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", test_data_dir(), rel);
+    struct stat sb;
+    if (stat(buf, &sb)) TEST_SKIP("%s not found (set YQ_DATA)", buf);
+    return buf;
+}
+
+static yq_model *open_model(const char *path, const yq_model_opt *o)
+{
+    yq_model *m = NULL;
+    CHECKF(yq_model_open_opt(path, o, &m, &err) == YQ_OK, "%s", err.msg);
+    return m;
+}
+
+/* Layer by layer: indices in order, inputs earlier, shapes chained, totals the sums. */
+static void check_layers(const yq_model *m, int want_int8)
+{
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    CHECK(ab.layers > 0 && ab.convs > 0);
+    long long params = 0;
+    double flops = 0;
+    int convs = 0;
+    for (int i = 0; i < ab.layers; i++) {
+        yq_layer L;
+        CHECKF(yq_model_layer(m, i, &L, &err) == YQ_OK, "%s", err.msg);
+        CHECKF(L.index == i, "layer %d says %d", i, L.index);
+        CHECK(L.type && *L.type && L.cfg_line > 0);
+        CHECK(L.out_c > 0 && L.out_h > 0 && L.out_w > 0 && L.in_c > 0);
+        for (int k = 0; k < L.n_inputs; k++) CHECKF(L.inputs[k] >= -1 && L.inputs[k] < i, "layer %d reads %d", i, L.inputs[k]);
+        if (!strcmp(L.type, "conv")) {
+            convs++;
+            CHECKF(L.params > 0 && L.flops > 0, "conv %d: %lld params, %g flops", i, L.params, L.flops);
+        }
+        params += L.params;
+        flops += L.flops;
+        if (want_int8) {
+            CHECKF(L.dtype && (!strcmp(L.dtype, "int8") || !strcmp(L.dtype, "uint8") || !strcmp(L.dtype, "float") ||
+                               !strcmp(L.dtype, "i8>f32")), "layer %d dtype %s", i, L.dtype ? L.dtype : "NULL");
+            CHECK(!strcmp(L.type, "conv") == (L.precision != NULL));
+            CHECK(isfinite(L.scale) && L.scale > 0);
+        } else {
+            CHECK(!L.dtype && !L.precision && !L.activation_table);
+        }
+    }
+    CHECKF(convs == ab.convs && params == ab.params && fabs(flops - ab.flops) <= 1e-9 * ab.flops,
+           "sums: %d convs vs %d, %lld params vs %lld", convs, ab.convs, params, ab.params);
+    yq_layer L;
+    CHECK(yq_model_layer(m, ab.layers, &L, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "outside"));
+    CHECK(yq_model_layer(m, -1, &L, &err) == YQ_ERR_INVALID_ARG);
+}
+
+static void t_model_open(void)
+{
+    char dir[700], cfg[700];
+    shared("models/yolo-fastest-1.1", dir, sizeof dir);
+    shared("models/cfg-only/yolov3.cfg", cfg, sizeof cfg);
+    yq_model *m = open_model(dir, NULL);
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    CHECK(!ab.is_package && strstr(ab.cfg, "yolo-fastest-1.1.cfg") && strstr(ab.weights, ".weights"));
+    CHECK(yq_model_has_weights(m) && !yq_model_is_int8(m) && ab.n_kernels == 0);
+    check_layers(m, 0);
+    int c, h, w;
+    yq_model_input(m, &c, &h, &w);
+    CHECK(c == 3 && w == 320 && h == 320);
+    yq_model_free(m);
+
+    /* another input size: every shape follows */
+    yq_model_opt o = yq_model_defaults();
+    o.width = 416;
+    o.height = 256;
+    m = open_model(dir, &o);
+    yq_model_input(m, &c, &h, &w);
+    CHECK(w == 416 && h == 256);
+    yq_layer L;
+    CHECK(yq_model_layer(m, 0, &L, &err) == YQ_OK && L.out_w == 208 && L.out_h == 128);
+    yq_model_free(m);
+
+    /* a cfg alone: layers, no weights, no session */
+    yq_model_opt co = yq_model_defaults();
+    co.cfg_only = 1;
+    m = open_model(cfg, &co);
+    yq_model_describe(m, &ab);
+    CHECK(!yq_model_has_weights(m) && !*ab.weights && ab.layers == 107 && ab.convs == 75);
+    check_layers(m, 0);
+    yq_session *s = NULL;
+    CHECK(yq_session_new(m, "cpu", 1, &s, &err) == YQ_ERR_INVALID_ARG && !s && strstr(err.msg, "no weights"));
+    yq_model_free(m);
+    /* without cfg_only the missing weights are an error */
+    CHECK(yq_model_open_opt(cfg, NULL, &m, &err) != YQ_OK);
+
+    /* synthetic weights: a runnable model */
+    o = yq_model_defaults();
+    o.weights = "synthetic:5";
+    m = open_model(cfg, &o);
+    CHECK(yq_model_has_weights(m));
+    yq_model_free(m);
+
+    /* bad sizes */
+    o = yq_model_defaults();
+    o.width = 100;
+    CHECK(yq_model_open_opt(dir, &o, &m, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "multiples of 32"));
+}
+
+/* A quantizer on yolo-fastest-1.1 with the sample images as calibration set. */
+static yq_quantizer *quantizer(void)
+{
+    char dir[700], calib[700];
+    shared("models/yolo-fastest-1.1", dir, sizeof dir);
+    shared("datasets/darknet-samples", calib, sizeof calib);
+    yq_quant_opt o = yq_quant_defaults();
+    o.calib = calib;
+    o.no_cache = 1;
+    o.device = "cpu";
+    o.created_unix = 1;
+    yq_quantizer *q = NULL;
+    CHECKF(yq_quantizer_new(dir, &o, NULL, &q, &err) == YQ_OK, "%s", err.msg);
+    return q;
+}
+
+static void t_package_record(void)
+{
+    yq_quantizer *q = quantizer();
+    yq_qconf *qc = NULL, *resolved = NULL;
+    yq_model *m = NULL;
+    char *plan = NULL, *rtext = NULL, *qtext = NULL;
+    CHECK(yq_qconf_new(&qc, &err) == YQ_OK && yq_qconf_set(qc, "keep_float", "2", &err) == YQ_OK);
+    CHECKF(yq_quantizer_model(q, qc, &m, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_resolve(q, qc, &resolved, &plan, &err) == YQ_OK, "%s", err.msg);
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    rtext = yq_qconf_text(resolved);
+    qtext = yq_qconf_text(qc);
+    CHECK(ab.is_package && yq_model_is_int8(m) && ab.checksums && ab.format_version > 0);
+    CHECKF(rtext && !strcmp(ab.qconfig, rtext), "qconfig:\n%s\nresolved:\n%s", ab.qconfig, rtext ? rtext : "");
+    CHECK(qtext && ab.qconfig_request && !strcmp(ab.qconfig_request, qtext));
+    CHECK(ab.plan_json && plan && !strcmp(ab.plan_json, plan));
+    CHECK(strstr(ab.cfg, "yolo-fastest-1.1.cfg") && strlen(ab.model_sha256) == 64 && ab.calib_images == 7);
+    CHECK(!strcmp(ab.created, "1970-01-01T00:00:01Z") && ab.accuracy_json && ab.n_kernels == 0);
+    check_layers(m, 1);
+    /* the float convs the plan names are the layers whose precision is not int8 */
+    cJSON *pj = cJSON_Parse(plan), *it;
+    CHECK(pj);
+    int planned = 0, float_convs = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(pj, "nodes")) {
+        yq_layer L;
+        int li = cJSON_GetObjectItem(it, "layer")->valueint;
+        CHECK(yq_model_layer(m, li, &L, &err) == YQ_OK);
+        CHECKF(!strcmp(cJSON_GetObjectItem(it, "op")->valuestring, L.type), "layer %d: %s vs %s", li,
+               cJSON_GetObjectItem(it, "op")->valuestring, L.type);
+        int fl = !strcmp(cJSON_GetObjectItem(it, "dtype")->valuestring, "float");
+        if (L.precision) CHECKF(fl == !!strcmp(L.precision, "int8"), "layer %d: plan %s, model %s", li, fl ? "float" : "int8", L.precision);
+        planned += fl && L.precision;
+    }
+    for (int i = 0; i < ab.layers; i++) {
+        yq_layer L;
+        CHECK(yq_model_layer(m, i, &L, &err) == YQ_OK);
+        float_convs += L.precision && strcmp(L.precision, "int8");
+    }
+    CHECKF(planned == float_convs && cJSON_GetObjectItem(pj, "float_convs")->valueint == float_convs && float_convs >= 2,
+           "plan: %d float convs, model: %d", planned, float_convs);
+    cJSON_Delete(pj);
+    yq_kernel_choice k;
+    CHECK(yq_model_kernel(m, 0, &k, &err) == YQ_ERR_INVALID_ARG);
+    free(plan);
+    free(rtext);
+    free(qtext);
+    yq_model_free(m);
+    yq_qconf_free(resolved);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+}
+
+static void t_package_options(void)
+{
+    yq_quantizer *q = quantizer();
+    yq_qconf *qc = NULL;
+    CHECK(yq_qconf_new(&qc, &err) == YQ_OK);
+    char path[128];
+    snprintf(path, sizeof path, "%s/m.yqp", tmpdir);
+    CHECKF(yq_quantizer_save(q, qc, path, &err) == YQ_OK, "%s", err.msg);
+    yq_model_opt o = yq_model_defaults();
+    o.weights = "x.weights";
+    yq_model *m = NULL;
+    CHECK(yq_model_open_opt(path, &o, &m, &err) == YQ_ERR_INVALID_ARG && !m && strstr(err.msg, "do not apply to a package"));
+    o = yq_model_defaults();
+    o.width = 416;
+    o.height = 416;
+    CHECK(yq_model_open_opt(path, &o, &m, &err) == YQ_ERR_INVALID_ARG && !m);
+    m = open_model(path, NULL);
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    CHECK(ab.is_package);
+    yq_model_free(m);
+    m = NULL;
+    /* a damaged package is refused as a package (not read as a Darknet cfg) */
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    fclose(f);
+    CHECK(truncate(path, n / 2) == 0);
+    CHECKF(yq_model_open_opt(path, NULL, &m, &err) != YQ_OK && !m && strstr(err.msg, path), "%s", err.msg);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+}
+
+/* Preprocessing: the model's input size; letterbox and plain resize differ; -1 is the model's. */
+static void t_preprocess(void)
+{
+    char dir[700], img[700];
+    shared("models/yolo-fastest-1.1", dir, sizeof dir);
+    shared("datasets/darknet-samples/dog.jpg", img, sizeof img);
+    yq_model *m = open_model(dir, NULL);
+    yq_image im;
+    CHECKF(yq_image_load(img, &im, &err) == YQ_OK, "%s", err.msg);
+    int c, h, w;
+    yq_model_input(m, &c, &h, &w);
+    size_t n = (size_t)c * (size_t)h * (size_t)w;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *d = malloc(n * sizeof *d);
+    CHECK(a && b && d);
+    CHECK(yq_model_preprocess(m, &im, 0, a, &err) == YQ_OK && yq_model_preprocess(m, &im, 1, b, &err) == YQ_OK &&
+          yq_model_preprocess(m, &im, -1, d, &err) == YQ_OK);
+    CHECK(memcmp(a, b, n * sizeof *a) != 0);
+    CHECK(!memcmp(d, yq_model_letterbox(m) ? b : a, n * sizeof *a));
+    /* the plain resize is yq_image_resize's */
+    yq_image r;
+    CHECK(yq_image_resize(&im, w, h, &r, &err) == YQ_OK && !memcmp(r.data, a, n * sizeof *a));
+    yq_image_free(&r);
+    yq_image_free(&im);
+    free(a);
+    free(b);
+    free(d);
+    yq_model_free(m);
+}
+
+static void count_warn(void *ctx, const char *msg)
+{
+    ++*(int *)ctx;
+    printf("# warning: %s\n", msg);
+}
+
+/* A session on coco-mini val: the quantizer's own FP32 evaluation (another code path: the
+ * detector image by image) gives the same mAP; the detections score the same again; the
+ * session's options are untouched; an unreadable image is skipped with a warning. */
+static void t_session_evaluate(void)
+{
+    char dir[700], ann[700], imgs[700];
+    shared("models/yolo-fastest-1.1", dir, sizeof dir);
+    shared("datasets/coco-mini/annotations/instances_val2017_mini.json", ann, sizeof ann);
+    shared("datasets/coco-mini/val2017/images", imgs, sizeof imgs);
+    yq_model *m = open_model(dir, NULL);
+    yq_dataset *ds = NULL;
+    CHECKF(yq_dataset_load_coco(ann, imgs, &ds, &err) == YQ_OK, "%s", err.msg);
+    yq_session *s = NULL;
+    CHECKF(yq_session_new(m, "cpu", 1, &s, &err) == YQ_OK, "%s", err.msg);
+    yq_session_opt before = yq_session_options(s);
+    double st[YQ_COCO_NSTATS], again[YQ_COCO_NSTATS];
+    yq_det *dets = NULL;
+    int n = 0, skipped = -1, warns = 0;
+    yq_eval_params p = yq_eval_params_defaults();
+    p.warn = count_warn;
+    p.ctx = &warns;
+    CHECKF(yq_session_evaluate(s, ds, &p, st, &skipped, &dets, &n, &err) == YQ_OK, "%s", err.msg);
+    CHECK(skipped == 0 && warns == 0 && n > 0);
+    yq_session_opt after = yq_session_options(s);
+    CHECK(!memcmp(&before, &after, sizeof before));
+    CHECK(yq_coco_eval(ds, dets, n, again, NULL, NULL, &err) == YQ_OK && !memcmp(st, again, sizeof st));
+    yq_quantizer *q = quantizer();
+    double map[2];
+    CHECKF(yq_quantizer_evaluate(q, NULL, imgs, ann, map, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(map[0] == st[YQ_COCO_AP] && map[1] == st[YQ_COCO_AP50], "session %.6f %.6f vs quantizer %.6f %.6f",
+           st[YQ_COCO_AP], st[YQ_COCO_AP50], map[0], map[1]);
+    printf("# yolo-fastest-1.1 FP32 on %d images: mAP %.4f, mAP50 %.4f (both paths)\n", ds->n_images, map[0], map[1]);
+    yq_quantizer_free(q);
+    yq_coco_dets_free(dets);
+
+    /* bad parameters */
+    p = yq_eval_params_defaults();
+    p.conf = 1.5f;
+    CHECK(yq_session_evaluate(s, ds, &p, st, NULL, NULL, NULL, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "conf"));
+
+    /* one image replaced by a damaged file: skipped with a warning, the others scored */
+    char d2[128];
+    snprintf(d2, sizeof d2, "%s/val", tmpdir);
+    CHECK(mkdir(d2, 0700) == 0);
+    for (int i = 0; i < ds->n_images; i++) {
+        char rel[2048], cwd[1024], src[4096], dst[2048];
+        CHECK(yq_dataset_image_path(ds, i, rel, sizeof rel, &err) == YQ_OK && getcwd(cwd, sizeof cwd));
+        snprintf(src, sizeof src, "%s%s%s", rel[0] == '/' ? "" : cwd, rel[0] == '/' ? "" : "/", rel);
+        snprintf(dst, sizeof dst, "%s/%s", d2, ds->images[i].file);
+        if (i == 3) {
+            FILE *f = fopen(dst, "wb");
+            CHECK(f && fputs("not a jpeg", f) >= 0 && fclose(f) == 0);
+        } else {
+            CHECK(symlink(src, dst) == 0);
+        }
+    }
+    yq_dataset *bad = NULL;
+    CHECKF(yq_dataset_load_coco(ann, d2, &bad, &err) == YQ_OK, "%s", err.msg);
+    warns = 0;
+    p = yq_eval_params_defaults();
+    p.warn = count_warn;
+    p.ctx = &warns;
+    CHECKF(yq_session_evaluate(s, bad, &p, st, &skipped, NULL, NULL, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(skipped == 1 && warns == 1, "%d skipped, %d warnings", skipped, warns);
+    yq_dataset_free(bad);
+    yq_session_free(s);
+    yq_dataset_free(ds);
+    yq_model_free(m);
+}
+
+static void t_qconf_text(void)
+{
+    yq_qconf *a = NULL, *b = NULL;
+    CHECK(yq_qconf_new(&a, &err) == YQ_OK);
+    CHECK(yq_qconf_set(a, "bits", "6", &err) == YQ_OK && yq_qconf_set(a, "layer.12.bits", "4", &err) == YQ_OK &&
+          yq_qconf_set(a, "calib", "percentile:99.9", &err) == YQ_OK && yq_qconf_set(a, "head", "int8", &err) == YQ_OK);
+    char *ta = yq_qconf_text(a);
+    CHECK(ta);
+    CHECKF(yq_qconf_parse(ta, "t", &b, &err) == YQ_OK, "%s", err.msg);
+    char *tb = yq_qconf_text(b);
+    CHECK(tb && !strcmp(ta, tb));
+    free(ta);
+    free(tb);
+    yq_qconf_free(b);
+    b = NULL;
+    /* comments and blank lines; an error names the text and the line */
+    CHECK(yq_qconf_parse("# a comment\n\nbits = 7\n", NULL, &b, &err) == YQ_OK);
+    yq_qconf_free(b);
+    b = NULL;
+    CHECK(yq_qconf_parse("bits = 7\nnonsense\n", "flags", &b, &err) == YQ_ERR_INVALID_ARG && !b && strstr(err.msg, "flags:2"));
+    CHECK(yq_qconf_parse("bits = 99\n", "flags", &b, &err) == YQ_ERR_INVALID_ARG && !b && strstr(err.msg, "flags:1"));
+    CHECK(yq_qconf_parse("", NULL, &b, &err) == YQ_OK);
+    char *tc = yq_qconf_text(b), *td = NULL;
+    yq_qconf *d = NULL;
+    CHECK(yq_qconf_new(&d, &err) == YQ_OK && (td = yq_qconf_text(d)) && tc && !strcmp(tc, td));
+    free(tc);
+    free(td);
+    yq_qconf_free(d);
+    yq_qconf_free(b);
+    yq_qconf_free(a);
+}
+
+/* Per-layer errors: one row per layer but the heads, in order; int8 layers lose something,
+ * float-written heads' inputs are float; the quantizer's FP32 model is unchanged after. */
+static void t_layer_errors(void)
+{
+    yq_quantizer *q = quantizer();
+    yq_qconf *qc = NULL;
+    CHECK(yq_qconf_new(&qc, &err) == YQ_OK);
+    yq_layer_error *r = NULL;
+    int n = 0, got = 0;
+    CHECKF(yq_quantizer_layer_errors(q, qc, 3, &r, &n, &got, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(got == 3 && n > 100, "%d rows on %d images", n, got);
+    int int8 = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(i == 0 || r[i].layer > r[i - 1].layer);
+        CHECK(strcmp(r[i].type, "yolo") && strcmp(r[i].type, "dropout"));
+        CHECK(isfinite(r[i].sqnr_db) && r[i].max_abs >= 0);
+        if (!strcmp(r[i].dtype, "int8")) {
+            int8++;
+            CHECKF(r[i].sqnr_db > 5 && r[i].sqnr_db < 200 && r[i].max_abs > 0, "layer %d: %.2f dB", r[i].layer, r[i].sqnr_db);
+        }
+    }
+    CHECK(int8 > 50);
+    free(r);
+    CHECK(yq_quantizer_layer_errors(q, qc, -1, &r, &n, NULL, &err) == YQ_ERR_INVALID_ARG);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_api_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        printf("FAIL test_api: cannot create a temporary directory\n");
+        return 1;
+    }
+    TEST(t_model_open);
+    TEST(t_package_record);
+    TEST(t_package_options);
+    TEST(t_preprocess);
+    TEST(t_session_evaluate);
+    TEST(t_qconf_text);
+    TEST(t_layer_errors);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);
+    return test_done();
+}
