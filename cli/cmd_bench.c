@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "kernels/cuda.h"
 #include "kernels/cuda_bench.h"
 #include "kernels/cudnn_fp.h"

@@ -49,50 +49,78 @@ static yq_status layer_report(yq_quantizer *q, const yq_qconf *qc, int top, yq_e
     return YQ_OK;
 }
 
-int cmd_eval(int argc, char **argv)
+/* The flags, checked; 0 to go on, else the exit status (the message printed). */
+typedef struct eval_args {
+    cli_model_opt mo;
+    yq_eval_params ep;
+    const char *images, *ann, *labels, *json, *dets_path, *device;
+    int letterbox, report, batch;
+} eval_args;
+
+static int eval_parse(eval_args *A, cli_quant_opt *qo, int argc, char **argv)
 {
-    cli_model_opt mo = { 0 };
-    cli_quant_opt qo;
-    cli_quant_init(&qo);
-    yq_eval_params ep = yq_eval_params_defaults();
-    const char *images = NULL, *ann = NULL, *labels = NULL, *json = NULL, *dets_path = NULL, *device = "cpu";
-    int letterbox = -1, report = 0, batch = 0;
     for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
+        int r = cli_model_arg(&A->mo, argc, argv, &i);
+        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;
         const char *a = argv[i];
         int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); return 0; }
-        else if (!strcmp(a, "--images") && has) images = argv[++i];
-        else if (!strcmp(a, "--ann") && has) ann = argv[++i];
-        else if (!strcmp(a, "--labels") && has) labels = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--dets") && has) dets_path = argv[++i];
-        else if (!strcmp(a, "--conf") && has) ep.conf = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--nms") && has) ep.nms = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--layers") && has) report = atoi(argv[++i]);
-        else if (!strcmp(a, "--device") && has) device = argv[++i];
-        else if (!strcmp(a, "--batch") && has) batch = atoi(argv[++i]);
-        else if (!strcmp(a, "--letterbox")) letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s\n%s", help, cli_quant_help);
+            return -1;
+        }
+        else if (!strcmp(a, "--images") && has) A->images = argv[++i];
+        else if (!strcmp(a, "--ann") && has) A->ann = argv[++i];
+        else if (!strcmp(a, "--labels") && has) A->labels = argv[++i];
+        else if (!strcmp(a, "--json") && has) A->json = argv[++i];
+        else if (!strcmp(a, "--dets") && has) A->dets_path = argv[++i];
+        else if (!strcmp(a, "--conf") && has) A->ep.conf = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--nms") && has) A->ep.nms = strtof(argv[++i], NULL);
+        else if (!strcmp(a, "--layers") && has) A->report = atoi(argv[++i]);
+        else if (!strcmp(a, "--device") && has) A->device = argv[++i];
+        else if (!strcmp(a, "--batch") && has) A->batch = atoi(argv[++i]);
+        else if (!strcmp(a, "--letterbox")) A->letterbox = 1;
+        else if (!strcmp(a, "--no-letterbox")) A->letterbox = 0;
         else if (a[0] == '-') return cli_usage_error("eval: unknown option or missing value: %s", a);
-        else if (!mo.model) mo.model = a;
+        else if (!A->mo.model) A->mo.model = a;
         else return cli_usage_error("eval: one MODEL only");
     }
-    if (!mo.model) return cli_usage_error("eval: which MODEL?");
-    if (!(ep.conf >= 0 && ep.conf < 1) || !(ep.nms > 0 && ep.nms <= 1))
+    if (!A->mo.model) return cli_usage_error("eval: which MODEL?");
+    if (!(A->ep.conf >= 0 && A->ep.conf < 1) || !(A->ep.nms > 0 && A->ep.nms <= 1))
         return cli_usage_error("eval: --conf in [0,1), --nms in (0,1]");
-    if (qo.any && !qo.calib_dir) return cli_usage_error("eval: quantization flags need --calib DIR");
+    if (cli_quant_any(qo) && !cli_quant_calib_dir(qo)) return cli_usage_error("eval: quantization flags need --calib DIR");
     int dev;
     yq_error err;
-    if (yq_device_parse(device, &dev, &err) != YQ_OK) return cli_usage_error("eval: %s", err.msg);
-    if (batch < 0 || batch > 1024) return cli_usage_error("eval: --batch in 1..1024");
-    const char *ins[] = { mo.model, mo.weights, images, ann, labels, dets_path, qo.calib_dir };
-    if (cli_check_outputs(ins, (int)(sizeof ins / sizeof *ins), "--json", json, NULL, NULL)) return 1;
-    if (!batch || dev < 0) batch = dev < 0 ? 1 : 8;
+    if (yq_device_parse(A->device, &dev, &err) != YQ_OK) return cli_usage_error("eval: %s", err.msg);
+    if (A->batch < 0 || A->batch > 1024) return cli_usage_error("eval: --batch in 1..1024");
+    const char *ins[] = { A->mo.model, A->mo.weights, A->images, A->ann, A->labels, A->dets_path, cli_quant_calib_dir(qo) };
+    if (cli_check_outputs(ins, (int)(sizeof ins / sizeof *ins), "--json", A->json, NULL, NULL)) return 1;
+    if (!A->batch || dev < 0) A->batch = dev < 0 ? 1 : 8;
+    return 0;
+}
 
+static int eval_run(const eval_args *A, const cli_quant_opt *qo);
+
+int cmd_eval(int argc, char **argv)
+{
+    eval_args A = { .ep = yq_eval_params_defaults(), .device = "cpu", .letterbox = -1 };
+    cli_quant_opt *qo = cli_quant_new();
+    if (!qo) return 1;
+    int rc = eval_parse(&A, qo, argc, argv);
+    if (rc < 0) rc = 0;                     /* --help */
+    else if (!rc) rc = eval_run(&A, qo);
+    cli_quant_free(qo);
+    return rc;
+}
+
+static int eval_run(const eval_args *A, const cli_quant_opt *qo)
+{
+    const cli_model_opt mo = A->mo;
+    yq_eval_params ep = A->ep;
+    const char *json = A->json, *dets_path = A->dets_path, *device = A->device;
+    int report = A->report, batch = A->batch;
+    yq_error err;
     yq_model *model = NULL;
     yq_session *sess = NULL;
     yq_dataset *ds = NULL;
@@ -103,24 +131,24 @@ int cmd_eval(int argc, char **argv)
     double stats[YQ_COCO_NSTATS];
     yq_model_about about;
     cli_bar bar = { 0 };
-    if (cli_load_dataset(images, ann, labels, &ds, &err) != YQ_OK || cli_open_model(&mo, &model, &err) != YQ_OK) {
+    if (cli_load_dataset(A->images, A->ann, A->labels, &ds, &err) != YQ_OK || cli_open_model(&mo, &model, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }
     yq_model_describe(model, &about);
     char name[1024];          /* (about's strings go with the FP32 model when --calib replaces it) */
     snprintf(name, sizeof name, "%s", about.is_package ? mo.model : about.cfg);
-    ep.letterbox = letterbox < 0 ? yq_model_letterbox(model) : letterbox;
-    if (qo.calib_dir && about.is_package) {
+    ep.letterbox = A->letterbox < 0 ? yq_model_letterbox(model) : A->letterbox;
+    if (cli_quant_calib_dir(qo) && about.is_package) {
         fprintf(stderr, "yquant: eval: %s is already an int8 package; --calib quantizes a Darknet model\n", mo.model);
         goto done;
     }
-    if (qo.calib_dir) {
+    if (cli_quant_calib_dir(qo)) {
         /* the int8 model the quantizer makes replaces the FP32 one */
         yq_quant_opt o;
         yq_quant_io io;
         char path[1024];
-        if (cli_quant_options(&qo, &mo, ep.letterbox, &o, &qc, &err) != YQ_OK ||
+        if (cli_quant_options(qo, &mo, ep.letterbox, &o, &qc, &err) != YQ_OK ||
             cli_model_path(mo.model, path, sizeof path, &err) != YQ_OK) {
             cli_error(&err);
             goto done;

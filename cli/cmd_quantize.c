@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "yq_data.h"
 #include "quant/rewrite.h"
 #include "runtime/exec_cuda.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "cli/report.h"
 #include "cli/sweep.h"
 #include "cli/sweep_grid.h"

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "kernels/cuda.h"
 #include "quant/rewrite.h"
 #include "runtime/package.h"

@@ -153,7 +153,7 @@ static int write_json(const char *path, cJSON *root, int compact)
     char *s = compact ? cJSON_PrintUnformatted(root) : cJSON_Print(root);
     yq_error err;
     yq_outfile o;
-    yq_status st = s ? yq_out_begin(&o, path, YQ_OUT_STREAM, &err) : yq_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    yq_status st = s ? yq_out_begin(&o, path, YQ_OUT_STREAM, &err) : cli_fail(&err, YQ_ERR_NOMEM, "%s: out of memory", path);
     if (st == YQ_OK) {
         fputs(s, o.f);
         fputc('\n', o.f);

@@ -1,7 +1,7 @@
 /* The FP32 graph of MODEL, for the commands that still work on the graph itself (quantize,
  * sweep, sensitivity, tune, bench) rather than through the public API. */
 #include <stdio.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 
 yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "kernels/cuda.h"
 #include "runtime/latency.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "runtime/exec_cuda.h"
 
 typedef struct printer {

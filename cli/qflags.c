@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "pipeline/quantize.h"
 
 void cli_quant_init(cli_quant_opt *q)
@@ -12,6 +12,18 @@ void cli_quant_init(cli_quant_opt *q)
     memset(q, 0, sizeof *q);
     yq_qconfig_defaults(&q->qc);
 }
+
+cli_quant_opt *cli_quant_new(void)
+{
+    cli_quant_opt *q = malloc(sizeof *q);     /* (the qconfig is large: not on the stack) */
+    if (!q) fprintf(stderr, "yquant: out of memory\n");
+    else cli_quant_init(q);
+    return q;
+}
+
+void cli_quant_free(cli_quant_opt *q) { free(q); }
+int cli_quant_any(const cli_quant_opt *q) { return q->any; }
+const char *cli_quant_calib_dir(const cli_quant_opt *q) { return q->calib_dir; }
 
 /* --calib-device: 0 cpu, 1 cuda (*dev the index), -1 not a device (yq_device_parse's). */
 static int calib_device_parse(const char *v, int *dev)

@@ -5,24 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "cli/cli.h"
 #include "cli/report.h"
 
 yq_status cli_make_dirs(const char *dir, yq_error *err)
 {
     char buf[1024];
-    if (!dir || !*dir || strlen(dir) >= sizeof buf) return yq_fail(err, YQ_ERR_INVALID_ARG, "bad output folder name");
+    if (!dir || !*dir || strlen(dir) >= sizeof buf) return cli_fail(err, YQ_ERR_INVALID_ARG, "bad output folder name");
     strcpy(buf, dir);
     for (char *s = buf + 1;; s++) {
         if (*s && *s != '/') continue;
         char c = *s;
         *s = 0;
         if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return yq_fail(err, YQ_ERR_IO, "cannot create %s: %s", buf, strerror(errno));
+            return cli_fail(err, YQ_ERR_IO, "cannot create %s: %s", buf, strerror(errno));
         *s = c;
         if (!c) break;
     }
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return yq_fail(err, YQ_ERR_IO, "%s is not a folder", dir);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return cli_fail(err, YQ_ERR_IO, "%s is not a folder", dir);
     return YQ_OK;
 }
 
@@ -33,7 +34,7 @@ yq_status cli_out_open(cli_out *o, const char *path, yq_error *err)
 
 yq_status cli_out_close(cli_out *o, yq_error *err)
 {
-    if (!o->f) return yq_fail(err, YQ_ERR_IO, "%s: not open", o->path);
+    if (!o->f) return cli_fail(err, YQ_ERR_IO, "%s: not open", o->path);
     return yq_out_commit(o, err);
 }
 
@@ -106,7 +107,7 @@ yq_status cli_html_png(FILE *f, const char *png_path, const char *alt, yq_error 
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     FILE *in = fopen(png_path, "rb");
-    if (!in) return yq_fail(err, YQ_ERR_IO, "%s: %s", png_path, strerror(errno));
+    if (!in) return cli_fail(err, YQ_ERR_IO, "%s: %s", png_path, strerror(errno));
     fputs("<img class=\"chart\" alt=\"", f);
     cli_html_text(f, alt);
     fputs("\" src=\"data:image/png;base64,", f);
@@ -122,32 +123,7 @@ yq_status cli_html_png(FILE *f, const char *png_path, const char *alt, yq_error 
     }
     int bad = ferror(in);
     fclose(in);
-    if (bad) return yq_fail(err, YQ_ERR_IO, "%s: read error", png_path);
+    if (bad) return cli_fail(err, YQ_ERR_IO, "%s: read error", png_path);
     fputs("\">\n", f);
     return YQ_OK;
-}
-
-void cli_html_sqnr_table(FILE *f, const yq_graph *g, const yq_layer_err *e)
-{
-    int *head_feed = calloc((size_t)g->n_nodes, sizeof *head_feed);
-    for (int i = 1; head_feed && i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) head_feed[g->nodes[i].src[0]] = 1;
-    fputs("<table class=\"sqnr\">\n<tr><th>layer</th><th>type</th><th>output</th><th>runs in</th>"
-          "<th>SQNR dB</th><th>max |err|</th><th>SQNR (bar: 0 to 60 dB)</th></tr>\n", f);
-    for (int i = 1; i < g->n_nodes; i++) {
-        const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
-        const yq_qnode *q = g->q ? &g->q[i] : NULL;
-        double db = e[i].sqnr_db;
-        double pct = fmin(fmax(db / 60.0, 0), 1) * 100;
-        const char *col = db < 20 ? "#d62728" : db < 30 ? "#ff7f0e" : "#2ca02c";
-        fprintf(f, "<tr><td class=\"n\">%d</td><td>%s%s</td><td>%dx%dx%d</td><td>%s</td><td class=\"n\">%.2f</td>"
-                   "<td class=\"n\">%.4g</td><td class=\"bar\"><div class=\"bar\" style=\"width:%.1f%%;background:%s\">"
-                   "</div></td></tr>\n",
-                nd->layer, yq_op_name(nd->op), head_feed && head_feed[i] ? " (head)" : "", nd->out.w, nd->out.h,
-                nd->out.c, !q ? "float" : q->float_op ? "float" : q->dtype == YQ_F32 ? "int8, float out" : "int8", db,
-                e[i].max_abs, pct, col);
-    }
-    fputs("</table>\n", f);
-    free(head_feed);
 }

@@ -14,10 +14,9 @@
 #define YQ_CLI_REPORT_H
 
 #include <stdio.h>
-#include "calib/compare.h"
 #include "yq_data.h"
 
-/* ir/fsio.h: a regular file replaced atomically, symlinks followed, devices in place. */
+/* yq_data.h's output files: a regular file replaced atomically, symlinks followed, devices in place. */
 typedef yq_outfile cli_out;
 
 /* mkdir -p; YQ_ERR_IO naming the folder on failure. */
@@ -39,8 +38,5 @@ void cli_html_head(FILE *f, const char *title);
 void cli_html_tail(FILE *f);
 void cli_html_text(FILE *f, const char *s);
 yq_status cli_html_png(FILE *f, const char *png_path, const char *alt, yq_error *err);
-/* Per-layer SQNR of an int8 graph (g->q set; e from yq_compare_layers) as a table with
- * a bar per layer, in graph order; the heads' inputs marked. */
-void cli_html_sqnr_table(FILE *f, const yq_graph *g, const yq_layer_err *e);
 
 #endif

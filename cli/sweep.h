@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 #include <cjson/cJSON.h>
-#include "cli/cli.h"
+#include "cli/internal.h"
 #include "cli/sweep_grid.h"
 
 typedef struct point {

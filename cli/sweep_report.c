@@ -10,6 +10,33 @@
 #include "yq_draw.h"
 #include "runtime/exec_cuda.h"
 
+/* Per-layer SQNR of an int8 graph (g->q set; e from yq_compare_layers) as a table with
+ * a bar per layer, in graph order; the heads' inputs marked. */
+static void cli_html_sqnr_table(FILE *f, const yq_graph *g, const yq_layer_err *e)
+{
+    int *head_feed = calloc((size_t)g->n_nodes, sizeof *head_feed);
+    for (int i = 1; head_feed && i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) head_feed[g->nodes[i].src[0]] = 1;
+    fputs("<table class=\"sqnr\">\n<tr><th>layer</th><th>type</th><th>output</th><th>runs in</th>"
+          "<th>SQNR dB</th><th>max |err|</th><th>SQNR (bar: 0 to 60 dB)</th></tr>\n", f);
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *nd = &g->nodes[i];
+        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
+        const yq_qnode *q = g->q ? &g->q[i] : NULL;
+        double db = e[i].sqnr_db;
+        double pct = fmin(fmax(db / 60.0, 0), 1) * 100;
+        const char *col = db < 20 ? "#d62728" : db < 30 ? "#ff7f0e" : "#2ca02c";
+        fprintf(f, "<tr><td class=\"n\">%d</td><td>%s%s</td><td>%dx%dx%d</td><td>%s</td><td class=\"n\">%.2f</td>"
+                   "<td class=\"n\">%.4g</td><td class=\"bar\"><div class=\"bar\" style=\"width:%.1f%%;background:%s\">"
+                   "</div></td></tr>\n",
+                nd->layer, yq_op_name(nd->op), head_feed && head_feed[i] ? " (head)" : "", nd->out.w, nd->out.h,
+                nd->out.c, !q ? "float" : q->float_op ? "float" : q->dtype == YQ_F32 ? "int8, float out" : "int8", db,
+                e[i].max_abs, pct, col);
+    }
+    fputs("</table>\n", f);
+    free(head_feed);
+}
+
 static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
 static const char *bc_name(int b) { return b == 2 ? "data" : b ? "weights" : "off"; }
 

@@ -45,6 +45,7 @@ int main(int argc, char **argv)
     yq_error err;
     yq_qconf *qc = NULL;
     yq_quantizer *q = NULL;
+    yq_dataset *val = NULL;
     yq_model *m = NULL;
     yq_session *s = NULL;
     int rc = 1;
@@ -71,20 +72,22 @@ int main(int argc, char **argv)
     o.calib = argv[2];
     yq_quant_io io = { .stage = stage, .warn = warn };
     yq_quant_score fp, q8;
-    if (yq_quantizer_new(argv[1], &o, &io, &q, &err) != YQ_OK) goto fail;
+    if (yq_dataset_load_coco(argv[4], argv[3], &val, &err) != YQ_OK ||      /* the labelled set (yq_data.h) */
+        yq_quantizer_new(argv[1], &o, &io, &q, &err) != YQ_OK)
+        goto fail;
     if (max_drop >= 0) {
         /* the float layers searched on the labelled set: the answer is a new qconfig */
         yq_max_drop_opt mo = { .budget_pts = max_drop, .step = step };
         yq_max_drop_result r;
         yq_qconf *chosen = NULL;
-        if (yq_quantizer_max_drop(q, qc, argv[3], argv[4], &mo, &chosen, &r, &err) != YQ_OK) goto fail;
+        if (yq_quantizer_max_drop(q, qc, val, &mo, &chosen, &r, &err) != YQ_OK) goto fail;
         printf("--max-drop %.2f: %s, %d layer%s kept float\n", max_drop, r.met ? "met" : "NOT met (the best step kept)",
                r.n_float, r.n_float == 1 ? "" : "s");
         yq_qconf_free(qc);
         qc = chosen;
     }
-    if (yq_quantizer_score(q, NULL, argv[3], argv[4], "cpu", &fp, &err) != YQ_OK ||
-        yq_quantizer_score(q, qc, argv[3], argv[4], "cpu", &q8, &err) != YQ_OK ||
+    if (yq_quantizer_score(q, NULL, val, "cpu", &fp, &err) != YQ_OK ||
+        yq_quantizer_score(q, qc, val, "cpu", &q8, &err) != YQ_OK ||
         yq_quantizer_save(q, qc, argv[5], &err) != YQ_OK)
         goto fail;
     printf("on %d images:\n", q8.images);
@@ -104,6 +107,7 @@ done:
     yq_session_free(s);
     yq_model_free(m);
     yq_quantizer_free(q);
+    yq_dataset_free(val);
     yq_qconf_free(qc);
     return rc;
 }

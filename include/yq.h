@@ -137,6 +137,8 @@ typedef struct yq_layer {
     int n_inputs;
     int inputs[16];               /* the layers it reads (-1: the network input) */
     int in_c, in_h, in_w, out_c, out_h, out_w;   /* the first input's shape, the output's */
+    int size, stride, groups;     /* convs: kernel size, stride, groups (= in_c: depthwise);
+                                     maxpool: size, stride; upsample: stride; else 0 */
     long long params;
     double flops;
     /* an int8 model's (NULL, 0 in an FP32 model) */

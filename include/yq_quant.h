@@ -7,16 +7,19 @@
  *     yq_error err;
  *     yq_qconf *qc = NULL;
  *     yq_quantizer *q = NULL;
+ *     yq_dataset *val = NULL;
  *     yq_quant_opt o = yq_quant_defaults();
  *     o.calib = "calib_images/";
  *     double fp[2], q8[2];
  *     if (yq_qconf_new(&qc, &err) || yq_qconf_set(qc, "head", "float", &err) ||
+ *         yq_dataset_load_coco("val.json", "val/", &val, &err) ||                // include/yq_data.h
  *         yq_quantizer_new("yolo-fastest-1.1-xl.cfg", &o, NULL, &q, &err) ||
- *         yq_quantizer_evaluate(q, NULL, "val/", "val.json", fp, &err) ||      // FP32
- *         yq_quantizer_evaluate(q, qc, "val/", "val.json", q8, &err) ||        // int8
+ *         yq_quantizer_evaluate(q, NULL, val, fp, &err) ||                       // FP32
+ *         yq_quantizer_evaluate(q, qc, val, q8, &err) ||                         // int8
  *         yq_quantizer_save(q, qc, "model-int8.yqp", &err))
  *         fprintf(stderr, "%s\n", err.msg);
  *     yq_quantizer_free(q);
+ *     yq_dataset_free(val);
  *     yq_qconf_free(qc);
  *
  * The package is then a yq_model (include/yq.h: yq_model_open, yq_session_new);
@@ -26,6 +29,7 @@
 #define YQ_QUANT_H
 
 #include "yq.h"
+#include "yq_data.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,12 +92,11 @@ yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_qu
 /* Calibrates for qc now (yq_quantizer_evaluate and _save do it when needed): the
  * activations' statistics on the calibration images, from the cache when it holds them. */
 yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *err);
-/* COCO accuracy on a labelled set (images: a folder; ann: its COCO instances JSON) on the
+/* COCO accuracy on a labelled set (yq_data.h: yq_dataset_load_coco or _load_yolo) on the
  * CPU: qc NULL, the FP32 model (OpenBLAS); else the int8 model qc makes (the integer
  * reference, float layers in their exact FP32, as every engine runs them).  map[0]:
  * mAP@[.5:.95], map[1]: mAP@.5, in [0, 1]. */
-yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann, double map[2],
-                                yq_error *err);
+yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, double map[2], yq_error *err);
 /* One point of a sweep: COCO accuracy on a labelled set with the engine timed image by
  * image (batch 1).  qc NULL: the FP32 model (on the CPU, OpenBLAS, whatever device says);
  * else qc's int8 model on device: "cpu" or NULL (the integer reference, float layers in
@@ -108,8 +111,8 @@ typedef struct yq_quant_score {
     int images;               /* images evaluated (one that cannot be read: a warning, skipped) */
     int gpu;                  /* the GPU int8 engine evaluated */
 } yq_quant_score;
-yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                             const char *device, yq_quant_score *score, yq_error *err);
+yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const char *device,
+                             yq_quant_score *score, yq_error *err);
 
 /* The accuracy-aware search of `yquant quantize --max-drop`: from every layer in int8
  * (head and first conv too), the most sensitive layers are kept in float one step at a
@@ -140,16 +143,19 @@ typedef struct yq_max_drop_result {
 /* qc's settings (bits, calibration method, weights, ...) searched as above; *chosen (a new
  * handle: yq_qconf_free) is qc with head and first int8, keep_float 0 and skip_layers the
  * float layers chosen, so yq_quantizer_save(q, *chosen, ...) writes the package searched. */
-yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                                const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
-                                yq_error *err);
+yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_max_drop_opt *o,
+                                yq_qconf **chosen, yq_max_drop_result *result, yq_error *err);
 
 /* Per-layer sensitivity (`yquant sensitivity`): from qc's settings with every layer int8
  * (head and first conv too), for each int8 conv (a) only it in int8 and (b) only it in
  * float, the mAP@[.5:.95] on the labelled set and the SQNR of the tensors feeding the
- * heads on sqnr_images calibration images (8 when 0).  max_layers > 0: only the convs with
- * the lowest SQNR in the all-int8 graph.  *rows (malloc'd: free()) most sensitive first, by
- * impact = drop(a) + gain(b) in mAP points. */
+ * heads on sqnr_images calibration images.  *rows (malloc'd: free()) most sensitive first:
+ * by impact = drop(a) + gain(b) in mAP points, or (rank_sqnr) by the head SQNR gain of (b). */
+typedef struct yq_sens_opt {
+    int max_layers;           /* > 0: only the convs with the lowest SQNR in the all-int8 graph */
+    int sqnr_images;          /* calibration images for the SQNR figures (0: 8) */
+    int rank_sqnr;            /* rank by the head SQNR gain of (b) instead of the impact */
+} yq_sens_opt;
 typedef struct yq_sens_layer {
     int layer;                /* Darknet layer index */
     double sqnr_db;           /* its output's SQNR in the all-int8 graph */
@@ -160,9 +166,9 @@ typedef struct yq_sens_layer {
 typedef struct yq_sens_summary {
     double fp32_map, all_int8_map, all_int8_head_db;
 } yq_sens_summary;
-yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                                   int max_layers, int sqnr_images, yq_sens_layer **rows, int *n_rows,
-                                   yq_sens_summary *summary, yq_error *err);
+/* (o NULL: every conv, 8 images, ranked by impact) */
+yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_sens_opt *o,
+                                   yq_sens_layer **rows, int *n_rows, yq_sens_summary *summary, yq_error *err);
 
 /* What qc resolves to on this model; qc itself (the request) is never changed.
  * *resolved (a new handle; may be NULL: not wanted) is qc with the measured choices written
@@ -198,6 +204,9 @@ yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *pat
  * yq_model_free): exactly the package yq_quantizer_save would write, made and loaded in
  * memory (yq_model_open_mem), no file written. */
 yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err);
+/* The FP32 model the quantizer holds, as the files hold it (yq.h: describe it, its layers, run
+ * FP32 sessions on the CPU); borrowed: valid until yq_quantizer_free. */
+const yq_model *yq_quantizer_fp32(const yq_quantizer *q);
 void yq_quantizer_free(yq_quantizer *q);       /* NULL is a no-op */
 
 #ifdef __cplusplus

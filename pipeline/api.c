@@ -16,6 +16,7 @@
 #include "quant/rewrite.h"
 #include "runtime/evaluate.h"
 #include "runtime/package.h"
+#include "runtime/session.h"
 
 struct yq_qconf {
     yq_qconfig qc;
@@ -79,6 +80,7 @@ struct yq_quantizer {
     yq_graph *eq;                 /* cs's graph when its qconfig equalizes (g's equalized copy), else NULL */
     int letterbox;
     yq_calib_stats *cs;           /* for the qconfig whose text is cs_for */
+    yq_model *fp32;               /* g as a model (borrowed) */
     char *cs_for;
 };
 
@@ -147,6 +149,10 @@ yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_qu
         return st;
     }
     q->letterbox = o->letterbox >= 0 ? o->letterbox : q->g->letter_box;
+    if ((st = yq_model_borrow(q->g, q->letterbox, &q->fp32, err)) != YQ_OK) {
+        yq_quantizer_free(q);
+        return st;
+    }
     *out = q;
     return YQ_OK;
 }
@@ -154,6 +160,7 @@ yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_qu
 void yq_quantizer_free(yq_quantizer *q)
 {
     if (!q) return;
+    yq_model_free(q->fp32);
     yq_calib_stats_free(q->cs);
     free(q->cs_for);
     yq_graph_free(q->eq);
@@ -165,6 +172,8 @@ void yq_quantizer_free(yq_quantizer *q)
     free(q->device);
     free(q);
 }
+
+const yq_model *yq_quantizer_fp32(const yq_quantizer *q) { return q ? q->fp32 : NULL; }
 
 static yq_pipe_calib calib_req(const yq_quantizer *q)
 {
@@ -218,13 +227,10 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     return st;
 }
 
-yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann, double map[2],
-                                yq_error *err)
+yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, double map[2], yq_error *err)
 {
-    if (!q || !images || !ann || !map) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_evaluate: NULL argument");
-    yq_dataset *ds = NULL;
-    yq_status st = yq_dataset_load_coco(ann, images, &ds, err);
-    if (st != YQ_OK) return st;
+    if (!q || !ds || !map) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_evaluate: NULL argument");
+    yq_status st = YQ_OK;
     if (qc) st = quantize(q, qc, NULL, err);
     yq_det *dets = NULL;
     int n = 0, skipped = 0;
@@ -245,7 +251,6 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const char 
     }
     if (qc) yq_unquantize_graph(work_graph(q));
     yq_coco_dets_free(dets);
-    yq_dataset_free(ds);
     return st;
 }
 
@@ -288,15 +293,13 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     return YQ_OK;
 }
 
-yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                             const char *device, yq_quant_score *score, yq_error *err)
+yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const char *device,
+                             yq_quant_score *score, yq_error *err)
 {
-    if (!q || !images || !ann || !score) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_score: NULL argument");
+    if (!q || !ds || !score) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_score: NULL argument");
     memset(score, 0, sizeof *score);
     int dev = -1;
     yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
-    yq_dataset *ds = NULL;
-    if (st == YQ_OK) st = yq_dataset_load_coco(ann, images, &ds, err);
     if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
     yq_pipe_eval r = { 0 };
     if (st == YQ_OK) {
@@ -307,7 +310,6 @@ yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const char *im
         *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.ms_median, r.ms_wall, r.images, r.gpu };
     yq_pipe_eval_free(&r);
     if (qc) yq_unquantize_graph(work_graph(q));
-    yq_dataset_free(ds);
     return st;
 }
 
@@ -318,20 +320,17 @@ static void on_drop_step(void *ctx, const yq_pipe_drop_step *s)
     o->step(o->ctx, s->k, s->layers, s->n_layers, s->map, s->drop_pts);
 }
 
-yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                                const yq_max_drop_opt *o, yq_qconf **chosen, yq_max_drop_result *result,
-                                yq_error *err)
+yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_max_drop_opt *o,
+                                yq_qconf **chosen, yq_max_drop_result *result, yq_error *err)
 {
     if (chosen) *chosen = NULL;
-    if (!q || !qc || !images || !ann || !o || !chosen || !result)
+    if (!q || !qc || !ds || !o || !chosen || !result)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_max_drop: NULL argument");
     memset(result, 0, sizeof *result);
     int rank = yq_rank_parse(o->rank ? o->rank : "tensor"), dev = -1;
     if (rank < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "rank \"%s\": expected tensor, head, sqnr or map", o->rank);
     if (!(o->budget_pts >= 0)) return yq_fail(err, YQ_ERR_INVALID_ARG, "budget %g: a drop in points, >= 0", o->budget_pts);
     yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
-    yq_dataset *ds = NULL;
-    if (st == YQ_OK) st = yq_dataset_load_coco(ann, images, &ds, err);
     /* FP32 on the graph as the files hold it (equalization makes its own copy) */
     yq_pipe_eval fp = { 0 };
     if (st == YQ_OK) {
@@ -359,23 +358,23 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const char 
     }
     yq_pipe_drop_free(&res);
     yq_pipe_eval_free(&fp);
-    yq_dataset_free(ds);
     free(out);
     return st;
 }
 
-yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const char *images, const char *ann,
-                                   int max_layers, int sqnr_images, yq_sens_layer **rows, int *n_rows,
-                                   yq_sens_summary *summary, yq_error *err)
+yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_sens_opt *o,
+                                   yq_sens_layer **rows, int *n_rows, yq_sens_summary *summary, yq_error *err)
 {
     if (rows) *rows = NULL;
     if (n_rows) *n_rows = 0;
-    if (!q || !qc || !images || !ann || !rows || !n_rows)
+    if (!q || !qc || !ds || !rows || !n_rows)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_sensitivity: NULL argument");
-    if (max_layers < 0 || sqnr_images < 0 || sqnr_images > 1024)
-        return yq_fail(err, YQ_ERR_INVALID_ARG, "max_layers %d (>= 0), sqnr_images %d (0..1024)", max_layers, sqnr_images);
-    yq_dataset *ds = NULL;
-    yq_status st = yq_dataset_load_coco(ann, images, &ds, err);
+    yq_sens_opt d = { 0, 0, 0 };
+    if (!o) o = &d;
+    if (o->max_layers < 0 || o->sqnr_images < 0 || o->sqnr_images > 1024)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "max_layers %d (>= 0), sqnr_images %d (0..1024)", o->max_layers,
+                       o->sqnr_images);
+    yq_status st = YQ_OK;
     yq_pipe_eval fp = { 0 };
     if (st == YQ_OK) {
         if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
@@ -384,7 +383,8 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const ch
     if (st == YQ_OK) st = ensure_stats(q, &qc->qc, err);
     yq_pipe_sens_res res = { 0 };
     if (st == YQ_OK) {
-        yq_pipe_sens_req r = { .max_layers = max_layers, .sqnr_images = sqnr_images ? sqnr_images : 8 };
+        yq_pipe_sens_req r = { .max_layers = o->max_layers, .sqnr_images = o->sqnr_images ? o->sqnr_images : 8,
+                               .rank_sqnr = o->rank_sqnr != 0 };
         yq_pipe_calib c = calib_req(q);
         st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q), q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
         yq_unquantize_graph(work_graph(q));
@@ -401,7 +401,6 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const ch
     }
     yq_pipe_sens_free(&res);
     yq_pipe_eval_free(&fp);
-    yq_dataset_free(ds);
     return st;
 }
 

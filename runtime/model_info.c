@@ -86,6 +86,16 @@ yq_status yq_model_layer(const yq_model *m, int i, yq_layer *out, yq_error *err)
     out->out_c = n->out.c;
     out->out_h = n->out.h;
     out->out_w = n->out.w;
+    if (n->op == YQ_OP_CONV) {
+        out->size = n->p.conv.size;
+        out->stride = n->p.conv.stride;
+        out->groups = n->p.conv.groups;
+    } else if (n->op == YQ_OP_MAXPOOL) {
+        out->size = n->p.pool.size;
+        out->stride = n->p.pool.stride;
+    } else if (n->op == YQ_OP_UPSAMPLE) {
+        out->stride = n->p.up.stride;
+    }
     out->params = yq_node_params(n);
     out->flops = yq_node_flops(g, n);
     if (g->q) {

@@ -289,7 +289,7 @@ static void t_session_evaluate(void)
     CHECK(yq_coco_eval(ds, dets, n, again, NULL, NULL, &err) == YQ_OK && !memcmp(st, again, sizeof st));
     yq_quantizer *q = quantizer();
     double map[2];
-    CHECKF(yq_quantizer_evaluate(q, NULL, imgs, ann, map, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_evaluate(q, NULL, ds, map, &err) == YQ_OK, "%s", err.msg);
     CHECKF(map[0] == st[YQ_COCO_AP] && map[1] == st[YQ_COCO_AP50], "session %.6f %.6f vs quantizer %.6f %.6f",
            st[YQ_COCO_AP], st[YQ_COCO_AP50], map[0], map[1]);
     printf("# yolo-fastest-1.1 FP32 on %d images: mAP %.4f, mAP50 %.4f (both paths)\n", ds->n_images, map[0], map[1]);

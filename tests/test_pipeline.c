@@ -483,8 +483,8 @@ static void t_quantizer(void)
     CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, hf, NULL, NULL, &err) == YQ_OK,
            "%s", err.msg);
     yq_coco_dets_free(d);
-    CHECKF(yq_quantizer_evaluate(a.q, NULL, samples, ann, mf, &err) == YQ_OK, "%s", err.msg);
-    CHECKF(yq_quantizer_evaluate(a.q, a.qc, samples, ann, m8, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_evaluate(a.q, NULL, ds, mf, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_evaluate(a.q, a.qc, ds, m8, &err) == YQ_OK, "%s", err.msg);
     printf("# two samples: FP32 mAP %.4f mAP50 %.4f, int8 %.4f %.4f\n", mf[0], mf[1], m8[0], m8[1]);
     CHECKF(mf[0] == hf[0] && mf[1] == hf[1] && m8[0] == h8[0] && m8[1] == h8[1],
            "FP32 %g %g against %g %g by hand, int8 %g %g against %g %g", mf[0], mf[1], hf[0], hf[1], m8[0], m8[1], h8[0], h8[1]);
@@ -586,7 +586,7 @@ static void on_step(void *ctx, int k, const int *layers, int n_layers, double ma
 typedef struct search_ctx {
     yq_quantizer *q;
     const yq_qconf *qc;
-    const char *ann;
+    const yq_dataset *ds;
     yq_max_drop_opt o;
     yq_qconf *chosen;
     yq_max_drop_result r;
@@ -595,7 +595,7 @@ typedef struct search_ctx {
 static void run_search(void *p)
 {
     search_ctx *a = p;
-    a->st = yq_quantizer_max_drop(a->q, a->qc, samples, a->ann, &a->o, &a->chosen, &a->r, &err);
+    a->st = yq_quantizer_max_drop(a->q, a->qc, a->ds, &a->o, &a->chosen, &a->r, &err);
 }
 
 /* yq_quantizer_score is yq_quantizer_evaluate's mAP with timings (FP32 and int8, on the
@@ -620,25 +620,27 @@ static void t_quantizer_search(void)
     char ann[96];
     snprintf(ann, sizeof ann, "%s/ann2.json", tmpdir);
     write_ann(ann);
+    yq_dataset *ds = NULL;
+    CHECKF(yq_dataset_load_coco(ann, samples, &ds, &err) == YQ_OK, "%s", err.msg);
 
     double mf[2], m8[2];
     yq_quant_score sf, s8;
-    CHECKF(yq_quantizer_evaluate(q, NULL, samples, ann, mf, &err) == YQ_OK &&
-           yq_quantizer_evaluate(q, qc, samples, ann, m8, &err) == YQ_OK, "%s", err.msg);
-    CHECKF(yq_quantizer_score(q, NULL, samples, ann, NULL, &sf, &err) == YQ_OK &&
-           yq_quantizer_score(q, qc, samples, ann, "cpu", &s8, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_evaluate(q, NULL, ds, mf, &err) == YQ_OK &&
+           yq_quantizer_evaluate(q, qc, ds, m8, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_score(q, NULL, ds, NULL, &sf, &err) == YQ_OK &&
+           yq_quantizer_score(q, qc, ds, "cpu", &s8, &err) == YQ_OK, "%s", err.msg);
     printf("# score: FP32 mAP %.4f (%.1f ms/img engine, %.1f all), int8 %.4f (%.1f, %.1f), %d images\n", sf.map,
            sf.ms_engine, sf.ms_wall, s8.map, s8.ms_engine, s8.ms_wall, s8.images);
     CHECKF(sf.map == mf[0] && sf.map50 == mf[1] && s8.map == m8[0] && s8.map50 == m8[1],
            "score %g %g / %g %g against evaluate %g %g / %g %g", sf.map, sf.map50, s8.map, s8.map50, mf[0], mf[1], m8[0], m8[1]);
     CHECK(sf.images == 2 && s8.images == 2 && !sf.gpu && !s8.gpu);
     CHECK(sf.ms_engine > 0 && sf.ms_wall >= sf.ms_engine && s8.ms_engine > 0 && s8.ms_wall >= s8.ms_engine);
-    yq_status st = yq_quantizer_score(q, qc, samples, ann, "gpu0", &s8, &err);
+    yq_status st = yq_quantizer_score(q, qc, ds, "gpu0", &s8, &err);
     CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "gpu0"), "%s", err.msg);
 
     /* every layer int8 meets a budget of 100 points at once */
     steps_seen ss = { 0 };
-    search_ctx a = { q, qc, ann, { .budget_pts = 100, .step = on_step, .ctx = &ss }, NULL, { 0 }, YQ_OK };
+    search_ctx a = { q, qc, ds, { .budget_pts = 100, .step = on_step, .ctx = &ss }, NULL, { 0 }, YQ_OK };
     long printed = stderr_bytes_during(run_search, &a);
     CHECKF(a.st == YQ_OK, "%s", err.msg);
     CHECKF(printed == 0, "the search printed %ld bytes", printed);
@@ -658,7 +660,7 @@ static void t_quantizer_search(void)
         yq_sens_layer *rows = NULL;
         int nr = 0;
         yq_sens_summary sum;
-        CHECKF(yq_quantizer_sensitivity(q, qc, samples, ann, 2, 2, &rows, &nr, &sum, &err) == YQ_OK && rows, "%s", err.msg);
+        CHECKF(yq_quantizer_sensitivity(q, qc, ds, &(yq_sens_opt){ 2, 2, 0 }, &rows, &nr, &sum, &err) == YQ_OK && rows, "%s", err.msg);
         CHECKF(nr == 2 && sum.fp32_map == mf[0] && sum.all_int8_map == a.r.all_int8_map, "%d rows, FP32 %g (%g), all int8 %g (%g)",
                nr, sum.fp32_map, mf[0], sum.all_int8_map, a.r.all_int8_map);
         for (int k = 0; k < nr; k++) {
@@ -675,7 +677,7 @@ static void t_quantizer_search(void)
         CHECKF(yq_qconf_new(&only, &err) == YQ_OK && yq_qconf_set(only, "head", "int8", &err) == YQ_OK &&
                yq_qconf_set(only, "first", "int8", &err) == YQ_OK && yq_qconf_set(only, "keep_float", "0", &err) == YQ_OK &&
                yq_qconf_set(only, "skip_layers", L, &err) == YQ_OK &&
-               yq_quantizer_score(q, only, samples, ann, "cpu", &sb, &err) == YQ_OK, "%s", err.msg);
+               yq_quantizer_score(q, only, ds, "cpu", &sb, &err) == YQ_OK, "%s", err.msg);
         CHECKF(nr && sb.map == rows[0].map_b, "layer %s float alone scores %g, the table's (b) %g", L, sb.map,
                nr ? rows[0].map_b : -1.0);
         yq_qconf_free(only);
@@ -686,7 +688,7 @@ static void t_quantizer_search(void)
      * steps run (every layer in 4 bits loses mAP on these boxes) */
     CHECKF(yq_qconf_set(qc, "bits", "4", &err) == YQ_OK, "%s", err.msg);
     memset(&ss, 0, sizeof ss);
-    a = (search_ctx){ q, qc, ann, { .budget_pts = 0, .rank = "sqnr", .max_float = 2, .step = on_step, .ctx = &ss },
+    a = (search_ctx){ q, qc, ds, { .budget_pts = 0, .rank = "sqnr", .max_float = 2, .step = on_step, .ctx = &ss },
                       NULL, { 0 }, YQ_OK };
     run_search(&a);
     CHECKF(a.st == YQ_OK, "%s", err.msg);
@@ -703,7 +705,7 @@ static void t_quantizer_search(void)
     if (a.r.steps) CHECKF(ss.layers >= a.r.n_float && ss.layers <= 2, "%d layers over the steps", ss.layers);
     /* the answer's qconfig, scored on its own: the search's mAP */
     yq_quant_score sc;
-    CHECKF(yq_quantizer_score(q, a.chosen, samples, ann, "cpu", &sc, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_quantizer_score(q, a.chosen, ds, "cpu", &sc, &err) == YQ_OK, "%s", err.msg);
     CHECKF(sc.map == a.r.map, "the answer scores %g, the search said %g", sc.map, a.r.map);
     t = yq_qconf_text(a.chosen);
     CHECK(t);
@@ -724,6 +726,7 @@ static void t_quantizer_search(void)
     CHECKF(a.st == YQ_ERR_INVALID_ARG && strstr(err.msg, "budget"), "%s", err.msg);
     yq_qconf_free(qc);
     yq_quantizer_free(q);
+    yq_dataset_free(ds);
 }
 
 int main(void)

@@ -1,0 +1,108 @@
+/* What the commands not yet on the public API share: the graph, the qconfig struct, the
+ * pipeline layer (pipeline/), latency and tuning.  tests/cli_boundary_test.py lists the files
+ * that still include it; each file moved onto the public API leaves that list. */
+#ifndef YQ_CLI_INTERNAL_H
+#define YQ_CLI_INTERNAL_H
+
+#include "cli/cli.h"
+#include "ir/ir.h"
+#include "quant/qconfig.h"
+#include "calib/observe.h"
+#include "calib/compare.h"
+#include "pipeline/quantize.h"
+#include "pipeline/search.h"
+#include "runtime/evaluate.h"
+#include "runtime/tune.h"
+
+/* The FP32 graph of a Darknet MODEL (cli/graph.c). */
+yq_status cli_load_model(const cli_model_opt *o, yq_graph **g, yq_error *err);
+
+/* The quantization flags' struct (cli.h's cli_quant_opt). */
+struct cli_quant_opt {
+    yq_qconfig qc;
+    const char *calib_dir, *cache;
+    const char *calib_device; /* --calib-device cpu|cuda[:N]; NULL: cuda when usable, else cpu */
+    int any;                  /* a qconfig flag was given */
+};
+void cli_quant_init(cli_quant_opt *q);   /* a struct of the caller's: the defaults */
+/* Per-layer SQNR of int8 vs FP32 on the first n_images of dir; prints the worst top. */
+yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
+                           yq_layer_err **out, yq_error *err);
+/* pipeline/quantize.h's yq_pipe_load_inputs, yq_pipe_quantize and yq_pipe_calibrate on q's
+ * flags, with the terminal's progress bar, warnings and notes (cli/qflags.c).  cli_term_io:
+ * the pipeline's callbacks on the terminal, as cli_quant_term_io's. */
+yq_pipe_io cli_term_io(cli_bar *bar);
+yq_pipe_calib cli_calib_req(const cli_quant_opt *q);
+yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err);
+/* (resolved: may be NULL; see yq_pipe_quantize) */
+yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_graph *g, const yq_calib_stats *cs,
+                             int letterbox, yq_error *err);
+/* (*eq: as yq_pipe_calibrate's, the equalized copy or NULL) */
+yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_graph **eq, yq_calib_stats **cs,
+                        yq_error *err);
+/* cli_calibrate for a command done with the FP32 weights: *g becomes the graph to rewrite
+ * (the equalized copy, the FP32 graph freed, when the qconfig equalizes). */
+yq_status cli_calibrate_swap(const cli_quant_opt *q, yq_graph **g, int letterbox, yq_calib_stats **cs, yq_error *err);
+
+/* The latency engine of sweep and quantize --max-drop (cli/latency.c): the GPU with tuned
+ * kernels (runtime/latency.h) when there is one, else the CPU int8 reference engine (the
+ * per-image times cli_eval_timed measures).  cli_lat_init, the flags, cli_lat_start (which
+ * decides, and names the engine in tag and label), then cli_lat_measure per int8 graph.
+ * A GPU failure turns the engine to the CPU for the rest of the run (one warning line). */
+typedef struct cli_lat {
+    int want;                 /* -1: cuda when a device is present (default); 0: cpu; 1: cuda */
+    int device;               /* cuda:N */
+    int batch;                /* --lat-batch (GPU only) */
+    double budget_s;          /* --tune-budget: tuning per measurement (0: the log's kernels only) */
+    const char *tune_log;     /* --tune-log; NULL until cli_lat_start picks the default */
+    /* set by cli_lat_start and cli_lat_measure */
+    int gpu;                  /* the engine is the GPU (still) */
+    char tag[32];             /* "cuda-int8-tuned" | "cpu-int8-reference" */
+    char label[192];          /* "GPU int8, tuned, batch 1, NVIDIA H200" | "CPU int8 reference" */
+    char gpu_desc[160];       /* "NVIDIA H200 (sm_90, 132 SMs)" */
+    char why_cpu[256];        /* why the engine is the CPU ("" while it is the GPU) */
+    int measured, shapes_tuned, graph, runs, tasks, from_log, tuned_convs, int8_convs;
+    double tune_s;
+    double last_mean;         /* the last measurement's mean (its median is what cli_lat_measure returned) */
+    char log_buf[1100];
+} cli_lat;
+void cli_lat_init(cli_lat *l);
+/* --lat-device D (and --tune-log, --lat-batch, --tune-budget): as cli_model_arg. */
+int  cli_lat_arg(cli_lat *l, int argc, char **argv, int *i);
+/* Sets the engine from a device value (cpu | cuda | cuda:N) given to option opt: 1, or -1
+ * (usage message printed). */
+int  cli_lat_device(cli_lat *l, const char *opt, const char *v);
+/* Picks the engine and the default tuning log (out ending in .yqp: OUT.tune.jsonl, as
+ * yquant tune; else the folder out's tune.jsonl).  --device cuda without a GPU: a warning
+ * line, then the CPU. */
+void cli_lat_start(cli_lat *l, const char *out);
+/* The GPU latency (ms per forward of l->batch images) of int8 graph g into *ms: 1 if
+ * measured; 0 when the engine is the CPU (now, or after this failure: warning printed). */
+int  cli_lat_measure(cli_lat *l, const yq_graph *g, double *ms);
+/* latency_device, latency_engine and a "latency" object with the details, into root. */
+void cli_lat_json(const cli_lat *l, struct cJSON *root);
+
+/* quantize --max-drop (cli/max_drop.c): pipeline/search.h's yq_pipe_max_drop on q's flags
+ * (rank: "head" | "sqnr" | "map" | "tensor"), its steps printed as a table and into json
+ * (may be NULL: no --json); sets q->qc to the answer and leaves g rewritten with it.  lat
+ * (may be NULL: the CPU; cli_lat_start called already) measures each step's latency, and
+ * when it is the GPU the mAP is the GPU int8 engine's.  *res: yq_pipe_drop_free. */
+yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
+                       const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
+                       cli_lat *lat, yq_pipe_drop_res *res, yq_error *err);
+
+
+/* The tune command's work once its flags are read (cli/cmd_tune.c), shared with
+ * quantize, which tunes the package it wrote: no command calls another. */
+typedef struct cli_tune_req {
+    cli_model_opt mo;         /* mo.model: a .yqp package, or a Darknet model (tuned, logged only) */
+    yq_tune_opt o;
+    int batches[16], nb;
+    int write;                /* store the choices in the package */
+    int head_int8;            /* a model: quantize its head convs too */
+    const char *log, *json, *device;   /* NULL log: beside the package; device "cuda[:N]" */
+} cli_tune_req;
+cli_tune_req cli_tune_defaults(void);   /* batch 1, cuda, writing, the tuner's defaults */
+int cli_tune(const cli_tune_req *r);    /* 0; else the exit status, after printing why */
+
+#endif
