@@ -39,7 +39,7 @@ CUTLASS_INC ?= $(shell python3 -c 'import importlib.util as u, os; s = u.find_sp
 CUT_ARCHS := $(foreach g,$(filter arch=compute_80% arch=compute_90% arch=compute_1%,$(NVCC_ARCHS)),-gencode $(g))
 
 LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) \
-            -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
+            -lprotobuf-c -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
             -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 
 LIB_DIRS := ir quant calib kernels runtime datasets pipeline
@@ -49,7 +49,13 @@ CU_SRCS  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu))
 # CU_B: where the CUDA objects are; the sanitizer build reuses the plain build's (nvcc's
 # host code is not instrumented, which ASan allows).
 CU_B     ?= $(B)
-OBJS     := $(C_SRCS:%.c=$(B)/%.o) $(CXX_SRCS:%.cpp=$(B)/%.o) $(CU_SRCS:%.cu=$(CU_B)/%.cu.o)
+# ONNX: Debian's onnx.proto (libonnx-dev) turned into C by protoc-c (protobuf-c-compiler) at
+# build time; ir/onnx.c parses models with it (libprotobuf-c).
+ONNX_PROTO ?= $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/local/include/onnx/onnx.proto))
+PROTOC_C   ?= protoc-c
+ONNX_GEN   := $(B)/gen/onnx.pb-c.c
+CPPFLAGS   += -I$(B)/gen
+OBJS     := $(C_SRCS:%.c=$(B)/%.o) $(CXX_SRCS:%.cpp=$(B)/%.o) $(CU_SRCS:%.cu=$(CU_B)/%.cu.o) $(B)/gen/onnx.pb-c.o
 LIB      := $(B)/libyq.a
 
 CLI_SRCS := $(wildcard cli/*.c)
@@ -62,7 +68,7 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 # The peer (Debian's darknet) is optional: its dumper is built only where it exists.
 DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
-PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump)
+PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump) $(B)/tests/onnx_dump
 
 .PHONY: all test test-asan bench fuzz clean install-deps examples install uninstall
 all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
@@ -70,6 +76,17 @@ all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/gen/onnx.pb-c.c: $(ONNX_PROTO)
+	@test -n "$(ONNX_PROTO)" || { echo "error: onnx.proto not found (Debian: libonnx-dev): run scripts/install-deps.sh" >&2; exit 1; }
+	@command -v $(PROTOC_C) >/dev/null || { echo "error: $(PROTOC_C) not found (Debian: protobuf-c-compiler): run scripts/install-deps.sh" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(PROTOC_C) --c_out=$(dir $@) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+$(B)/gen/onnx.pb-c.h: $(B)/gen/onnx.pb-c.c
+# generated code: the compiler's defaults, not our warnings
+$(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
+	$(CC) $(CPPFLAGS) -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fPIC $(SAN) -c $< -o $@
+$(B)/ir/onnx.o: $(B)/gen/onnx.pb-c.h
 
 # the halo family (kernels/cuda_halo.cu) is mma.sync and cp.async too: the same architectures
 $(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
@@ -123,6 +140,10 @@ $(B)/bench/%: $(B)/bench/%.o $(LIB)
 # examples/*.c: small programs on the public API (the headers under include/) alone.
 examples: $(EXAMPLES)
 $(B)/examples/%: $(B)/examples/%.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+
+# tests/onnx_test.py's side of the ONNX comparison (onnxruntime is the other).
+$(B)/tests/onnx_dump: $(B)/tests/peer/onnx_dump.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
 # The darknet peer: darknet's own library, headers shipped under /usr/lib/darknet/include.
@@ -208,8 +229,8 @@ clean:
 GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) \
                    calib/hist.c calib/methods.c calib/compare.c $(wildcard calib/simulate.c) runtime/plan.c runtime/exec_int8.c \
                    runtime/exec_cuda.c) \
-                 $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
-GPU_TEST_LIBS := -Wl,-Bstatic -lopenblas -ljpeg -lpng16 -lz -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
+                 $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu)) $(B)/gen/onnx.pb-c.o
+GPU_TEST_LIBS := -Wl,-Bstatic -lprotobuf-c -lopenblas -ljpeg -lpng16 -lz -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
                  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
 
 .PHONY: gpu-test
@@ -316,7 +337,7 @@ GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/
                       runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_wgmma.cu \
-                      kernels/cuda_f16.cu kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu)
+                      kernels/cuda_f16.cu kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu) $(B)/gen/onnx.pb-c.o
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 

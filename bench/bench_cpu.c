@@ -246,7 +246,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < g->n_nodes; i++) {
         pr.node_ms[i] /= pruns;
         int k = node_kind(g, &g->nodes[i]);
-        if (g->nodes[i].op == YQ_OP_DROPOUT || g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION)
+        if (g->nodes[i].op == YQ_OP_DROPOUT || yq_op_is_head(g->nodes[i].op))
             k = K_OTHER;
         kind_ms[k] += pr.node_ms[i];
         kind_fl[k] += yq_node_flops(g, &g->nodes[i]) * batch;

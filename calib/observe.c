@@ -123,7 +123,7 @@ static void hook(void *ctx, const yq_graph *g, int id, const void *data, int bat
 {
     obs *o = ctx;
     const yq_node *n = &g->nodes[id];
-    if (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) return;  /* aliases */
+    if (n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op)) return;  /* aliases */
     const float *x = data;
     long sz = yq_shape_size(n->out);
     yq_hist_add(&o->cs->hist[id], x, sz * batch);

@@ -44,7 +44,7 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || yq_op_is_head(op); }
 
 /* ---- image loading on host threads ------------------------------------------- */
 

@@ -22,7 +22,7 @@ struct yq_sim {
     int weights;
 };
 
-static int is_head(yq_op op) { return op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+static int is_head(yq_op op) { return yq_op_is_head(op); }
 
 void yq_sim_free(yq_sim *s)
 {

@@ -369,7 +369,7 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
     for (int i = 0; i < g->n_nodes && !st; i++) {
         const yq_node *n = &g->nodes[i];
         rows[i] = (prow){ i, 0 };
-        if (i == 0 || n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) continue;
+        if (i == 0 || n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op)) continue;
         if (!yq_cuda_plan_runs(plan, i)) continue;   /* a route the plan makes a view: nothing runs */
         node_ctx c;
         memset(&c, 0, sizeof c);

@@ -415,7 +415,7 @@ int cmd_quantize(int argc, char **argv)
         cJSON *lr = cJSON_AddArrayToObject(root, "layers");
         for (int i = 1; i < g->n_nodes; i++) {
             yq_op op = g->nodes[i].op;
-            if (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) continue;
+            if (op == YQ_OP_DROPOUT || yq_op_is_head(op)) continue;
             cJSON *l = cJSON_CreateObject();
             cJSON_AddNumberToObject(l, "layer", g->nodes[i].layer);
             cJSON_AddStringToObject(l, "type", yq_op_name(op));

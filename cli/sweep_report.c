@@ -16,12 +16,12 @@ static void cli_html_sqnr_table(FILE *f, const yq_graph *g, const yq_layer_err *
 {
     int *head_feed = calloc((size_t)g->n_nodes, sizeof *head_feed);
     for (int i = 1; head_feed && i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) head_feed[g->nodes[i].src[0]] = 1;
+        if (yq_op_is_head(g->nodes[i].op)) head_feed[g->nodes[i].src[0]] = 1;
     fputs("<table class=\"sqnr\">\n<tr><th>layer</th><th>type</th><th>output</th><th>runs in</th>"
           "<th>SQNR dB</th><th>max |err|</th><th>SQNR (bar: 0 to 60 dB)</th></tr>\n", f);
     for (int i = 1; i < g->n_nodes; i++) {
         const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
+        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
         const yq_qnode *q = g->q ? &g->q[i] : NULL;
         double db = e[i].sqnr_db;
         double pct = fmin(fmax(db / 60.0, 0), 1) * 100;

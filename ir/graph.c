@@ -169,7 +169,7 @@ int yq_graph_find(const yq_graph *g, const char *name)
 const char *yq_op_name(yq_op op)
 {
     static const char *names[YQ_OP_COUNT] = {
-        "input", "conv", "shortcut", "route", "upsample", "maxpool", "dropout", "yolo", "region",
+        "input", "conv", "shortcut", "route", "upsample", "maxpool", "dropout", "yolo", "region", "detect",
     };
     return (unsigned)op < YQ_OP_COUNT ? names[op] : "?";
 }

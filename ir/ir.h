@@ -33,6 +33,8 @@ typedef enum yq_op {
     YQ_OP_DROPOUT,      /* identity at inference */
     YQ_OP_YOLO,         /* detection head (v3/v4): decodes its input, no new tensor */
     YQ_OP_REGION,       /* YOLOv2 detection head */
+    YQ_OP_DETECT,       /* anchor-free detection head (YOLOv8/YOLO11, ONNX import): one scale's
+                           4 x reg_max box-distance logits (DFL) then the class logits */
     YQ_OP_COUNT
 } yq_op;
 
@@ -61,7 +63,12 @@ typedef struct yq_head_p {
     float scale_x_y;              /* 1 when absent */
     int new_coords;               /* yolov7 style decode */
     int softmax;                  /* region */
+    int reg_max;                  /* detect: bins of each side's distance distribution (16) */
+    int stride;                   /* detect: input pixels per cell of this scale */
 } yq_head_p;
+
+/* The detection heads: their input tensor is decoded by the post-processing, no new tensor. */
+static inline int yq_op_is_head(yq_op op) { return op == YQ_OP_YOLO || op == YQ_OP_REGION || op == YQ_OP_DETECT; }
 
 /* Element type of a node's output. */
 typedef enum yq_dtype { YQ_F32 = 0, YQ_S8, YQ_U8 } yq_dtype;
@@ -191,6 +198,19 @@ typedef struct yq_model_paths { char cfg[512], weights[512], names[512]; int syn
 yq_status yq_model_resolve(const char *model, const char *weights_arg, yq_model_paths *out, yq_error *err);
 /* Load .names (one class per line) into g. */
 yq_status yq_graph_load_names(yq_graph *g, const char *path, yq_error *err);
+
+/* ONNX import (ir/onnx.c): an Ultralytics detect export; opt's width and height (0: the
+ * model's) set a dynamic input's size; bn, synthetic and seed do not apply. */
+yq_status yq_onnx_load(const char *path, const yq_import_opt *opt, yq_graph **out, yq_error *err);
+/* The same from the file's bytes (path, may be NULL, names it in messages). */
+yq_status yq_onnx_load_mem(const void *data, size_t len, const char *path, const yq_import_opt *opt, yq_graph **out,
+                           yq_error *err);
+/* 1 when path names an ONNX model (ends in .onnx, any case). */
+int yq_is_onnx(const char *path);
+/* A model file as the CLI and the library take it: an ONNX model, or a Darknet model
+ * (yq_model_resolve with weights_arg, then its .names when there is one). */
+yq_status yq_load_model(const char *model, const char *weights_arg, const yq_import_opt *opt, yq_graph **out,
+                        yq_error *err);
 
 /* Progress of a long job (calibration, evaluation): done of total. */
 typedef void (*yq_progress_fn)(void *ctx, int done, int total);

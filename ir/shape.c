@@ -94,6 +94,13 @@ yq_status yq_shape_infer(yq_graph *g, int id, yq_error *err)
                  in.c, h->num, h->classes, h->coords + 1, h->num * (h->classes + h->coords + 1));
         break;
     }
+    case YQ_OP_DETECT: {
+        const yq_head_p *h = &n->p.head;
+        if (h->classes < 1 || h->reg_max < 1 || h->stride < 1 || in.c != 4 * h->reg_max + h->classes)
+            FAIL(YQ_ERR_SHAPE, "input has %d channels, 4 x %d distance bins + %d classes = %d expected (stride %d)",
+                 in.c, h->reg_max, h->classes, 4 * h->reg_max + h->classes, h->stride);
+        break;
+    }
     case YQ_OP_COUNT:
         FAIL(YQ_ERR_UNSUPPORTED, "bad op");
     }

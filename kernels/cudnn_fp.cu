@@ -309,7 +309,7 @@ static size_t up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 static int is_alias(const yq_graph *g, int id)
 {
     yq_op op = g->nodes[id].op;
-    return op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION;
+    return op == YQ_OP_DROPOUT || yq_op_is_head(op);
 }
 
 static void *nbuf(const yq_cudnn_plan *p, int id) { return p->mem + p->arena_off + p->off[p->owner[id]]; }
@@ -956,7 +956,7 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
             if (p->last_use[ow] < i) p->last_use[ow] = i;
         }
         if ((p->flags & YQ_PLAN_KEEP_ALL) ||
-            ((p->flags & YQ_PLAN_KEEP_HEADS) && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION)))
+            ((p->flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
             p->last_use[p->owner[i]] = n;
     }
     if (p->last_use[0] < 1) p->last_use[0] = 1;
@@ -1236,7 +1236,7 @@ static yq_status run_nodes(yq_cudnn_plan *p, yq_error *err)
             YQ_CUDA_LAUNCHED();
             break;
         }
-        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
             break;   /* aliases */
         case YQ_OP_INPUT: case YQ_OP_COUNT:
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", nd->layer, yq_op_name(nd->op));

@@ -102,19 +102,8 @@ static char *dup_or_null(const char *s, int *fail)
 
 static yq_status load_graph(yq_quantizer *q, yq_error *err)
 {
-    yq_model_paths mp;
-    yq_status st = yq_model_resolve(q->model, q->weights, &mp, err);
-    if (st != YQ_OK) return st;
-    yq_import_opt io = { .width = q->o.width, .height = q->o.height, .bn = q->o.bn_pjreddie ? YQ_BN_PJREDDIE : YQ_BN_ALEXEYAB,
-                         .synthetic = mp.synthetic, .seed = mp.seed };
-    yq_graph *g = NULL;
-    if ((st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, &g, err)) != YQ_OK) return st;
-    if (mp.names[0] && (st = yq_graph_load_names(g, mp.names, err)) != YQ_OK) {
-        yq_graph_free(g);
-        return st;
-    }
-    q->g = g;
-    return YQ_OK;
+    yq_import_opt io = { .width = q->o.width, .height = q->o.height, .bn = q->o.bn_pjreddie ? YQ_BN_PJREDDIE : YQ_BN_ALEXEYAB };
+    return yq_load_model(q->model, q->weights, &io, &q->g, err);
 }
 
 yq_status yq_quantizer_new(const char *model, const yq_quant_opt *o, const yq_quant_io *io, yq_quantizer **out,
@@ -275,7 +264,7 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     for (int i = 1; st == YQ_OK && i < g->n_nodes; i++) {
         const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION) continue;
+        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
         const yq_qnode *qn = &g->q[i];
         r[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
                                    qn->float_op ? "float" : qn->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db, e[i].max_abs };

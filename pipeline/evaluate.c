@@ -39,7 +39,7 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
     yq_eval_opt eo = yq_eval_defaults();
     int heads[MAX_HEADS], nh = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+        if (yq_op_is_head(g->nodes[i].op)) {
             if (nh == MAX_HEADS) return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS);
             heads[nh++] = i;
         }
@@ -177,7 +177,7 @@ double yq_pipe_head_sqnr(const yq_graph *g, const yq_layer_err *e)
 {
     double sig = 0, noise = 0;
     for (int i = 1; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+        if (yq_op_is_head(g->nodes[i].op)) {
             int s = g->nodes[i].src[0];
             sig += e[s].sig;
             noise += e[s].noise;

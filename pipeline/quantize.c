@@ -309,7 +309,7 @@ char *yq_pipe_plan_json(const yq_graph *g, const yq_qconfig *request, const yq_q
     for (int i = 1; i < N; i++) {
         const yq_node *n = &g->nodes[i];
         const yq_qnode *q = &g->q[i];
-        if (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION) continue;
+        if (n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op)) continue;
         int L = n->layer;
         /* a skip the request does not hold is keep_float's measured choice */
         const char *w = why[i] == YQ_WHY_SKIP ? (yq_qc_skip(request, L) ? "skip_layers" : "keep_float")

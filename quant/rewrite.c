@@ -62,7 +62,7 @@ static void unite(int *par, int a, int b)
     if (a != b) par[a < b ? b : a] = a < b ? a : b;
 }
 
-static int is_head(yq_op op) { return op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+static int is_head(yq_op op) { return yq_op_is_head(op); }
 
 /* Route, maxpool, upsample, dropout and the heads take their sources' scale. */
 static void unite_classes(const yq_graph *g, int *par)
@@ -210,7 +210,14 @@ void yq_float_reasons(const yq_graph *g, const yq_qconfig *qc, uint8_t *why)
     /* head = float: the convs feeding a head (a reason before first's and the activation's) */
     for (int i = 1; i < N && qc->head_float; i++) {
         int s = g->nodes[i].src[0];
-        if (is_head(g->nodes[i].op) && s > 0 && g->nodes[s].op == YQ_OP_CONV && why[s] != YQ_WHY_SKIP) why[s] = YQ_WHY_HEAD;
+        if (!is_head(g->nodes[i].op) || s <= 0) continue;
+        if (g->nodes[s].op == YQ_OP_CONV && why[s] != YQ_WHY_SKIP) why[s] = YQ_WHY_HEAD;
+        /* an anchor-free head reads the concat of its box and class convs */
+        if (g->nodes[s].op == YQ_OP_ROUTE && g->nodes[s].p.route.groups == 1)
+            for (int k = 0; k < g->nodes[s].n_src; k++) {
+                int c = g->nodes[s].src[k];
+                if (c > 0 && g->nodes[c].op == YQ_OP_CONV && why[c] != YQ_WHY_SKIP) why[c] = YQ_WHY_HEAD;
+            }
     }
     /* A node whose inputs all come from float ops stays in float too when it is a
      * pure data-movement op (maxpool/upsample/route/dropout): converting there gains nothing. */

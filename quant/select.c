@@ -5,7 +5,7 @@
 #include "quant/rewrite.h"
 #include "quant/select.h"
 
-static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION; }
+static int is_alias(yq_op op) { return op == YQ_OP_DROPOUT || yq_op_is_head(op); }
 
 typedef struct ranked { int root; double e; } ranked;
 static int by_e_desc(const void *a, const void *b)
@@ -67,7 +67,7 @@ static int class_readers_ok(const yq_graph *g, const int *root, int r)
         if (root[i] == r) continue;
         const yq_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_src; k++)
-            if (root[n->src[k]] == r && n->op != YQ_OP_CONV && n->op != YQ_OP_YOLO && n->op != YQ_OP_REGION) return 0;
+            if (root[n->src[k]] == r && n->op != YQ_OP_CONV && !yq_op_is_head(n->op)) return 0;
     }
     return 1;
 }

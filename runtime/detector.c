@@ -17,7 +17,7 @@ yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
     if (!d) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     d->g = g;
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+        if (yq_op_is_head(g->nodes[i].op)) {
             if (d->n_heads == MAX_HEADS) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS); }
             d->head_src[d->n_heads++] = i;   /* the head node: an alias of its input, or its dequantized copy */
         }

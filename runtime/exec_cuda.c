@@ -52,7 +52,7 @@ static int is_alias(const yq_graph *g, int id)
 {
     const yq_node *n = &g->nodes[id];
     int whole_route = n->op == YQ_OP_ROUTE && n->n_src == 1 && n->p.route.groups <= 1 && !g->q[id].float_op;
-    return (n->op == YQ_OP_DROPOUT || n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION || whole_route) &&
+    return (n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op) || whole_route) &&
            yq_node_dtype(g, id) == yq_node_dtype(g, n->src[0]);
 }
 
@@ -115,7 +115,7 @@ static int strided_writer(const yq_cuda_plan *p, int m)
     const yq_graph *g = p->g;
     switch (g->nodes[m].op) {
     case YQ_OP_CONV: case YQ_OP_SHORTCUT: return p->fuse[m] < 0;
-    case YQ_OP_UPSAMPLE: case YQ_OP_MAXPOOL: case YQ_OP_ROUTE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+    case YQ_OP_UPSAMPLE: case YQ_OP_MAXPOOL: case YQ_OP_ROUTE: case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
         return 1;
     default: return 0;
     }
@@ -301,7 +301,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
         }
         if (need > scratch) scratch = need;
         if ((flags & YQ_PLAN_KEEP_ALL) ||
-            ((flags & YQ_PLAN_KEEP_HEADS) && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION)))
+            ((flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
             p->last_use[p->owner[i]] = n;
     }
     if (p->last_use[0] < 1) p->last_use[0] = 1;
@@ -452,7 +452,7 @@ yq_status yq_cuda_enqueue(yq_cuda_plan *p, int batch, void *stream, yq_error *er
         case YQ_OP_MAXPOOL:
             if (!(st = source(p, i, 0, B, stream, &so, &a, err))) st = yq_cuda_maxpool(&a, &n->p.pool, &y, B, stream, err);
             break;
-        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
             if (!p->noop[i]) {
                 a = dt(p, n->src[0]);
                 if (y.dtype != YQ_F32) {

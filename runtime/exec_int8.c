@@ -122,7 +122,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             if (fl) yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B);
             else yq_ref_maxpool(is, &n->p.pool, n->out, x, y, B);
             break;
-        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION:
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
             /* An alias unless the dtype changes: then the head dequantizes its input. */
             if (yq_node_dtype(g, i) != yq_node_dtype(g, n->src[0])) {
                 x = input_as(p, i, 0, q->dtype, 0, &got, &t);

@@ -38,10 +38,13 @@ yq_status yq_gpu_post_new(const yq_graph *g, const float *const *d_heads, int ba
     long cells = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const yq_node *hd = &g->nodes[i];
-        if (hd->op != YQ_OP_YOLO && hd->op != YQ_OP_REGION) continue;
+        if (!yq_op_is_head(hd->op)) continue;
         if (nh == YQ_POST_MAX_HEADS) return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", YQ_POST_MAX_HEADS);
         const yq_head_p *p = &hd->p.head;
         yq_shape s = g->nodes[hd->src[0]].out;
+        if (hd->op == YQ_OP_DETECT)
+            return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: anchor-free (DFL) heads are not yet decoded on the GPU; use a cpu "
+                           "session", hd->name);
         if (p->classes < 1 || p->coords != 4 || p->n_mask < 1 || s.c < p->n_mask * (p->classes + 5))
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: head with %d classes, %d coords, %d anchors over %d channels",
                            hd->name, p->classes, p->coords, p->n_mask, s.c);

@@ -60,6 +60,9 @@ static void detail(const yq_graph *g, const yq_node *n, char *buf, size_t cap)
     case YQ_OP_YOLO: case YQ_OP_REGION:
         snprintf(buf, cap, "%d classes, %d anchors", n->p.head.classes, n->p.head.n_mask);
         break;
+    case YQ_OP_DETECT:
+        snprintf(buf, cap, "%d classes, DFL %d, stride %d", n->p.head.classes, n->p.head.reg_max, n->p.head.stride);
+        break;
     default: break;
     }
 }

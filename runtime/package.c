@@ -1,11 +1,11 @@
 /* The int8 deploy package: writer and validating loader.
  *
- * Layout of a .yqp file (HDF5), format version 4 (YQ_PACKAGE_VERSION):
+ * Layout of a .yqp file (HDF5), format version 5 (YQ_PACKAGE_VERSION):
  *
  *   /                      root attributes
  *     format               string  "yquant-package"
- *     format_version       int32   4 (3: the same without activation tables, read as
- *                                  is; 1 and 2, written before the FP32 requantize of
+ *     format_version       int32   5 (4: the same without the detect heads' two fields,
+ *                                  3: without activation tables either, both read as is; 1 and 2, written before the FP32 requantize of
  *                                  ir/requant.h, held 64-bit multipliers and shifts: refused,
  *                                  with a message to quantize again)
  *     yquant_version       string  YQ_VERSION of the writer
@@ -24,7 +24,8 @@
  *     conv_filters, conv_size, conv_stride, conv_pad, conv_groups, conv_batch_normalize,
  *     pool_size, pool_stride, pool_pad, route_groups, route_group_id, up_stride,
  *     head_classes, head_num, head_coords, head_n_mask, head_mask int32[32],
- *     head_anchors float[64], head_scale_x_y float, head_new_coords, head_softmax
+ *     head_anchors float[64], head_scale_x_y float, head_new_coords, head_softmax,
+ *     head_reg_max, head_stride (version 5: "detect" heads, ONNX imports)
  *     (all int32 unless said; the parameters of other ops are 0)
  *   /quant/nodes           compound[n_nodes], the yq_qnode scalars of node k:
  *     dtype string[4] ("f32" | "s8" | "u8"), float_op, scale float, thresh float,
@@ -118,6 +119,7 @@ typedef struct pk_node {
     int32_t head_classes, head_num, head_coords, head_n_mask, head_mask[YQ_MAX_ANCH];
     float head_anchors[2 * YQ_MAX_ANCH], head_scale_x_y;
     int32_t head_new_coords, head_softmax;
+    int32_t head_reg_max, head_stride;      /* (version 5) */
 } pk_node;
 
 typedef struct pk_qnode {
@@ -144,8 +146,10 @@ static const field node_fields[] = {
     FN(head_n_mask, K_I32, 1), FN(head_mask, K_I32, YQ_MAX_ANCH),
     FN(head_anchors, K_F32, 2 * YQ_MAX_ANCH), FN(head_scale_x_y, K_F32, 1),
     FN(head_new_coords, K_I32, 1), FN(head_softmax, K_I32, 1),
+    FN(head_reg_max, K_I32, 1), FN(head_stride, K_I32, 1),     /* (last: not in version 4 and 3) */
 };
 #undef FN
+#define NODE_FIELDS_V4 (NFIELDS(node_fields) - 2)
 typedef struct pk_kernel {
     int32_t node, batch, sm;
     char cfg[32];
@@ -494,6 +498,13 @@ static void fill_record(const yq_node *n, pk_node *r)
         break;
     case YQ_OP_UPSAMPLE:
         r->up_stride = n->p.up.stride;
+        break;
+    case YQ_OP_DETECT:
+        r->head_classes = n->p.head.classes;
+        r->head_coords = n->p.head.coords;
+        r->head_reg_max = n->p.head.reg_max;
+        r->head_stride = n->p.head.stride;
+        r->head_scale_x_y = 1;
         break;
     case YQ_OP_YOLO: case YQ_OP_REGION: {
         const yq_head_p *h = &n->p.head;
@@ -1099,6 +1110,19 @@ static yq_status build_node(rctx *r, yq_graph *g, int i, const pk_node *rc, cons
         h->softmax = rc->head_softmax;
         break;
     }
+    case YQ_OP_DETECT: {
+        if (!in_range(rc->head_classes, 1, MAX_CLASSES) || rc->head_coords != 4 || !in_range(rc->head_reg_max, 1, 64) ||
+            !in_range(rc->head_stride, 1, 1024))
+            return RFAIL(YQ_ERR_FORMAT, "%s: %s: detect head with classes=%d coords=%d reg_max=%d stride=%d", r->path, who,
+                         rc->head_classes, rc->head_coords, rc->head_reg_max, rc->head_stride);
+        yq_head_p *h = &n->p.head;
+        h->classes = rc->head_classes;
+        h->coords = 4;
+        h->reg_max = rc->head_reg_max;
+        h->stride = rc->head_stride;
+        h->scale_x_y = 1;
+        break;
+    }
     case YQ_OP_SHORTCUT: case YQ_OP_DROPOUT: case YQ_OP_COUNT:
         break;
     }
@@ -1128,7 +1152,7 @@ static yq_status check_qnode(rctx *r, const yq_graph *g, int i, const pk_qnode *
     if (!in_range(qr->qmin, lo, hi) || !in_range(qr->qmax, lo, hi) || qr->qmin >= qr->qmax || qr->qmax < 1)
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: range [%d, %d] for %s", r->path, who, qr->qmin, qr->qmax, qr->dtype);
     yq_op op = g->nodes[i].op;
-    if ((op == YQ_OP_YOLO || op == YQ_OP_REGION) && dt != YQ_F32)   /* the heads decode floats */
+    if ((yq_op_is_head(op)) && dt != YQ_F32)   /* the heads decode floats */
         return RFAIL(YQ_ERR_FORMAT, "%s: %s: a detection head of dtype %s (heads are f32)", r->path, who, qr->dtype);
     q->dtype = (yq_dtype)dt;
     q->float_op = qr->float_op;
@@ -1534,7 +1558,8 @@ static yq_status package_load(rctx *r, yq_graph **out, yq_package_info **info_ou
     TRY(r_attr_int(r, f, "/", "input_w", &info->input_w));
 
     /* The graph, node by node, checked against shape inference. */
-    TRY(r_table(r, f, "graph", "/graph/nodes", node_fields, NFIELDS(node_fields), sizeof(pk_node), &N, (void **)&recs));
+    TRY(r_table(r, f, "graph", "/graph/nodes", node_fields, info->format_version >= 5 ? (int)NFIELDS(node_fields) : NODE_FIELDS_V4,
+                sizeof(pk_node), &N, (void **)&recs));
     TRY(r_table(r, f, "quant", "/quant/nodes", qnode_fields, NFIELDS(qnode_fields), sizeof(pk_qnode), &N, (void **)&qrecs));
     g = yq_graph_new();
     if (!g) { st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory", path); goto fail; }

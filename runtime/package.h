@@ -30,7 +30,7 @@
  * spelling changed.  Adding an optional dataset, attribute or compound field
  * that old readers can ignore does not bump it.  The loader reads this
  * version only and refuses others with a message naming both. */
-#define YQ_PACKAGE_VERSION 4         /* 4: activation tables (3 is read as is) */
+#define YQ_PACKAGE_VERSION 5         /* 5: anchor-free detect heads; 4: activation tables (4, 3 read as is) */
 #define YQ_PACKAGE_VERSION_MIN 3   /* 1 and 2: the 64-bit requantize, no longer run */
 
 /* One per-layer kernel choice (`yquant tune`, runtime/tune.h): conv node `node`

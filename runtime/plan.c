@@ -29,7 +29,7 @@ static yq_dtype dtype(const yq_plan *p, int id)
 static int is_alias(const yq_plan *p, int id)
 {
     yq_op op = p->g->nodes[id].op;
-    return (op == YQ_OP_DROPOUT || op == YQ_OP_YOLO || op == YQ_OP_REGION) &&
+    return (op == YQ_OP_DROPOUT || yq_op_is_head(op)) &&
            dtype(p, id) == dtype(p, p->g->nodes[id].src[0]);
 }
 
@@ -64,7 +64,7 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
             if (p->last_use[o] < i) p->last_use[o] = i;
         }
         if ((flags & YQ_PLAN_KEEP_ALL) ||
-            ((flags & YQ_PLAN_KEEP_HEADS) && (nd->op == YQ_OP_YOLO || nd->op == YQ_OP_REGION)))
+            ((flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
             p->last_use[p->owner[i]] = n;
     }
     /* The input is written before the run starts. */
@@ -185,7 +185,7 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
         }
         case YQ_OP_UPSAMPLE: yq_f32_upsample(is, n->p.up.stride, x, y, B); break;
         case YQ_OP_MAXPOOL: yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B); break;
-        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: break;   /* aliases */
+        case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT: break;   /* aliases */
         case YQ_OP_INPUT: case YQ_OP_COUNT:
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "layer %d: %s cannot be executed", n->layer, yq_op_name(n->op));
         }

@@ -142,6 +142,96 @@ static int by_score(const void *pa, const void *pb)
     return a->cls - b->cls;
 }
 
+/* One scale of an anchor-free (DFL) head: per cell, each side's distance is the expectation
+ * of a softmax over reg_max bins; the box spans anchor -/+ distances (anchor at the cell's
+ * centre), times the stride; class scores are the sigmoids of the class logits (no
+ * objectness), as the Ultralytics Detect head computes them.  box[4] gets cx, cy, w, h in
+ * network-input pixels of cell loc. */
+static void detect_box(const yq_head_p *p, const float *x, long plane, int w, long loc, float box[4])
+{
+    float d[4];
+    for (int k = 0; k < 4; k++) {
+        const float *l = x + (long)k * p->reg_max * plane + loc;
+        float m = -INFINITY, sum = 0, e = 0;
+        for (int r = 0; r < p->reg_max; r++) m = fmaxf(m, l[r * plane]);
+        for (int r = 0; r < p->reg_max; r++) {
+            float v = expf(l[r * plane] - m);
+            sum += v;
+            e += v * (float)r;
+        }
+        d[k] = e / sum;
+    }
+    float ax = (float)(loc % w) + 0.5f, ay = (float)(loc / w) + 0.5f, s = (float)p->stride;
+    float x1 = ax - d[0], y1 = ay - d[1], x2 = ax + d[2], y2 = ay + d[3];
+    box[0] = (x1 + x2) / 2 * s;
+    box[1] = (y1 + y2) / 2 * s;
+    box[2] = (x2 - x1) * s;
+    box[3] = (y2 - y1) * s;
+}
+
+static int decode_detect(const yq_graph *g, const yq_node *hd, const float *x, int img_w, int img_h, int letter,
+                         float conf, vec *out)
+{
+    const yq_head_p *p = &hd->p.head;
+    yq_shape s = g->nodes[hd->src[0]].out;
+    int netw = g->nodes[0].out.w, neth = g->nodes[0].out.h;
+    long plane = (long)s.h * s.w;
+    const float *cls = x + (long)4 * p->reg_max * plane;
+    /* a logit at or below this cannot pass conf (the sigmoid is monotone) */
+    float lmin = conf > 0 && conf < 1 ? logf(conf / (1 - conf)) : -INFINITY;
+    for (long loc = 0; loc < plane; loc++) {
+        int any = 0;
+        for (int k = 0; k < p->classes && !any; k++) any = cls[k * plane + loc] > lmin;
+        if (!any) continue;
+        float box[4];
+        detect_box(p, x, plane, s.w, loc, box);
+        cand c = { box[0] / netw, box[1] / neth, box[2] / netw, box[3] / neth, 0, 0 };
+        correct(&c, netw, neth, img_w, img_h, letter);
+        for (int k = 0; k < p->classes; k++) {
+            float sc = logistic(cls[k * plane + loc]);
+            if (sc > conf) {
+                c.score = sc;
+                c.cls = k;
+                if (push(out, c)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+long yq_detect_raw_cells(const yq_graph *g)
+{
+    long n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == YQ_OP_DETECT) n += (long)g->nodes[g->nodes[i].src[0]].out.h * g->nodes[g->nodes[i].src[0]].out.w;
+    return n;
+}
+
+int yq_detect_raw(const yq_graph *g, const float *const *heads, int b, float *out)
+{
+    long N = yq_detect_raw_cells(g), at = 0;
+    int k = 0, classes = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yq_node *hd = &g->nodes[i];
+        if (!yq_op_is_head(hd->op)) continue;
+        const float *x = heads[k++];
+        if (hd->op != YQ_OP_DETECT) return -1;
+        const yq_head_p *p = &hd->p.head;
+        if (classes >= 0 && p->classes != classes) return -1;
+        classes = p->classes;
+        yq_shape s = g->nodes[hd->src[0]].out;
+        long plane = (long)s.h * s.w;
+        x += b * yq_shape_size(s);
+        for (long loc = 0; loc < plane; loc++, at++) {
+            float box[4];
+            detect_box(p, x, plane, s.w, loc, box);
+            for (int j = 0; j < 4; j++) out[j * N + at] = box[j];
+            for (int c = 0; c < p->classes; c++) out[(4 + c) * N + at] = logistic(x[(4L * p->reg_max + c) * plane + loc]);
+        }
+    }
+    return classes < 0 ? -1 : 4 + classes;
+}
+
 int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_w, int img_h,
                    int letterbox, const yq_post_opt *o, yq_detection *out, int cap)
 {
@@ -149,9 +239,12 @@ int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_
     int k = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const yq_node *hd = &g->nodes[i];
-        if (hd->op != YQ_OP_YOLO && hd->op != YQ_OP_REGION) continue;
+        if (!yq_op_is_head(hd->op)) continue;
         long sz = yq_shape_size(g->nodes[hd->src[0]].out);
-        if (decode_head(g, hd, heads[k++] + b * sz, img_w, img_h, letterbox, o->conf, &v)) { free(v.v); return -1; }
+        const float *x = heads[k++] + b * sz;
+        int bad = hd->op == YQ_OP_DETECT ? decode_detect(g, hd, x, img_w, img_h, letterbox, o->conf, &v)
+                                         : decode_head(g, hd, x, img_w, img_h, letterbox, o->conf, &v);
+        if (bad) { free(v.v); return -1; }
     }
     if (v.n > 1) qsort(v.v, (size_t)v.n, sizeof *v.v, by_cls_score);   /* v.v is NULL when nothing passed */
     int n = 0;

@@ -27,4 +27,11 @@ int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_
 
 float yq_box_iou(const yq_detection *a, const yq_detection *b);
 
+/* A model with anchor-free (DFL) heads: its decoded output as the Ultralytics export gives it
+ * ("output0": (4 + classes) x N, N the cells of every scale in head order; rows cx, cy, w, h
+ * in network-input pixels, then the class probabilities), image b of the batch.  Returns
+ * 4 + classes, or -1 when a head is not a detect head or the heads disagree on classes. */
+long yq_detect_raw_cells(const yq_graph *g);
+int  yq_detect_raw(const yq_graph *g, const float *const *heads, int b, float *out);
+
 #endif

@@ -110,22 +110,18 @@ yq_status yq_model_open_opt(const char *path, const yq_model_opt *o, yq_model **
         else st = yq_package_load(path, &m->owned, &m->info, err);
         if (st == YQ_OK) m->letterbox = m->info->letterbox;
     } else {
-        yq_model_paths mp;
-        st = yq_model_resolve(path, o->weights, &mp, err);
         yq_import_opt io;
         memset(&io, 0, sizeof io);
         io.width = o->width;
         io.height = o->height;
         io.bn = o->bn_pjreddie ? YQ_BN_PJREDDIE : YQ_BN_ALEXEYAB;
-        io.synthetic = mp.synthetic;
-        io.seed = mp.seed;
-        if (st != YQ_OK && o->cfg_only && !o->weights && mp.cfg[0]) {
-            st = read_cfg_alone(mp.cfg, &io, &m->owned, err);
+        yq_model_paths mp;
+        if (o->cfg_only && !o->weights && !yq_is_onnx(path) && yq_model_resolve(path, NULL, &mp, err) != YQ_OK && mp.cfg[0]) {
+            st = read_cfg_alone(mp.cfg, &io, &m->owned, err);    /* its weights not found: the cfg alone */
             m->has_weights = 0;
-        } else if (st == YQ_OK) {
-            st = yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &io, &m->owned, err);
+        } else {
+            st = yq_load_model(path, o->weights, &io, &m->owned, err);
         }
-        if (st == YQ_OK && mp.names[0]) st = yq_graph_load_names(m->owned, mp.names, err);
         if (st == YQ_OK) m->letterbox = m->owned->letter_box;
     }
     if (st != YQ_OK) {
@@ -193,7 +189,7 @@ void yq_model_input(const yq_model *m, int *c, int *h, int *w)
 int yq_model_classes(const yq_model *m)
 {
     for (int i = 0; i < m->g->n_nodes; i++)
-        if (m->g->nodes[i].op == YQ_OP_YOLO || m->g->nodes[i].op == YQ_OP_REGION) return m->g->nodes[i].p.head.classes;
+        if (yq_op_is_head(m->g->nodes[i].op)) return m->g->nodes[i].p.head.classes;
     return 0;
 }
 
@@ -378,7 +374,7 @@ yq_status yq_session_new(const yq_model *m, const char *device, int max_batch, y
     s->opt.letterbox = m->letterbox;
     s->in_floats = (size_t)yq_shape_size(g->nodes[0].out);
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) {
+        if (yq_op_is_head(g->nodes[i].op)) {
             if (s->n_heads == MAX_HEADS) {
                 st = yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", MAX_HEADS);
                 goto fail;

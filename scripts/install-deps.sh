@@ -20,6 +20,7 @@ APT_PKGS=(
     build-essential pkg-config
     clang libclang-rt-14-dev          # the fuzzers (-fsanitize=fuzzer)
     libopenblas-dev libhdf5-dev hdf5-tools libcjson-dev libjpeg-dev libpng-dev libssl-dev zlib1g-dev
+    protobuf-c-compiler libprotobuf-c-dev libonnx-dev   # ONNX models: onnx.proto turned into C (ir/onnx.c)
     libopencv-dev                     # the test peer of the image decoders (tests/test_harden.c)
     darknet                           # the peer: /usr/lib/darknet/libdarknet.so
     chromium                          # tests/sweep_test.py renders report.html headless (skipped without)

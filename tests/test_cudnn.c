@@ -100,7 +100,7 @@ static void compare_graph(const char *label, const yq_graph *g, int B, int all_n
         int worst_id = -1, checked = 0;
         for (int i = 1; i < g->n_nodes && !why[0]; i++) {
             const yq_node *n = &g->nodes[i];
-            int head = n->op == YQ_OP_YOLO || n->op == YQ_OP_REGION;
+            int head = yq_op_is_head(n->op);
             if (!head && !all_nodes) continue;
             long nn = yq_shape_size(n->out) * B;
             float *got = malloc(4 * (size_t)(nn ? nn : 1));

@@ -592,7 +592,7 @@ static void t_shared_models_load(void)
         for (int k = 0; k < g->n_nodes; k++) {
             convs += g->nodes[k].op == YQ_OP_CONV;
             with_w += g->nodes[k].op == YQ_OP_CONV && g->nodes[k].w && g->nodes[k].b;
-            heads += g->nodes[k].op == YQ_OP_YOLO || g->nodes[k].op == YQ_OP_REGION;
+            heads += yq_op_is_head(g->nodes[k].op);
         }
         yq_status st = yq_graph_load_names(g, mp.names, &err);
         int n_names = g->n_class_names;
@@ -738,7 +738,7 @@ static void t_fp32_plan_yolov3(void)
     int runs_same = 1, have_heads = 1;
     size_t sum = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op != YQ_OP_DROPOUT && g->nodes[i].op != YQ_OP_YOLO && g->nodes[i].op != YQ_OP_REGION)
+        if (g->nodes[i].op != YQ_OP_DROPOUT && !yq_op_is_head(g->nodes[i].op))
             sum += (size_t)yq_shape_size(g->nodes[i].out) * sizeof(float);
     size_t b_all = 0, b_shared = 0;
     if (st == YQ_OK && x) {

@@ -81,7 +81,7 @@ static void parity_model(const char *model)
         int heads = 0;
         for (int i = 1; i < g->n_nodes; i++) {
             const yq_node *nd = &g->nodes[i];
-            if (nd->op != YQ_OP_YOLO && nd->op != YQ_OP_REGION) continue;
+            if (!yq_op_is_head(nd->op)) continue;
             heads++;
             CHECKF(heads < n, "%s: peer has fewer heads than ours", model);
             dump_t *pt = &t[heads];

@@ -402,7 +402,7 @@ static void compare_post(const char *label, const yq_graph *g, const float *cons
     const float *dh[YQ_POST_MAX_HEADS];
     void *mem[YQ_POST_MAX_HEADS];
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op != YQ_OP_YOLO && g->nodes[i].op != YQ_OP_REGION) continue;
+        if (!yq_op_is_head(g->nodes[i].op)) continue;
         size_t bytes = sizeof(float) * (size_t)yq_shape_size(g->nodes[g->nodes[i].src[0]].out) * nb;
         OK(yq_cuda_malloc(&mem[nh], bytes, &err));
         OK(yq_cuda_h2d(mem[nh], heads[nh], bytes, &err));
@@ -455,7 +455,7 @@ static void post_on_model(const char *label, const yq_graph *g, cmp_stats *cs, i
         CHECKF(st == YQ_OK, "%s: %s", label, err.msg);
         int nh = 0;
         for (int i = 0; i < g->n_nodes; i++)
-            if (g->nodes[i].op == YQ_OP_YOLO || g->nodes[i].op == YQ_OP_REGION) heads[nh++] = yq_plan_tensor(p, i);
+            if (yq_op_is_head(g->nodes[i].op)) heads[nh++] = yq_plan_tensor(p, i);
         jmp_buf save;
         memcpy(save, test_jmp_, sizeof save);
         volatile int failed = 0;
@@ -574,7 +574,7 @@ static void t_gpu_post_synthetic(void)
         rng = 1234 + (uint32_t)c;
         for (int i = 0; i < g->n_nodes; i++) {
             const yq_node *hd = &g->nodes[i];
-            if (hd->op != YQ_OP_YOLO && hd->op != YQ_OP_REGION) continue;
+            if (!yq_op_is_head(hd->op)) continue;
             yq_shape s = g->nodes[hd->src[0]].out;
             long n = yq_shape_size(s) * nb, plane = (long)s.h * s.w;
             float *x = malloc(sizeof *x * (size_t)n);
@@ -806,7 +806,7 @@ static void t_perf(void)
     void *mem[YQ_POST_MAX_HEADS];
     int nh = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op != YQ_OP_YOLO && g->nodes[i].op != YQ_OP_REGION) continue;
+        if (!yq_op_is_head(g->nodes[i].op)) continue;
         size_t bytes = sizeof(float) * (size_t)yq_shape_size(g->nodes[g->nodes[i].src[0]].out);
         OK(yq_cuda_malloc(&mem[nh], bytes, &err));
         OK(yq_cuda_h2d(mem[nh], yq_plan_tensor(p, i), bytes, &err));

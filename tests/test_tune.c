@@ -971,7 +971,7 @@ static void run_heads(yq_cuda_plan *p, const yq_graph *g, int b, const float *x,
     OK(yq_cuda_run(p, x, &err));
     size_t off = 0;
     for (int i = 1; i < g->n_nodes; i++) {
-        if (g->nodes[i].op != YQ_OP_YOLO && g->nodes[i].op != YQ_OP_REGION) continue;
+        if (!yq_op_is_head(g->nodes[i].op)) continue;
         int s = g->nodes[i].src[0];
         size_t bytes = (size_t)yq_shape_size(g->nodes[s].out) * (size_t)yq_dtype_size(yq_node_dtype(g, s)) * (size_t)b;
         OK(yq_cuda_download(p, s, out + off, &err));
