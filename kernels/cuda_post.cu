@@ -35,6 +35,61 @@ static __device__ __forceinline__ int pow2_at_least(int n)
 
 /* ---- 1. decode ----------------------------------------------------------------- */
 
+/* correct_yolo_boxes: network-relative centre form to original-image relative. */
+__device__ __forceinline__ void correct(const yq_post_dev &d, int b, float &cx, float &cy, float &cw, float &ch)
+{
+    float netw = (float)d.netw, neth = (float)d.neth;
+    int iw = d.orig_wh[2 * b], ih = d.orig_wh[2 * b + 1];
+    int new_w = d.netw, new_h = d.neth;
+    if (d.letterbox) {
+        if (__fdiv_rn(netw, (float)iw) < __fdiv_rn(neth, (float)ih)) { new_w = d.netw; new_h = (ih * d.netw) / iw; }
+        else { new_h = d.neth; new_w = (iw * d.neth) / ih; }
+    }
+    cx = __fdiv_rn(__fsub_rn(cx, __fdiv_rn(__fdiv_rn((float)(d.netw - new_w), 2.f), netw)), __fdiv_rn((float)new_w, netw));
+    cy = __fdiv_rn(__fsub_rn(cy, __fdiv_rn(__fdiv_rn((float)(d.neth - new_h), 2.f), neth)), __fdiv_rn((float)new_h, neth));
+    cw = __fmul_rn(cw, __fdiv_rn(netw, (float)new_w));
+    ch = __fmul_rn(ch, __fdiv_rn(neth, (float)new_h));
+}
+
+/* An anchor-free (DFL) head's cell: postproc.c's detect_box and decode_detect, operation for
+ * operation (each side's distance the expectation of a softmax over reg_max bins; the box
+ * around the cell's centre, times the stride; the classes' sigmoids, no objectness). */
+__device__ void decode_detect(const yq_post_dev &d, const yq_post_head *p, int b, int cell, int lane)
+{
+    int sw = p->w, plane = sw * p->h, loc = cell - p->cell0, rm = p->reg_max;
+    const float *x = p->x + (size_t)b * p->c * plane;
+    float dist[4];
+    for (int k = 0; k < 4; k++) {
+        const float *l = x + (size_t)k * rm * plane + loc;
+        float m = -INFINITY, sum = 0.f, e = 0.f;
+        for (int r = 0; r < rm; r++) m = fmaxf(m, l[(size_t)r * plane]);
+        for (int r = 0; r < rm; r++) {
+            float v = ex(__fsub_rn(l[(size_t)r * plane], m));
+            sum = __fadd_rn(sum, v);
+            e = __fadd_rn(e, __fmul_rn(v, (float)r));
+        }
+        dist[k] = __fdiv_rn(e, sum);
+    }
+    float ax = __fadd_rn((float)(loc % sw), 0.5f), ay = __fadd_rn((float)(loc / sw), 0.5f), s = (float)p->stride;
+    float x1 = __fsub_rn(ax, dist[0]), y1 = __fsub_rn(ay, dist[1]), x2 = __fadd_rn(ax, dist[2]), y2 = __fadd_rn(ay, dist[3]);
+    float cx = __fdiv_rn(__fmul_rn(__fdiv_rn(__fadd_rn(x1, x2), 2.f), s), (float)d.netw);
+    float cy = __fdiv_rn(__fmul_rn(__fdiv_rn(__fadd_rn(y1, y2), 2.f), s), (float)d.neth);
+    float cw = __fdiv_rn(__fmul_rn(__fsub_rn(x2, x1), s), (float)d.netw);
+    float ch = __fdiv_rn(__fmul_rn(__fsub_rn(y2, y1), s), (float)d.neth);
+    correct(d, b, cx, cy, cw, ch);
+    if (lane == 0) ((float4 *)d.boxes)[(size_t)b * d.cells + cell] = make_float4(cx, cy, cw, ch);
+    const float *cl = x + (size_t)4 * rm * plane + loc;
+    SegItem *seg = (SegItem *)d.seg;
+    for (int k = lane; k < p->classes; k += 32) {
+        float sc = logistic(cl[(size_t)k * plane]);
+        if (sc > d.conf) {
+            int list = b * d.classes + k;
+            int pos = atomicAdd(&d.counts[list], 1);
+            seg[(size_t)list * d.seg_cap + pos] = SegItem{ sc, cell };
+        }
+    }
+}
+
 /* One warp per (image, cell): every lane computes the objectness and the box (the
  * same values; lane 0 stores the box), then the lanes share the classes.  A thread
  * per cell would walk the classes alone, one dependent load after another. */
@@ -47,6 +102,10 @@ __global__ void post_decode(yq_post_dev d, int n_img)
     int hk = 0;
     while (hk + 1 < d.n_heads && cell >= d.heads[hk + 1].cell0) hk++;
     const yq_post_head *p = &d.heads[hk];
+    if (p->detect) {
+        decode_detect(d, p, b, cell, lane);
+        return;
+    }
     int sw = p->w, sh = p->h, plane = sw * sh;
     int local = cell - p->cell0;
     int n = local / plane, loc = local % plane;
@@ -79,17 +138,7 @@ __global__ void post_decode(yq_post_dev d, int n_img)
             ch = __fdiv_rn(__fmul_rn(ex(th), p->anchors[2 * an + 1]), neth);
         }
     }
-    /* correct_yolo_boxes */
-    int iw = d.orig_wh[2 * b], ih = d.orig_wh[2 * b + 1];
-    int new_w = d.netw, new_h = d.neth;
-    if (d.letterbox) {
-        if (__fdiv_rn(netw, (float)iw) < __fdiv_rn(neth, (float)ih)) { new_w = d.netw; new_h = (ih * d.netw) / iw; }
-        else { new_h = d.neth; new_w = (iw * d.neth) / ih; }
-    }
-    cx = __fdiv_rn(__fsub_rn(cx, __fdiv_rn(__fdiv_rn((float)(d.netw - new_w), 2.f), netw)), __fdiv_rn((float)new_w, netw));
-    cy = __fdiv_rn(__fsub_rn(cy, __fdiv_rn(__fdiv_rn((float)(d.neth - new_h), 2.f), neth)), __fdiv_rn((float)new_h, neth));
-    cw = __fmul_rn(cw, __fdiv_rn(netw, (float)new_w));
-    ch = __fmul_rn(ch, __fdiv_rn(neth, (float)new_h));
+    correct(d, b, cx, cy, cw, ch);
     if (lane == 0) ((float4 *)d.boxes)[(size_t)b * d.cells + cell] = make_float4(cx, cy, cw, ch);
 
     const float *cl = a + 5 * plane + loc;

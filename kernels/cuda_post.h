@@ -8,7 +8,8 @@
  *
  * Pipeline (one memset and three kernels, no host round trip):
  *   1. decode: one warp per (image, head cell, anchor).  Objectness above conf gives a
- *      box (centre form, original-image relative, as correct_yolo_boxes) and, per class
+ *      box (centre form, original-image relative, as correct_yolo_boxes; an anchor-free
+ *      detect head: every cell, the DFL expectation of each side, no objectness) and, per class
  *      whose score is above conf, a candidate appended with an atomic counter to the
  *      list of that (image, class).  Each cell adds at most one candidate per class, so
  *      a list holds at most cells candidates and never overflows.
@@ -50,6 +51,8 @@ typedef struct yq_post_head {
     const float *x;          /* device: batch x c x h x w floats (NCHW), image b at b * c*h*w */
     int c, h, w;             /* the head's input */
     int yolo;                /* 1 [yolo], 0 [region] */
+    int detect;              /* 1: an anchor-free (DFL) head: reg_max bins per side, stride (n_mask 1) */
+    int reg_max, stride;
     int classes, coords, n_mask;
     int new_coords, softmax;
     float scale_x_y;

@@ -42,9 +42,28 @@ yq_status yq_gpu_post_new(const yq_graph *g, const float *const *d_heads, int ba
         if (nh == YQ_POST_MAX_HEADS) return yq_fail(err, YQ_ERR_UNSUPPORTED, "more than %d heads", YQ_POST_MAX_HEADS);
         const yq_head_p *p = &hd->p.head;
         yq_shape s = g->nodes[hd->src[0]].out;
-        if (hd->op == YQ_OP_DETECT)
-            return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: anchor-free (DFL) heads are not yet decoded on the GPU; use a cpu "
-                           "session", hd->name);
+        if (hd->op == YQ_OP_DETECT) {
+            if (p->classes < 1 || p->reg_max < 1 || p->stride < 1 || s.c != 4 * p->reg_max + p->classes)
+                return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: detect head with %d classes, %d bins over %d channels", hd->name,
+                               p->classes, p->reg_max, s.c);
+            yq_post_head *h = &heads[nh];
+            h->x = d_heads[nh];
+            h->c = s.c;
+            h->h = s.h;
+            h->w = s.w;
+            h->detect = 1;
+            h->reg_max = p->reg_max;
+            h->stride = p->stride;
+            h->classes = p->classes;
+            h->coords = 4;
+            h->n_mask = 1;
+            h->scale_x_y = 1;
+            h->cell0 = (int)cells;
+            cells += (long)s.h * s.w;
+            if (p->classes > classes) classes = p->classes;
+            nh++;
+            continue;
+        }
         if (p->classes < 1 || p->coords != 4 || p->n_mask < 1 || s.c < p->n_mask * (p->classes + 5))
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: head with %d classes, %d coords, %d anchors over %d channels",
                            hd->name, p->classes, p->coords, p->n_mask, s.c);

@@ -503,6 +503,28 @@ static void t_gpu_post_models(void)
         }
         models++;
     }
+    /* an ONNX import's anchor-free (DFL) heads, when the shared export is there */
+    {
+        char onnx[700];
+        snprintf(onnx, sizeof onnx, "%s/models/onnx/yolov8n-640/yolov8n.onnx", test_data_dir());
+        yq_model *mo;
+        if (yq_model_open(onnx, &mo, &err)) {
+            printf("# %s: %s (skipped)\n", onnx, err.msg);
+        } else {
+            jmp_buf save;
+            memcpy(save, test_jmp_, sizeof save);
+            if (setjmp(test_jmp_) == 0) {
+                post_on_model("yolov8n (ONNX, detect heads)", yq_model_graph(mo), &cs, &cases);
+                memcpy(test_jmp_, save, sizeof save);
+                yq_model_free(mo);
+            } else {
+                memcpy(test_jmp_, save, sizeof save);
+                yq_model_free(mo);
+                longjmp(test_jmp_, 1);
+            }
+            models++;
+        }
+    }
     /* the int8 package's heads (the int8 CPU reference) */
     yq_model *m;
     OK(yq_model_open(package(), &m, &err));
