@@ -131,6 +131,14 @@ static void find_views(yq_cuda_plan *p, int i)
     if (n->n_src == 1 && n->p.route.groups > 1) {       /* one channel group of one source */
         int s = n->src[0], part = n->out.c, off = n->p.route.group_id * part;
         if (part % 16 || g->nodes[s].out.c % 16) return;
+        /* not the residual of a fused conv + shortcut (that epilogue reads dense tensors: a
+         * YOLOv8 C2f bottleneck adds its Split half) */
+        for (int j = i + 1; j < g->n_nodes; j++)
+            if (g->nodes[j].op == YQ_OP_SHORTCUT && p->fuse[j] >= 0)
+                for (int q = 0; q < g->nodes[j].n_src; q++) {
+                    int r = yq_plan_pass_source(g, g->nodes[j].src[q]);
+                    if (r != p->fuse[j] && r == i) return;
+                }
         p->owner[i] = p->owner[s];
         p->choff[i] = p->choff[s] + off;
         p->noop[i] = 1;
