@@ -201,6 +201,8 @@ static yq_status coco_annotations(yq_dataset *ds, const cJSON *arr, const char *
         /* COCO's area is the segment's, not the box's: the size ranges use it.  Files
          * written by other tools sometimes omit it; the box area is the only stand-in. */
         if (!json_num(it, "area", &b->area)) b->area = b->bbox[2] * b->bbox[3];
+        if (!isfinite(b->area))   /* (a missing area from a box of 1e308 x 100 overflows) */
+            return yq_fail(err, YQ_ERR_FORMAT, "%s: annotation %lld: the box's area is not finite", path, (long long)b->id);
         if (cJSON_GetObjectItemCaseSensitive(it, "iscrowd") && (!json_int(it, "iscrowd", &crowd) || crowd < 0 || crowd > 1))
             return yq_fail(err, YQ_ERR_FORMAT, "%s: annotation %lld: \"iscrowd\" must be 0 or 1", path,
                            (long long)b->id);

@@ -396,6 +396,10 @@ static void t_coco_errors(void)
     expect_coco_error("{\"images\": [" IMG1 "], \"categories\": [{\"id\": 1}], \"annotations\": "
                       "[{\"id\": 5, \"image_id\": 1, \"category_id\": 1, \"bbox\": [0,0,-1,1]}]}",
                       YQ_ERR_FORMAT, "annotation 5: \"bbox\"");
+    /* no "area": the box's stands in, and 100 x 1e308 is not a number any more (found by the coco fuzzer) */
+    expect_coco_error("{\"images\": [" IMG1 "], \"categories\": [{\"id\": 1}], \"annotations\": "
+                      "[{\"id\": 6, \"image_id\": 1, \"category_id\": 1, \"bbox\": [0,0,100,1e308]}]}",
+                      YQ_ERR_FORMAT, "annotation 6: the box's area is not finite");
     expect_coco_error("{\"images\": [{\"id\": 1, \"file_name\": \"a.jpg\", \"width\": 0, \"height\": 5}], "
                       "\"categories\": []}", YQ_ERR_FORMAT, "bad width/height");
     unlink(tmp_path("bad.json"));
