@@ -476,6 +476,29 @@ static void post_on_model(const char *label, const yq_graph *g, cmp_stats *cs, i
     yq_plan_free(p);
 }
 
+/* post_on_model on the model at path, which is freed whether the comparison passes or fails;
+ * 0 when it cannot be opened (say so, skipped), else 1. */
+static int post_on_path(const char *label, const char *path, cmp_stats *cs, int *cases)
+{
+    yq_model *m;
+    if (yq_model_open(path, &m, &err)) {
+        printf("# %s: %s (skipped)\n", label, err.msg);
+        return 0;
+    }
+    jmp_buf save;
+    memcpy(save, test_jmp_, sizeof save);
+    if (setjmp(test_jmp_) == 0) {
+        post_on_model(label, yq_model_graph(m), cs, cases);
+        memcpy(test_jmp_, save, sizeof save);
+        yq_model_free(m);
+    } else {
+        memcpy(test_jmp_, save, sizeof save);
+        yq_model_free(m);
+        longjmp(test_jmp_, 1);
+    }
+    return 1;
+}
+
 static void t_gpu_post_models(void)
 {
     need_gpu();
@@ -484,61 +507,13 @@ static void t_gpu_post_models(void)
                                          "yolo-fastest-xl-1.0", "yolo-lite-coco-trial6" };
     cmp_stats cs = { 0 };
     int cases = 0, models = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        yq_model *m;
-        if (yq_model_open(model_dir(names[i]), &m, &err)) {
-            printf("# %s: %s (skipped)\n", names[i], err.msg);
-            continue;
-        }
-        jmp_buf save;
-        memcpy(save, test_jmp_, sizeof save);
-        if (setjmp(test_jmp_) == 0) {
-            post_on_model(names[i], yq_model_graph(m), &cs, &cases);
-            memcpy(test_jmp_, save, sizeof save);
-            yq_model_free(m);
-        } else {
-            memcpy(test_jmp_, save, sizeof save);
-            yq_model_free(m);
-            longjmp(test_jmp_, 1);
-        }
-        models++;
-    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) models += post_on_path(names[i], model_dir(names[i]), &cs, &cases);
     /* an ONNX import's anchor-free (DFL) heads, when the shared export is there */
-    {
-        char onnx[700];
-        snprintf(onnx, sizeof onnx, "%s/models/onnx/yolov8n-640/yolov8n.onnx", test_data_dir());
-        yq_model *mo;
-        if (yq_model_open(onnx, &mo, &err)) {
-            printf("# %s: %s (skipped)\n", onnx, err.msg);
-        } else {
-            jmp_buf save;
-            memcpy(save, test_jmp_, sizeof save);
-            if (setjmp(test_jmp_) == 0) {
-                post_on_model("yolov8n (ONNX, detect heads)", yq_model_graph(mo), &cs, &cases);
-                memcpy(test_jmp_, save, sizeof save);
-                yq_model_free(mo);
-            } else {
-                memcpy(test_jmp_, save, sizeof save);
-                yq_model_free(mo);
-                longjmp(test_jmp_, 1);
-            }
-            models++;
-        }
-    }
+    char onnx[700];
+    snprintf(onnx, sizeof onnx, "%s/models/onnx/yolov8n-640/yolov8n.onnx", test_data_dir());
+    models += post_on_path("yolov8n (ONNX, detect heads)", onnx, &cs, &cases);
     /* the int8 package's heads (the int8 CPU reference) */
-    yq_model *m;
-    OK(yq_model_open(package(), &m, &err));
-    jmp_buf save;
-    memcpy(save, test_jmp_, sizeof save);
-    if (setjmp(test_jmp_) == 0) {
-        post_on_model("int8 package", yq_model_graph(m), &cs, &cases);
-        memcpy(test_jmp_, save, sizeof save);
-        yq_model_free(m);
-    } else {
-        memcpy(test_jmp_, save, sizeof save);
-        yq_model_free(m);
-        longjmp(test_jmp_, 1);
-    }
+    CHECKF(post_on_path("int8 package", package(), &cs, &cases), "%s", err.msg);
     CHECK(models > 0 && cs.dets > 0);
     printf("# gpu post vs yq_postprocess: %d models + the int8 package, %d cases, %ld detections: %ld bit-identical, "
            "max rel diff %.3g, %ld exact-tie reorders\n", models, cases, cs.dets, cs.identical, cs.max_rel, cs.tie_moves);
