@@ -536,6 +536,12 @@ static yq_status import(ctx *c, const yq_import_opt *opt)
                 c->scale_id[c->n_scales++] = c->v[vi].id;
             }
             s = do_decode(c, n, k);
+        } else if (!strcmp(op, "Constant")) {
+            /* a constant tensor (non-simplified exports): an initializer by another name */
+            const Onnx__AttributeProto *a = attr(n, "value");
+            int vi = intern(c, n->output[0]);
+            if (!a || !a->t || vi < 0) return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "a Constant without a tensor value");
+            c->v[vi].init = a->t;
         } else if (!strcmp(op, "Conv")) s = do_conv(c, n, k);
         else if (!strcmp(op, "Sigmoid")) {
             int x = find(c, n->input[0]);

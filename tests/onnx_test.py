@@ -156,6 +156,36 @@ def main():
         report("onnx_int8_package", ok and len(heads) == 3 and d8.returncode == 0 and n8[:3] == n32[:3] and "dog" in n8,
                f"quantize exit {r.returncode} {r.stderr.strip()[-300:]}; {len(heads)} detect heads; int8 {n8} vs fp32 {n32}")
 
+    # a non-simplified export's Constant nodes (here: Resize's scales as a Constant node instead
+    # of an initializer): the same graph, the same output
+    try:
+        import onnx
+        from onnx import helper as oh
+        m = onnx.load(MODEL)
+        inits = {t.name: t for t in m.graph.initializer}
+        moved = 0
+        for idx, nd in enumerate(list(m.graph.node)):
+            if nd.op_type == "Resize" and len(nd.input) > 2 and nd.input[2] in inits:
+                t = inits[nd.input[2]]
+                cname = nd.input[2] + "_as_constant"
+                m.graph.node.insert(list(m.graph.node).index(nd), oh.make_node("Constant", [], [cname], value=t))
+                nd.input[2] = cname
+                moved += 1
+        with tempfile.TemporaryDirectory(prefix="yq_onnx_c_") as tmp:
+            p = os.path.join(tmp, "const.onnx")
+            onnx.save(m, p)
+            a = subprocess.run([YQ, "inspect", MODEL, "--json", "-"], capture_output=True, text=True)
+            b = subprocess.run([YQ, "inspect", p, "--json", "-"], capture_output=True, text=True)
+            import json
+            # (cfg_line: the node's position in the ONNX graph, moved by the inserted nodes)
+            strip = lambda out: [{k: v for k, v in l.items() if k != "cfg_line"} for l in json.loads(out)["layers"]]
+            la = strip(a.stdout) if a.returncode == 0 else None
+            lb = strip(b.stdout) if b.returncode == 0 else None
+            report("onnx_constant_nodes", moved == 2 and la is not None and la == lb,
+                   f"{moved} Constant nodes; exit {b.returncode} {b.stderr.strip()[:200]}")
+    except ImportError:
+        print("SKIP onnx_constant_nodes: no onnx module")
+
     # bad input: one line naming the file
     with tempfile.TemporaryDirectory(prefix="yq_onnx_bad_") as tmp:
         blob = open(MODEL, "rb").read()
