@@ -99,7 +99,7 @@ static const char *attr_str(const node_t *n, const char *name, char *buf, size_t
 {
     const Onnx__AttributeProto *a = attr(n, name);
     if (!a || !a->has_s) return NULL;
-    snprintf(buf, cap, "%.*s", (int)a->s.len, (const char *)a->s.data);
+    snprintf(buf, cap, "%.*s", a->s.data ? (int)a->s.len : 0, a->s.data ? (const char *)a->s.data : "");
     return buf;
 }
 
@@ -121,12 +121,16 @@ static float *tensor_floats(const tensor_t *t, long *n)
     float *out = malloc(sizeof *out * (size_t)(cnt ? cnt : 1));
     if (!out) return NULL;
     int dt = t->data_type;
+    if (!cnt) {                     /* (an empty tensor: its data pointers may be NULL) */
+        *n = 0;
+        return out;
+    }
     if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
-        if (t->has_raw_data && t->raw_data.len == (size_t)cnt * 4) memcpy(out, t->raw_data.data, (size_t)cnt * 4);
-        else if ((long)t->n_float_data == cnt) memcpy(out, t->float_data, (size_t)cnt * 4);
+        if (t->has_raw_data && t->raw_data.data && t->raw_data.len == (size_t)cnt * 4) memcpy(out, t->raw_data.data, (size_t)cnt * 4);
+        else if (t->float_data && (long)t->n_float_data == cnt) memcpy(out, t->float_data, (size_t)cnt * 4);
         else { free(out); return NULL; }
     } else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
-        if (t->has_raw_data && t->raw_data.len == (size_t)cnt * 8)
+        if (t->has_raw_data && t->raw_data.data && t->raw_data.len == (size_t)cnt * 8)
             for (long i = 0; i < cnt; i++) {
                 int64_t v;
                 memcpy(&v, t->raw_data.data + 8 * i, 8);
