@@ -71,15 +71,17 @@ const char *yq_status_str(yq_status st);
 typedef struct yq_model yq_model;
 typedef struct yq_session yq_session;
 
-/* path: an int8 deploy package (.yqp, checked as it loads), or a Darknet model: a
- * folder with one .cfg and one .weights (and optionally a .names), or a .cfg with its
- * .weights beside it; a Darknet model runs in FP32 on the CPU.  *out set only on YQ_OK. */
+/* path: an int8 deploy package (.yqp, checked as it loads), a Darknet model (a folder with
+ * one .cfg and one .weights, and optionally a .names, or a .cfg with its .weights beside
+ * it), or an Ultralytics detect export (.onnx); the last two run in FP32 on the CPU.  *out
+ * set only on YQ_OK. */
 yq_status   yq_model_open(const char *path, yq_model **out, yq_error *err);
 /* A package's bytes in memory (read, say, from an archive or made by yq_quantizer_model):
  * checked as yq_model_open checks a file; buf is copied, the caller keeps it.  name (may
  * be NULL) names it in messages. */
 yq_status   yq_model_open_mem(const void *buf, size_t n, const char *name, yq_model **out, yq_error *err);
-/* How a Darknet model is read (packages take none of these: set, they are an error). */
+/* How a Darknet model is read (an .onnx model takes width and height only; packages take
+ * none of these: set, they are an error). */
 typedef struct yq_model_opt {
     const char *weights;  /* NULL: the .weights beside the cfg; "synthetic" or "synthetic:SEED":
                              made-up weights of the right shapes (for tests and timing) */
@@ -105,8 +107,8 @@ int         yq_model_has_weights(const yq_model *m);      /* 0 for a cfg read al
 /* What a model is and where it comes from; strings borrowed from the model, never NULL
  * unless said.  A package's record (is_package) also says how it was made. */
 typedef struct yq_model_about {
-    const char *cfg, *weights;    /* the Darknet files ("" when none; a package: where its
-                                     source was when it was made, as provenance) */
+    const char *cfg, *weights;    /* the Darknet files (an ONNX model: its file, twice; "" when
+                                     none; a package: where its source was when it was made) */
     int layers, convs;            /* layers (the input not counted), of which convolutions */
     long long params;
     double flops;                 /* 2 x multiply-adds of one forward */
@@ -133,7 +135,7 @@ typedef struct yq_layer {
     int index;                    /* the Darknet layer index (0-based) */
     const char *type;             /* "conv", "maxpool", "route", "shortcut", "upsample", "yolo", ... */
     char detail[96];              /* "16 3x3/2 leaky", "from 3 linear", "80 classes, 3 anchors" */
-    int cfg_line;                 /* where the cfg declares it */
+    int cfg_line;                 /* where the cfg declares it (ONNX: the node's position, from 1) */
     int n_inputs;
     int inputs[16];               /* the layers it reads (-1: the network input) */
     int in_c, in_h, in_w, out_c, out_h, out_w;   /* the first input's shape, the output's */

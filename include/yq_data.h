@@ -7,7 +7,7 @@
  *     yq_dataset *ds = NULL;
  *     double s[YQ_COCO_NSTATS];
  *     if (yq_dataset_load_coco("instances_val2017.json", "val2017/", &ds, &err) != YQ_OK ||
- *         yq_session_evaluate(session, ds, NULL, s, NULL, NULL, &err) != YQ_OK)    // include/yq.h
+ *         yq_session_evaluate(session, ds, NULL, s, NULL, NULL, NULL, &err) != YQ_OK)
  *         fprintf(stderr, "%s\n", err.msg);
  *     else
  *         printf("mAP %.3f  mAP50 %.3f\n", s[YQ_COCO_AP], s[YQ_COCO_AP50]);
