@@ -199,15 +199,7 @@ yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int
     free(inputs);
     if (st != YQ_OK) return st;
     yq_layer_error *r = malloc(sizeof *r * (size_t)g->n_nodes);
-    int m = 0;
-    for (int i = 1; r && i < g->n_nodes; i++) {
-        const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
-        const yq_qnode *q = &g->q[i];
-        r[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
-                                   q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db, e[i].max_abs };
-    }
-    if (r) cli_print_layer_errors(r, m, got, top);
+    if (r) cli_print_layer_errors(r, yq_pipe_layer_rows(g, e, r), got, top);
     free(r);
     if (out) *out = e;
     else free(e);

@@ -575,7 +575,7 @@ static yq_status synth_weights(yq_graph *g, uint32_t seed, yq_error *err)
 
 /* ---- files ---------------------------------------------------------------- */
 
-static yq_status slurp(const char *path, uint8_t **buf, size_t *len, yq_error *err)
+yq_status yq_read_file(const char *path, uint8_t **buf, size_t *len, yq_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return yq_fail(err, YQ_ERR_IO, "%s: %s", path, strerror(errno));
@@ -605,11 +605,11 @@ yq_status yq_darknet_load(const char *cfg_path, const char *weights_path,
     uint8_t *text = NULL, *wbuf = NULL;
     size_t tlen = 0, wlen = 0;
     yq_graph *g = NULL;
-    yq_status st = slurp(cfg_path, &text, &tlen, err);
+    yq_status st = yq_read_file(cfg_path, &text, &tlen, err);
     if (st == YQ_OK) st = yq_darknet_parse_cfg((const char *)text, tlen, cfg_path, opt, &g, err);
     if (st == YQ_OK && !opt->synthetic) {
         if (!weights_path) st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: no weights file given", cfg_path);
-        else st = slurp(weights_path, &wbuf, &wlen, err);
+        else st = yq_read_file(weights_path, &wbuf, &wlen, err);
         if (st == YQ_OK) st = yq_darknet_read_weights(g, wbuf, wlen, weights_path, opt->bn, err);
         if (st == YQ_OK) snprintf(g->weights_path, sizeof g->weights_path, "%s", weights_path);
     } else if (st == YQ_OK) {
@@ -637,7 +637,7 @@ yq_status yq_graph_load_names(yq_graph *g, const char *path, yq_error *err)
 {
     uint8_t *buf;
     size_t len;
-    yq_status st = slurp(path, &buf, &len, err);
+    yq_status st = yq_read_file(path, &buf, &len, err);
     if (st != YQ_OK) return st;
     int n = 0;
     for (size_t i = 0; i < len; i++) n += buf[i] == '\n';

@@ -199,6 +199,9 @@ yq_status yq_model_resolve(const char *model, const char *weights_arg, yq_model_
 /* Load .names (one class per line) into g. */
 yq_status yq_graph_load_names(yq_graph *g, const char *path, yq_error *err);
 
+/* All of a regular file into *buf (malloc'd, *len bytes); errors name the path. */
+yq_status yq_read_file(const char *path, uint8_t **buf, size_t *len, yq_error *err);
+
 /* ONNX import (ir/onnx.c): an Ultralytics detect export; opt's width and height (0: the
  * model's) set a dynamic input's size; bn, synthetic and seed do not apply. */
 yq_status yq_onnx_load(const char *path, const yq_import_opt *opt, yq_graph **out, yq_error *err);

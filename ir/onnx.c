@@ -642,17 +642,10 @@ yq_status yq_onnx_load_mem(const void *data, size_t len, const char *path, const
 yq_status yq_onnx_load(const char *path, const yq_import_opt *opt, yq_graph **out, yq_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: cannot open", path);
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    unsigned char *buf = len > 0 && len < (2L << 30) && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (!buf || got != (size_t)len) {
-        free(buf);
-        return yq_fail(err, len == 0 ? YQ_ERR_FORMAT : YQ_ERR_IO, "%s: %s", path, len == 0 ? "empty file" : "read error");
-    }
-    yq_status st = yq_onnx_load_mem(buf, (size_t)len, path, opt, out, err);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    yq_status st = yq_read_file(path, &buf, &len, err);
+    if (st == YQ_OK) st = yq_onnx_load_mem(buf, len, path, opt, out, err);
     free(buf);
     return st;
 }

@@ -262,13 +262,7 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
         (st = yq_compare_layers(g, inputs, got, &e, err)) == YQ_OK &&
         !(r = malloc(sizeof *r * (size_t)g->n_nodes)))
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    for (int i = 1; st == YQ_OK && i < g->n_nodes; i++) {
-        const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
-        const yq_qnode *qn = &g->q[i];
-        r[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
-                                   qn->float_op ? "float" : qn->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db, e[i].max_abs };
-    }
+    if (st == YQ_OK) m = yq_pipe_layer_rows(g, e, r);
     free(inputs);
     free(e);
     yq_unquantize_graph(work_graph(q));

@@ -340,3 +340,17 @@ char *yq_pipe_plan_json(const yq_graph *g, const yq_qconfig *request, const yq_q
     free(why);
     return text;
 }
+
+int yq_pipe_layer_rows(const yq_graph *g, const yq_layer_err *e, yq_layer_error *rows)
+{
+    int m = 0;
+    for (int i = 1; i < g->n_nodes; i++) {
+        const yq_node *nd = &g->nodes[i];
+        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
+        const yq_qnode *q = &g->q[i];
+        rows[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
+                                      q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db,
+                                      e[i].max_abs };
+    }
+    return m;
+}

@@ -18,6 +18,8 @@
 #define YQ_PIPELINE_QUANTIZE_H
 
 #include "calib/observe.h"
+#include "calib/compare.h"
+#include "include/yq_quant.h"
 #include "ir/ir.h"
 #include "quant/qconfig.h"
 
@@ -71,5 +73,9 @@ char *yq_pipe_plan_json(const yq_graph *g, const yq_qconfig *request, const yq_q
  * g's input size, malloc'd); images that cannot be decoded are left out. */
 yq_status yq_pipe_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, const yq_pipe_io *io,
                               float **out, int *got, yq_error *err);
+
+/* The per-layer errors of int8 graph g (e: yq_compare_layers') as public rows, every node but the
+ * input, dropouts and heads, in graph order, into rows (g->n_nodes entries); how many. */
+int yq_pipe_layer_rows(const yq_graph *g, const yq_layer_err *e, yq_layer_error *rows);
 
 #endif

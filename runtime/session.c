@@ -76,17 +76,10 @@ yq_model_opt yq_model_defaults(void)
 /* A cfg alone (its weights not found): the graph's shapes, no weights. */
 static yq_status read_cfg_alone(const char *cfg, const yq_import_opt *io, yq_graph **g, yq_error *err)
 {
-    FILE *f = fopen(cfg, "rb");
-    if (!f) return yq_fail(err, YQ_ERR_IO, "%s: cannot open", cfg);
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    char *text = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
-    size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (!text || got != (size_t)len) {
-        free(text);
-        return yq_fail(err, YQ_ERR_IO, "%s: read error", cfg);
-    }
-    yq_status st = yq_darknet_parse_cfg(text, (size_t)len, cfg, io, g, err);
+    uint8_t *text = NULL;
+    size_t len = 0;
+    yq_status st = yq_read_file(cfg, &text, &len, err);
+    if (st == YQ_OK) st = yq_darknet_parse_cfg((const char *)text, len, cfg, io, g, err);
     free(text);
     return st;
 }
