@@ -45,7 +45,7 @@ static const char *help =
     "                       for a MODEL yquant-tune.jsonl)\n"
     "  --seed N             for random and ga (default 1)\n"
     "  --families LIST      only these kernel families: dp4a, mma, cutlass, halo, img,\n"
-    "                       wgmma (default all)\n"
+    "                       wgmma, wgh (default all)\n"
     "  --retune             search shapes the log has finished again (its trials are reused)\n"
     "  --no-write           leave PKG as it is (the log still records everything)\n"
     "  --json FILE          the results as JSON ('-': stdout, the table then goes nowhere)\n"
@@ -110,6 +110,7 @@ static int parse_families(const char *s, unsigned *mask)
         else if (!strcmp(t, "halo")) *mask |= 1u << YQ_CONV_HALO;
         else if (!strcmp(t, "img")) *mask |= 1u << YQ_CONV_IMG;
         else if (!strcmp(t, "wgmma")) *mask |= 1u << YQ_CONV_WGMMA;
+        else if (!strcmp(t, "wgh")) *mask |= 1u << YQ_CONV_WGH;
         else return -1;
     }
     /* the families with one kernel each are always allowed: nothing else runs those convs */
@@ -188,7 +189,8 @@ int cmd_tune(int argc, char **argv)
         } else if (!strcmp(a, "--tuner") && has) {
             if (yq_tuner_parse(argv[++i], &req.o.tuner)) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
         } else if (!strcmp(a, "--families") && has) {
-            if (parse_families(argv[++i], &req.o.families)) return cli_usage_error("--families %s: expected a list of dp4a, mma, cutlass, halo, img, wgmma", argv[i]);
+            if (parse_families(argv[++i], &req.o.families))
+                return cli_usage_error("--families %s: expected a list of dp4a, mma, cutlass, halo, img, wgmma, wgh", argv[i]);
         } else if (!strcmp(a, "--head") && has) {
             const char *h = argv[++i];
             if (!strcmp(h, "int8")) req.head_int8 = 1;

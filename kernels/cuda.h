@@ -100,9 +100,12 @@ typedef enum yq_conv_variant {
                           64 filters, int8 output, sm_80+ */
     YQ_CONV_WGMMA      /* implicit GEMM on sm_90's warpgroup tensor cores (wgmma, operands in
                           swizzled shared memory; kernels/cuda_wgmma.cu): groups == 1, channels
-                          a multiple of 64, int8 in and out, sm_90 only */
+                          a multiple of 64, int8 in and out, sm_90 only */,
+    YQ_CONV_WGH        /* stride-1 3x3 convs on wgmma with each channel chunk of a tile's
+                          padded input window staged once (kernels/cuda_wgmma.cu): pad 1,
+                          channels a multiple of 128, int8 in and out, sm_90 only */
 } yq_conv_variant;
-#define YQ_CONV_LAST YQ_CONV_WGMMA
+#define YQ_CONV_LAST YQ_CONV_WGH
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or

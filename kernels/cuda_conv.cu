@@ -1800,7 +1800,7 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
                 c->halo |= yq_halo_shape_ok(t, c4, k, cp->stride, cp->groups, F);
             if (c->halo && (st = yq_halo_prepare(err))) goto fail;
             c->wg = mma_ok(c) && c->out_t == YQ_S8 && is.c % 64 == 0 && F % 16 == 0 && c->arch == 90 && yq_wg_built();
-            if (c->wg && (st = yq_wg_prepare(err))) goto fail;
+            if (c->wg && ((st = yq_wg_prepare(err)) || (st = yq_wgh_prepare(err)))) goto fail;
             c->img = !c->float_op && c->out_t == YQ_S8 && yq_img_shape_ok(is.c, k, cp->stride, cp->groups, F) &&
                      c->arch >= 80 && yq_img_built();
         } else if (cp->groups == is.c && F == is.c) {
@@ -1921,7 +1921,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     cudaStream_t s = YQ_STREAM(stream);
     yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
     if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS || cfg.family == YQ_CONV_HALO ||
-         cfg.family == YQ_CONV_WGMMA) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
+         cfg.family == YQ_CONV_WGMMA || cfg.family == YQ_CONV_WGH) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
@@ -1953,7 +1953,14 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     }
     case YQ_CONV_WGMMA: {
         /* tensors it cannot take (views not 16-byte aligned): as the CUTLASS family */
-        yq_status st = yq_wg_ok(a, cfg.tile) ? yq_wg_launch(a, cfg.tile, s, err) : yq_mma_launch(a, 3, 1, NULL, s, err);
+        yq_status st = yq_wg_ok(a, cfg.tile) ? yq_wg_launch(a, cfg.tile, cfg.split_k, c->ws, s, err)
+                                             : yq_mma_launch(a, 3, 1, NULL, s, err);
+        if (st) return st;
+        break;
+    }
+    case YQ_CONV_WGH: {
+        /* tensors it cannot take (views not 16-byte aligned): as the CUTLASS family */
+        yq_status st = yq_wgh_ok(a, cfg.tile) ? yq_wgh_launch(a, cfg.tile, s, err) : yq_mma_launch(a, 3, 1, NULL, s, err);
         if (st) return st;
         break;
     }
@@ -2108,6 +2115,16 @@ static int float_split_ok(const yq_cuda_conv *c, int split, int batch, int tile,
     return c->groups == 1 && K / split >= 4 * kc && blocks < c->sms && blocks * split <= 4L * c->sms;
 }
 
+/* A tensor-core family's K split of tile t: only while the unsplit grid leaves
+ * multiprocessors idle, at most 4 blocks a multiprocessor, 2 K steps or more a split. */
+static int tc_split_ok(const yq_cuda_conv *c, const yq_mma_tile &t, int split, int batch)
+{
+    long chunks = ((long)c->K4 * 4 + t.bk - 1) / t.bk;
+    long M = (long)batch * c->oh * c->ow;
+    long blocks = ((M + t.bm - 1) / t.bm) * ((((c->F + 3) & ~3) + t.bn - 1) / t.bn);
+    return chunks / split >= 2 && blocks < c->sms && blocks * split <= 4L * c->sms;
+}
+
 static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
 {
     if (g.split_k < 1) return 0;
@@ -2135,17 +2152,13 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
         return c->halo && g.split_k == 1 && yq_halo_shape_ok(g.tile, (c->cin + 3) & ~3, c->k, c->stride, c->groups, c->F);
     case YQ_CONV_IMG: return c->img && g.tile == 0 && g.split_k == 1;
     case YQ_CONV_WGMMA:
-        return c->wg && g.split_k == 1 && g.tile < YQ_WG_TILES && c->cin % yq_wg_tiles[g.tile].bk == 0;
-    case YQ_CONV_MMA: {
+        if (!c->wg || g.tile >= YQ_WG_TILES || c->cin % yq_wg_tiles[g.tile].bk) return 0;
+        return g.split_k == 1 || (yq_wg_can_split(g.tile, g.split_k) && tc_split_ok(c, yq_wg_tiles[g.tile], g.split_k, batch));
+    case YQ_CONV_WGH:
+        return c->wg && g.split_k == 1 && yq_wgh_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F, c->ow);
+    case YQ_CONV_MMA:
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
-        if (g.split_k == 1) return 1;
-        const yq_mma_tile &t = yq_mma_tiles[g.tile];
-        long chunks = ((long)c->K4 * 4 + t.bk - 1) / t.bk;
-        long M = (long)batch * c->oh * c->ow;
-        long blocks = ((M + t.bm - 1) / t.bm) * ((((c->F + 3) & ~3) + t.bn - 1) / t.bn);
-        /* a split only pays while the unsplit grid leaves multiprocessors idle */
-        return chunks / g.split_k >= 2 && blocks < c->sms && blocks * g.split_k <= 4L * c->sms;
-    }
+        return g.split_k == 1 || tc_split_ok(c, yq_mma_tiles[g.tile], g.split_k, batch);
     }
     return 0;
 }
@@ -2168,7 +2181,9 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
     for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
-    for (int t = 0; t < YQ_WG_TILES; t++) add(YQ_CONV_WGMMA, t, 1);
+    for (int t = 0; t < YQ_WG_TILES; t++)
+        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_WGMMA, t, split_opts[k]);
+    for (int t = 0; t < YQ_WGH_TILES; t++) add(YQ_CONV_WGH, t, 1);
     add(YQ_CONV_IMG, 0, 1);
     for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     for (int t = 0; t < DW_TILES; t++) add(YQ_CONV_DW, t, 1);
@@ -2227,6 +2242,13 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
          * (on the H200 it beat the CUTLASS and MMA tiles on every YOLOv3 shape at batch 8
          * and 32, 1x1s included: bench/results/int8_gpu_wgmma_2026-12-02.md) */
         if (c->wg) {
+            /* stride-1 3x3 over multiples of 128 channels: the halo tile of 256 pixels where
+             * its grid fills most multiprocessors (on the H200 it beat every other tile on
+             * YOLOv3's 52x52 and 26x26 layers at batch 8 to 128, by up to 1.25x:
+             * bench/results/int8_gpu_wgh_2026-12-05.md) */
+            yq_conv_cfg h = { YQ_CONV_WGH, 0, 1, 0 };
+            long tiles = ((long)c->oh * (c->ow + 2) + yq_wgh_tiles[0].bm - 1) / yq_wgh_tiles[0].bm;
+            if (batch * tiles * ((c->F + 127) / 128) * 10 >= 7L * c->sms && cfg_ok(c, h, batch)) return h;
             yq_conv_cfg w = { YQ_CONV_WGMMA, (uint8_t)(c->cin % 128 == 0 ? 0 : 3), 1, 0 };
             if (((M + 127) / 128) * ((nout + 127) / 128) >= c->sms && cfg_ok(c, w, batch)) return w;
         }
@@ -2296,6 +2318,11 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
         n = t ? snprintf(buf, cap, "%s_%dx%dx%d_s%d", fam, t->bm, t->bn, t->bk, t->stages) : snprintf(buf, cap, "%s_?", fam);
         break;
     }
+    case YQ_CONV_WGH: {
+        const yq_wgh_tile *t = g.tile < YQ_WGH_TILES ? &yq_wgh_tiles[g.tile] : NULL;
+        n = t ? snprintf(buf, cap, "wgh_%dx128x128_s%d", t->bm, t->stages) : snprintf(buf, cap, "wgh_?");
+        break;
+    }
     case YQ_CONV_HALO: {
         const yq_halo_tile *t = g.tile < YQ_HALO_TILES ? &yq_halo_tiles[g.tile] : NULL;
         n = t ? snprintf(buf, cap, "halo_%dx%dx%d", t->th, t->tw, t->bn) : snprintf(buf, cap, "halo_?");
@@ -2313,7 +2340,8 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     char buf[64];
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
-                             : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
+                             : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_WGH ? YQ_WGH_TILES
+                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
                              : fam == YQ_CONV_DW ? DW_TILES : fam == YQ_CONV_F32 ? F32_TILES : 1); t++)
             for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
                 yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };

@@ -132,6 +132,9 @@ extern const yq_mma_tile yq_mma_tiles[YQ_MMA_TILES];
 /* Raises the shared-memory limit of every tile's kernel on the current device (once). */
 yq_status yq_mma_prepare(yq_error *err);
 yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
+/* Finishes a K split of any int32 family: ws[z][M][F4]'s split sums added (integers: the
+ * order does not matter), then the conv's epilogue (requantize, residual, or float out). */
+yq_status yq_mma_reduce(const ConvK &a, const int32_t *ws, int split, cudaStream_t s, yq_error *err);
 
 /* The CUTLASS family (kernels/cuda_cutlass.cu): CUTLASS's sm80 main loop, our epilogue. */
 #define YQ_CUT_TILES 7
@@ -179,7 +182,22 @@ int yq_wg_built(void);
 int yq_wg_ok(const ConvK &a, int tile);
 /* Raises the shared-memory limit of every tile's kernel on the current device (once). */
 yq_status yq_wg_prepare(yq_error *err);
-yq_status yq_wg_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
+/* The wgmma halo family (kernels/cuda_wgmma.cu): stride-1 3x3 convs (pad 1, channels a
+ * multiple of 128, filters of 16, int8 in and out, sm_90), each 128-channel chunk of a
+ * tile's padded input window staged once, a descriptor per tap into it; BM rows, 128
+ * filters, STAGES-deep ring of filter tiles. */
+#define YQ_WGH_TILES 3
+struct yq_wgh_tile { int bm, stages; };
+extern const yq_wgh_tile yq_wgh_tiles[YQ_WGH_TILES];
+/* Whether tile t can run the shape (its shared memory grows with the width W). */
+int yq_wgh_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int W);
+int yq_wgh_ok(const ConvK &a, int tile);         /* ... and these tensors (16-byte aligned) */
+yq_status yq_wgh_prepare(yq_error *err);
+yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
+/* Whether tile t has a K split of `split` parts (tiles of 128 filters; 1: every tile). */
+int yq_wg_can_split(int tile, int split);
+/* Launches tile t with split_k parts (ws: int32 scratch of split_k x M x F4 words when > 1). */
+yq_status yq_wg_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err);
 
 /* Float layers on FP16 tensor cores (kernels/cuda_f16.cu): 64 x 64 tiles, K chunks of
  * YQ_F16_K; ws: FP32 scratch of split_k x M x F when split_k > 1 (then f32_reduce). */

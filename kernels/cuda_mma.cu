@@ -258,7 +258,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
 }
 
 /* Split-K: thread = (pixel, 4 filters): the splits' int32 sums added, then the epilogue. */
-__global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
+static __global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
 {
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     int cw = a.F4 >> 2;
@@ -285,6 +285,13 @@ __global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
     }
 }
 
+yq_status yq_mma_reduce(const ConvK &a, const int32_t *ws, int split, cudaStream_t s, yq_error *err)
+{
+    mma_reduce<<<yq_blocks((long)a.M * (a.F4 / 4), 256), 256, 0, s>>>(a, ws, split);
+    YQ_CUDA_LAUNCHED();
+    return YQ_OK;
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, yq_error *err)
 {
@@ -300,11 +307,7 @@ static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, 
     dim3 grid(yq_blocks(a.M, BM), yq_blocks(nout, BN), split);
     kern<<<grid, C::THREADS, C::SMEM, s>>>(a, split > 1 ? ws : NULL, split);
     YQ_CUDA_LAUNCHED();
-    if (split > 1) {
-        mma_reduce<<<yq_blocks((long)a.M * (a.F4 / 4), 256), 256, 0, s>>>(a, ws, split);
-        YQ_CUDA_LAUNCHED();
-    }
-    return YQ_OK;
+    return split > 1 ? yq_mma_reduce(a, ws, split, s, err) : YQ_OK;
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>

@@ -185,9 +185,65 @@ struct WgCfg {
     static_assert(STAGES >= 4, "two steps in flight besides the one multiplied");
 };
 
-template <int BM, int BN, int BK, int STAGES, bool LUT, bool RES>
+/* The int8 epilogue of a BM x BN tile (the ring free, every thread past a barrier): the
+ * accumulators (rows 16w + lane / 4 and + 8 of warp w's slab, columns 8j + 2 (lane % 4)
+ * and + 1: the mma.sync C layout repeated over BN / 8) get the bias and ir/requant.h's
+ * requantize (rq_pair: the CPU reference's functions), are staged in shared memory as
+ * rows of PITCH bytes and leave as 16-byte pieces, a fused [shortcut]'s residual added on
+ * the way (res_apply).  pixel(r): the output pixel of tile row r, or -1 for none. */
+template <int BM, int BN, int THREADS, int PITCH, bool LUT, bool RES, class Pixel>
+__device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, const int32_t *pb, const float *pp,
+                                            const float *pn, const ConvK &a, Pixel pixel, int n0)
+{
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    constexpr int CH = BN / 16;       /* 16-byte pieces of a staged row */
+    constexpr int PER = BM * CH / THREADS;   /* pieces a thread stores (BN / 32) */
+    static_assert(BM * CH % THREADS == 0, "whole pieces per thread");
+    /* a fused shortcut: every residual piece this thread will add, loaded before the
+     * requantize so that the loads overlap it and each other (loaded one per piece in the
+     * store loop, each waited for in turn, they made YOLOv3's 52x52 3x3 with its shortcut
+     * 1.3x the time without: 104 against 80 us at batch 32) */
+    uint4 rv[RES ? PER : 1];
+    int px[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = tid + k * THREADS, r = i / CH, o = n0 + (i - r * CH) * 16;
+        px[k] = o < a.F ? pixel(r) : -1;
+        if (RES) rv[k] = px[k] >= 0 ? __ldg((const uint4 *)(a.res + (long)px[k] * a.F4 + o)) : make_uint4(0, 0, 0, 0);
+    }
+    const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cl = j * 8 + tq * 2;
+        const int32_t b0 = pb[cl], b1 = pb[cl + 1];
+        const float p0 = pp[cl], p1 = pp[cl + 1], q0 = pn[cl], q1 = pn[cl + 1];
+        unsigned lo = rq_pair<LUT>(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a);
+        unsigned hi = rq_pair<LUT>(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a);
+        *(uint16_t *)(stg + r0 * PITCH + cl) = (uint16_t)lo;
+        *(uint16_t *)(stg + (r0 + 8) * PITCH + cl) = (uint16_t)hi;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = tid + k * THREADS, r = i / CH, cc = i - r * CH, o = n0 + cc * 16;
+        if (px[k] < 0) continue;
+        uint4 v = *(const uint4 *)(stg + r * PITCH + cc * 16);
+        if (RES) {
+            v.x = res_apply(v.x, rv[k].x, o, a);
+            v.y = res_apply(v.y, rv[k].y, o + 4, a);
+            v.z = res_apply(v.z, rv[k].z, o + 8, a);
+            v.w = res_apply(v.w, rv[k].w, o + 12, a);
+        }
+        *(uint4 *)((int8_t *)a.out + (long)px[k] * a.OPW * 4 + o) = v;
+    }
+}
+
+/* SPLIT: blockIdx.z is split z of n_split over K (yq_split_range, whole BK steps): the
+ * int32 sums go to ws[z][M][F4] and yq_mma_reduce adds them and requantizes (LUT and RES
+ * are then false: the reduction does both). */
+template <int BM, int BN, int BK, int STAGES, bool LUT, bool RES, bool SPLIT>
 __global__ void __launch_bounds__(WgCfg<BM, BN, BK, STAGES>::THREADS, WgCfg<BM, BN, BK, STAGES>::MIN_BLOCKS)
-conv_wg(ConvK a)
+conv_wg(ConvK a, int32_t *ws, int n_split)
 {
 #if YQ_WG_ARCH
     typedef WgCfg<BM, BN, BK, STAGES> C;
@@ -198,7 +254,10 @@ conv_wg(ConvK a)
     float *pp = (float *)(pb + BN), *pn = pp + BN;
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, ohw = a.OH * a.OW, KT = Ktot / BK;
+    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, ohw = a.OH * a.OW;
+    int kbeg = 0, kend = Ktot;        /* Ktot is k x k x Cb: whole BK steps */
+    if (SPLIT) yq_split_range(Ktot, BK, n_split, blockIdx.z, &kbeg, &kend);
+    const int KT = kend > kbeg ? (kend - kbeg) / BK : 0;
 
     for (int i = tid; i < BN; i += C::THREADS) {
         int o = n0 + i;
@@ -232,7 +291,8 @@ conv_wg(ConvK a)
     }
     /* the chunk's tap (ky, kx) and channel byte c, and its K offset kb (C is a multiple of
      * BK: a step never leaves its tap) */
-    int kb = col * 16, c = col * 16, ky = 0, kx = 0;
+    const int tap0 = kbeg / Cb;
+    int kb = kbeg + col * 16, c = kbeg - tap0 * Cb + col * 16, ky = tap0 / a.k, kx = tap0 - ky * a.k;
     const unsigned ring = smem_addr(smem);
     auto load = [&](int slot) {
         unsigned sa = ring + slot * C::STAGE + soff, sb = sa + C::A_BYTES;
@@ -285,49 +345,154 @@ conv_wg(ConvK a)
     wg_wait<0>();
     wg_hold<BN / 2>(d);
     cp_wait<0>();
+    if (SPLIT) {                      /* the partial sums, as they lie in the accumulators */
+        const int r0 = m0 + wg * 64 + warp * 16 + (lane >> 2);
+        int32_t *wz = ws + (long)blockIdx.z * a.M * a.F4;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const int o = n0 + j * 8 + (lane & 3) * 2;
+            if (o >= a.F) continue;
+            if (r0 < a.M) *(int2 *)(wz + (long)r0 * a.F4 + o) = make_int2(d[4 * j], d[4 * j + 1]);
+            if (r0 + 8 < a.M) *(int2 *)(wz + (long)(r0 + 8) * a.F4 + o) = make_int2(d[4 * j + 2], d[4 * j + 3]);
+        }
+        return;
+    }
     __syncthreads();                  /* the ring is free: it stages the outputs */
+    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, [&](int r) { return m0 + r < a.M ? m0 + r : -1; },
+                                                        n0);
+#else
+    __trap();   /* not sm_90a code: fail, never a silent wrong answer */
+#endif
+}
 
-    constexpr int CH = BN / 16;       /* 16-byte pieces of a staged row */
-    constexpr int PER = BM * CH / C::THREADS;   /* pieces a thread stores (BN / 32) */
-    static_assert(BM * CH % C::THREADS == 0, "whole pieces per thread");
-    /* a fused shortcut: every residual piece this thread will add, loaded before the
-     * requantize so that the loads overlap it and each other (loaded one per piece in the
-     * store loop, each waited for in turn, they made YOLOv3's 52x52 3x3 with its shortcut
-     * 1.3x the time without: 104 against 80 us at batch 32) */
-    uint4 rv[RES ? PER : 1];
-    if (RES) {
+
+/* ---- the halo kernel: stride-1 3x3 convs, each input window staged once ----------- *
+ *
+ * conv_wg gathers a tile's A rows anew for each of the 9 taps: 9 x BM rows of BK bytes a
+ * channel chunk, most of them the same pixels.  Here the tile's M is counted over the
+ * zero-padded image, Wp = W + 2 pixels a row (the two last columns of each row computed
+ * and dropped), so that the A rows of tap (ky, kx) are the padded pixels of its rows
+ * shifted by ky x Wp + kx: one contiguous run of rows.  A block stages that run once a
+ * 128-channel chunk (BM + 2 Wp + 2 rows, the "halo"; zeros where the padding is) and
+ * gives the wgmmas of each tap a descriptor into it, BM x 128 bytes starting at the
+ * tap's shift; only the filters (B) are loaded per tap.  For YOLOv3's 52x52 layers at BM
+ * 256 that is 366 + 9 x 128 rows a chunk instead of 9 x (256 + 128).
+ *
+ * The halo lives in two slots (chunk j in slot j % 2; loaded with the B tile of its first
+ * tap, STAGES - 2 steps ahead, while chunk j - 1 is multiplied: safe while STAGES <= 10).
+ * Its rows are written in the 128-byte swizzle of their own addresses (the slot is
+ * 1024-byte aligned, so row h's chunks are XORed by h % 8), and a tap's descriptor starts
+ * at a 128-byte row boundary that is generally not a multiple of 1024, its base offset
+ * field 0: the H200 unswizzles by the address bits of each row it reads, as it does for
+ * the +32-byte K steps inside a row (measured: every wgh configuration of test_cuda
+ * bit-exact this way, and wrong from the first output with the field set to
+ * (address >> 7) % 8).
+ *
+ * A tile never spans two images (grid.x = images x tiles an image); tile rows past the
+ * image, and the two padding columns of each row, are computed and not stored. */
+template <int BM, int STAGES>
+struct WghCfg {
+    static constexpr int BN = 128, BK = 128;
+    static constexpr int THREADS = BM / 64 * 128;
+    static constexpr int RSTEP = THREADS / 8;               /* rows a pass of the loaders */
+    static constexpr int B_BYTES = BN * BK;
+    static constexpr int PITCH = BN + 16;
+    static constexpr int FIXED = 1024 + STAGES * B_BYTES + BN * 12;   /* + 2 halo slots */
+    static constexpr int MAX_SMEM = 227 * 1024;
+    static_assert(BM * PITCH <= STAGES * B_BYTES, "the output staging fits in the ring");
+    static_assert(STAGES >= 4 && STAGES <= 10, "the halo's two slots");
+    static_assert(BN % RSTEP == 0, "loader shape");
+    /* halo rows and the bytes of one slot (whole 1024-byte units: the next slot stays aligned) */
+    static __host__ __device__ int rows(int W) { return BM + 2 * (W + 2) + 2; }
+    static __host__ __device__ int slot(int W) { return (rows(W) * BK + 1023) & ~1023; }
+    static int smem(int W) { return FIXED + 2 * slot(W); }
+};
+
+template <int BM, int STAGES, bool LUT, bool RES>
+__global__ void __launch_bounds__(WghCfg<BM, STAGES>::THREADS, 1)
+conv_wgh(ConvK a, int tiles)
+{
+#if YQ_WG_ARCH
+    typedef WghCfg<BM, STAGES> C;
+    constexpr int BN = C::BN, BK = C::BK;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+    const int Wp = a.OW + 2, HR = C::rows(a.OW), HS = C::slot(a.OW);
+    unsigned char *halo = smem + STAGES * C::B_BYTES;
+    int32_t *pb = (int32_t *)(halo + 2 * HS);
+    float *pp = (float *)(pb + BN), *pn = pp + BN;
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const int img = blockIdx.x / tiles, m0 = (blockIdx.x - img * tiles) * BM, n0 = blockIdx.y * BN;
+    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, NC = Cb / BK, T = 9 * NC;
+
+    for (int i = tid; i < BN; i += C::THREADS) {
+        int o = n0 + i;
+        bool ok = o < a.F;
+        pb[i] = ok ? __ldg(a.bq + o) : 0;
+        pp[i] = ok ? __ldg(a.pos + o) : 0.0f;
+        pn[i] = ok ? __ldg(a.neg + o) : 0.0f;
+    }
+
+    /* loaders: thread = 16-byte chunk col of rows row0 + i x RSTEP (swizzle: row % 8, the
+     * same for all of them as RSTEP is a multiple of 8) */
+    const int col = tid & 7, row0 = tid >> 3;
+    const unsigned sw = (unsigned)(((col ^ (row0 & 7)) << 4) + row0 * BK);
+    const int8_t *in = (const int8_t *)a.in + (long)img * a.IH * a.IW * (a.IPW * 4) + col * 16;
+    const int8_t *w = (const int8_t *)a.w32 + col * 16;
+    const unsigned ring = smem_addr(smem), hring = smem_addr(halo);
+    auto load = [&](int t) {
+        const int j = t / 9, tap = t - 9 * j;
+        const unsigned sb = ring + (t % STAGES) * C::B_BYTES + sw;
 #pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = tid + k * C::THREADS, r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
-            rv[k] = p < a.M && o < a.F ? __ldg((const uint4 *)(a.res + (long)p * a.F4 + o)) : make_uint4(0, 0, 0, 0);
+        for (int i = 0; i < BN / C::RSTEP; i++) {
+            int f = n0 + row0 + i * C::RSTEP;
+            bool v = f < a.F;
+            cp16(sb + i * C::RSTEP * BK, v ? w + (long)f * Ktot + tap * Cb + j * BK : w, v);
         }
-    }
-    const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid;
-    unsigned char *stg = smem;
+        if (tap == 0) {               /* the chunk's halo: padded pixels m0 .. m0 + HR - 1 */
+            const unsigned sh = hring + (j & 1) * HS + sw;
+            for (int h = row0; h < HR; h += C::RSTEP) {
+                int q = m0 + h, py = q / Wp, px = q - py * Wp;
+                bool v = py >= 1 && py <= a.IH && px >= 1 && px <= a.IW;
+                const int8_t *src = v ? in + ((long)(py - 1) * a.IW + px - 1) * (a.IPW * 4) + j * BK : in;
+                cp16(sh + (h - row0) * BK, src, v);
+            }
+        }
+    };
+
+    int d[BN / 2];
 #pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-        const int cl = j * 8 + tq * 2;
-        const int32_t b0 = pb[cl], b1 = pb[cl + 1];
-        const float p0 = pp[cl], p1 = pp[cl + 1], q0 = pn[cl], q1 = pn[cl + 1];
-        unsigned lo = rq_pair<LUT>(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a);
-        unsigned hi = rq_pair<LUT>(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a);
-        *(uint16_t *)(stg + r0 * C::PITCH + cl) = (uint16_t)lo;
-        *(uint16_t *)(stg + (r0 + 8) * C::PITCH + cl) = (uint16_t)hi;
+    for (int i = 0; i < BN / 2; i++) d[i] = 0;
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if (s < T) load(s);
+        cp_commit();
     }
+    for (int t = 0; t < T; t++) {
+        cp_wait<STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        if (t + STAGES - 2 < T) load(t + STAGES - 2);
+        cp_commit();
+        const int j = t / 9, tap = t - 9 * j, ky = tap / 3, kx = tap - 3 * ky;
+        const unsigned aa = hring + (j & 1) * HS + (unsigned)(ky * Wp + kx + wg * 64) * BK;
+        const uint64_t da = wg_desc(aa, BK);
+        const uint64_t db = wg_desc(ring + (t % STAGES) * C::B_BYTES, BK);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BK / 32; ks++) wgmma_s8<BN>(d, da + 2 * ks, db + 2 * ks);
+        wg_commit();
+        wg_wait<1>();
+    }
+    wg_wait<0>();
+    wg_hold<BN / 2>(d);
+    cp_wait<0>();
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < PER; k++) {
-        const int i = tid + k * C::THREADS, r = i / CH, cc = i - r * CH, p = m0 + r, o = n0 + cc * 16;
-        if (p >= a.M || o >= a.F) continue;
-        uint4 v = *(const uint4 *)(stg + r * C::PITCH + cc * 16);
-        if (RES) {
-            v.x = res_apply(v.x, rv[k].x, o, a);
-            v.y = res_apply(v.y, rv[k].y, o + 4, a);
-            v.z = res_apply(v.z, rv[k].z, o + 8, a);
-            v.w = res_apply(v.w, rv[k].w, o + 12, a);
-        }
-        *(uint4 *)((int8_t *)a.out + (long)p * a.OPW * 4 + o) = v;
-    }
+    const int ohw = a.OH * a.OW, mi = a.OH * Wp;
+    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, [&](int r) {
+        int q = m0 + r, oy = q / Wp, ox = q - oy * Wp;
+        return q < mi && ox < a.OW ? img * ohw + oy * a.OW + ox : -1;
+    }, n0);
 #else
     __trap();   /* not sm_90a code: fail, never a silent wrong answer */
 #endif
@@ -341,27 +506,40 @@ template <int BM, int BN, int BK, int STAGES>
 struct WgTile {
     typedef WgCfg<BM, BN, BK, STAGES> C;
     static bool can(const ConvK &a) { return (a.C4w * 4) % BK == 0; }
-    template <bool L, bool R>
+    /* a K split only where BN is 128 (the splits serve small grids; fewer instantiations) */
+    static constexpr bool SPLITS = BN == 128;
+    static bool can_split(int split) { return split == 1 || SPLITS; }
+    template <bool L, bool R, bool S>
     static yq_status attr(yq_error *err)
     {
-        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg<BM, BN, BK, STAGES, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         C::SMEM));
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg<BM, BN, BK, STAGES, L, R, S>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
         return YQ_OK;
     }
     static yq_status prepare(yq_error *err)
     {
         yq_status st;
-        if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
-            (st = attr<true, true>(err)))
+        if ((st = attr<false, false, false>(err)) || (st = attr<true, false, false>(err)) ||
+            (st = attr<false, true, false>(err)) || (st = attr<true, true, false>(err)))
             return st;
+        if constexpr (SPLITS) return attr<false, false, true>(err);
         return YQ_OK;
     }
-    static yq_status launch(const ConvK &a, cudaStream_t s, yq_error *err)
+    static yq_status launch(const ConvK &a, int split, int32_t *ws, cudaStream_t s, yq_error *err)
     {
+        if (split > 1) {
+            if constexpr (SPLITS) {
+                dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.F, BN), split);
+                conv_wg<BM, BN, BK, STAGES, false, false, true><<<grid, C::THREADS, C::SMEM, s>>>(a, ws, split);
+                YQ_CUDA_LAUNCHED();
+                return yq_mma_reduce(a, ws, split, s, err);
+            }
+            return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma conv: no K split of a %d-filter tile", BN);
+        }
         dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.F, BN));
-        auto kern = a.res ? (a.lut ? conv_wg<BM, BN, BK, STAGES, true, true> : conv_wg<BM, BN, BK, STAGES, false, true>)
-                          : (a.lut ? conv_wg<BM, BN, BK, STAGES, true, false> : conv_wg<BM, BN, BK, STAGES, false, false>);
-        kern<<<grid, C::THREADS, C::SMEM, s>>>(a);
+        auto kern = a.res ? (a.lut ? conv_wg<BM, BN, BK, STAGES, true, true, false> : conv_wg<BM, BN, BK, STAGES, false, true, false>)
+                          : (a.lut ? conv_wg<BM, BN, BK, STAGES, true, false, false> : conv_wg<BM, BN, BK, STAGES, false, false, false>);
+        kern<<<grid, C::THREADS, C::SMEM, s>>>(a, NULL, 1);
         YQ_CUDA_LAUNCHED();
         return YQ_OK;
     }
@@ -397,7 +575,7 @@ int yq_wg_built(void)
 {
 #ifdef YQ_WG_SM90A
     cudaFuncAttributes fa;
-    int ok = cudaFuncGetAttributes(&fa, conv_wg<128, 128, 128, 4, false, false>) == cudaSuccess && fa.binaryVersion == 90;
+    int ok = cudaFuncGetAttributes(&fa, conv_wg<128, 128, 128, 4, false, false, false>) == cudaSuccess && fa.binaryVersion == 90;
     (void)cudaGetLastError();
     return ok;
 #else
@@ -427,8 +605,98 @@ yq_status yq_wg_prepare(yq_error *err)
     return YQ_OK;
 }
 
-yq_status yq_wg_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
+/* ---- the halo family --------------------------------------------------------------- */
+
+const yq_wgh_tile yq_wgh_tiles[YQ_WGH_TILES] = { { 256, 4 }, { 128, 4 }, { 128, 6 } };
+
+namespace {
+
+template <int BM, int STAGES>
+struct WghTile {
+    typedef WghCfg<BM, STAGES> C;
+    template <bool L, bool R>
+    static yq_status attr(yq_error *err)
+    {
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wgh<BM, STAGES, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         C::MAX_SMEM));
+        return YQ_OK;
+    }
+    static yq_status prepare(yq_error *err)
+    {
+        yq_status st;
+        if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
+            (st = attr<true, true>(err)))
+            return st;
+        return YQ_OK;
+    }
+    static bool fits(int W) { return C::smem(W) <= C::MAX_SMEM; }
+    static yq_status launch(const ConvK &a, cudaStream_t s, yq_error *err)
+    {
+        const int tiles = yq_blocks((long)a.OH * (a.OW + 2), BM), n = a.M / (a.OH * a.OW);
+        dim3 grid(n * tiles, yq_blocks(a.F, C::BN));
+        auto kern = a.res ? (a.lut ? conv_wgh<BM, STAGES, true, true> : conv_wgh<BM, STAGES, false, true>)
+                          : (a.lut ? conv_wgh<BM, STAGES, true, false> : conv_wgh<BM, STAGES, false, false>);
+        kern<<<grid, C::THREADS, C::smem(a.OW), s>>>(a, tiles);
+        YQ_CUDA_LAUNCHED();
+        return YQ_OK;
+    }
+};
+
+template <class F>
+static auto wgh_dispatch(int tile, F f) -> decltype(f(WghTile<256, 4>()))
+{
+    switch (tile) {
+    case 0: return f(WghTile<256, 4>());
+    case 1: return f(WghTile<128, 4>());
+    default: return f(WghTile<128, 6>());
+    }
+}
+
+} // namespace
+
+int yq_wgh_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int W)
+{
+    if (tile < 0 || tile >= YQ_WGH_TILES || k != 3 || stride != 1 || pad != 1 || groups != 1 || cin % 128 || F % 16)
+        return 0;
+    return wgh_dispatch(tile, [&](auto t) { return decltype(t)::fits(W); });
+}
+
+int yq_wgh_ok(const ConvK &a, int tile)
+{
+    if (a.fout || a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C) return 0;
+    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
+    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    return yq_wgh_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F, a.OW);
+}
+
+yq_status yq_wgh_prepare(yq_error *err)
+{
+    static unsigned done;             /* bit d: device d */
+    int d = 0;
+    YQ_CUDA_TRY(cudaGetDevice(&d));
+    if (d < 32 && (done >> d & 1)) return YQ_OK;
+    for (int t = 0; t < YQ_WGH_TILES; t++) {
+        yq_status st = wgh_dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
+        if (st) return st;
+    }
+    if (d < 32) done |= 1u << d;
+    return YQ_OK;
+}
+
+yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
+{
+    if (!yq_wgh_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma halo conv: tile %d cannot run this conv", tile);
+    return wgh_dispatch(tile, [&](auto w) { return decltype(w)::launch(a, s, err); });
+}
+
+int yq_wg_can_split(int tile, int split)
+{
+    return tile >= 0 && tile < YQ_WG_TILES && dispatch(tile, [&](auto w) { return decltype(w)::can_split(split); });
+}
+
+yq_status yq_wg_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err)
 {
     if (!yq_wg_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma conv: tile %d cannot run this conv", tile);
-    return dispatch(tile, [&](auto w) { return decltype(w)::launch(a, s, err); });
+    if (split_k > 1 && !ws) return yq_fail(err, YQ_ERR_INVALID_ARG, "wgmma conv: split-K without scratch");
+    return dispatch(tile, [&](auto w) { return decltype(w)::launch(a, split_k, ws, s, err); });
 }

@@ -186,6 +186,7 @@ static long n_dwcol_runs;   /* and dw_col ones */
 static long n_f32px_runs, n_f32dw_runs; /* the exact FP32 family's pixel and depthwise kernels */
 static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
 static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
+static long n_wgh_runs;    /* and the wgmma halo family's */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -395,7 +396,8 @@ static void conv_one(const conv_case *cc)
             tiv.scale = ti.scale; tiv.qmin = ti.qmin; tiv.qmax = ti.qmax;
             yq_dtensor tov = cc->out_t == YQ_F32 ? (yq_dtensor){ gbuf_new(&gb, ob), YQ_F32, os.c, os.h, os.w, 0, 0, 0, 0 }
                                                  : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops,
-                                                            fam == YQ_CONV_CUTLASS || fam == YQ_CONV_WGMMA ? 16 : 8);
+                                                            fam == YQ_CONV_CUTLASS || fam == YQ_CONV_WGMMA ||
+                                                                    fam == YQ_CONV_WGH ? 16 : 8);
             tov.scale = q[1].scale;
             rs = yq_cuda_conv_run(c, &tiv, &tov, B, NULL, &err);
             view_free(&vi);
@@ -418,6 +420,7 @@ static void conv_one(const conv_case *cc)
         n_f32dw_runs += !strcmp(name, "f32_dw");
         n_img_runs += fam == YQ_CONV_IMG;
         n_wg_runs += fam == YQ_CONV_WGMMA;
+        n_wgh_runs += fam == YQ_CONV_WGH;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -512,14 +515,24 @@ static void t_conv_mma(void)
          * and of one (a 1x1 over 128 channels) */
         { 64, 96, 96, 128, 3, 1, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 128, 64, 64, 64, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        /* the wgmma halo family (stride-1 3x3 over multiples of 128 channels; besides the
+         * shapes above): many tiles an image, the last cut by the image's end, 3 images,
+         * 144 filters (a second filter tile of 16); 384 channels (three halo chunks:
+         * both slots reused); a width of 1 (the two padding columns wider than the image) */
+        { 128, 30, 23, 144, 3, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 384, 14, 17, 128, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        { 256, 9, 1, 32, 3, 1, 1, 5, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
     };
-    long halo_before = n_halo_runs, wg_before = n_wg_runs;
+    long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     CHECKF(yq_cuda_arch() < 80 || n_halo_runs - halo_before >= 12, "sm_%d: %ld halo-family configurations ran",
            yq_cuda_arch(), n_halo_runs - halo_before);
     /* every tile on at least the 128-channel shapes (two 128-byte-K tiles, three 64-byte) */
     CHECKF(yq_cuda_arch() != 90 || n_wg_runs - wg_before >= 30, "sm_%d: %ld wgmma configurations ran", yq_cuda_arch(),
            n_wg_runs - wg_before);
+    /* its three tiles on each of the 7 shapes it takes */
+    CHECKF(yq_cuda_arch() != 90 || n_wgh_runs - wgh_before >= 21, "sm_%d: %ld wgmma halo configurations ran",
+           yq_cuda_arch(), n_wgh_runs - wgh_before);
     printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS and halo tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());
@@ -602,6 +615,7 @@ static void t_conv_table(void)
     need_gpu();
     rng_state = 4242;
     long cut_before = n_cut_runs, halo_before = n_halo_runs, runs_before = n_cfg_runs, wg_before = n_wg_runs;
+    long wgh_before = n_wgh_runs;
     static const conv_case cs[] = {
         { 3, 20, 18, 32, 3, 1, 1, 2, YQ_U8, YQ_S8, YQ_ACT_MISH, 0 },
         { 13, 11, 9, 21, 1, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
@@ -611,6 +625,7 @@ static void t_conv_table(void)
         { 32, 17, 33, 64, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
         { 128, 13, 13, 64, 1, 1, 1, 8, YQ_S8, YQ_S8, YQ_ACT_SWISH, 0 },
         { 64, 10, 10, 64, 3, 1, 64, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
+        { 128, 11, 13, 48, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },     /* the wgmma halo family */
         { 12, 9, 9, 12, 5, 2, 12, 1, YQ_S8, YQ_S8, YQ_ACT_LOGISTIC, 0 },
         { 8, 9, 9, 6, 3, 1, 2, 3, YQ_S8, YQ_S8, YQ_ACT_MISH, 0 },
     };
@@ -620,6 +635,7 @@ static void t_conv_table(void)
         CHECKF(n_cut_runs > cut_before && n_halo_runs > halo_before && n_img_runs > img_before,
                "no CUTLASS, halo or img_mma configuration ran a table");
     CHECKF(yq_cuda_arch() != 90 || n_wg_runs > wg_before, "no wgmma configuration ran a table");
+    CHECKF(yq_cuda_arch() != 90 || n_wgh_runs > wgh_before, "no wgmma halo configuration ran a table");
     printf("# table activations: %ld configurations compared\n", n_cfg_runs - runs_before);
 }
 

@@ -206,7 +206,7 @@ static const char *K1 = "c256x26x26-f512-k3s1p1-g1-s8s8-b1";
 static void t_cfg_names(void)
 {
     char name[64];
-    int n = 0, mma = 0, cut = 0, halo = 0, wg = 0;
+    int n = 0, mma = 0, cut = 0, halo = 0, wg = 0, wgh = 0;
     for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_LAST; fam++)
         for (int tile = 0; tile < 32; tile++) {
             static const int splits[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
@@ -215,7 +215,7 @@ static void t_cfg_names(void)
                 name_of(c, name);
                 int float_fam = fam == YQ_CONV_F32 || fam == YQ_CONV_F16;   /* one tile, K splits */
                 int tiled = fam == YQ_CONV_MMA || fam == YQ_CONV_DP4A || fam == YQ_CONV_CUTLASS || fam == YQ_CONV_HALO ||
-                            fam == YQ_CONV_WGMMA;
+                            fam == YQ_CONV_WGMMA || fam == YQ_CONV_WGH;
                 if (strchr(name, '?') || (!tiled && (tile || (splits[k] > 1 && !float_fam))))
                     continue;
                 CHECKF(yq_conv_cfg_parse(name, &back) == 0, "%s does not parse", name);
@@ -225,10 +225,11 @@ static void t_cfg_names(void)
                 cut += fam == YQ_CONV_CUTLASS && splits[k] == 1;
                 halo += fam == YQ_CONV_HALO && splits[k] == 1;
                 wg += fam == YQ_CONV_WGMMA && splits[k] == 1;
+                wgh += fam == YQ_CONV_WGH && splits[k] == 1;
             }
         }
-    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8, "%d names, %d mma, %d cutlass, %d halo, %d wgmma", n, mma,
-           cut, halo, wg);
+    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8 && wgh == 3,
+           "%d names, %d mma, %d cutlass, %d halo, %d wgmma, %d wgh", n, mma, cut, halo, wg, wgh);
     yq_conv_cfg c;
     CHECK(yq_conv_cfg_parse("cutlass_128x128x64_s3", &c) == 0 && c.family == YQ_CONV_CUTLASS && c.tile == 0);
     CHECK(yq_conv_cfg_parse("halo_16x16x64", &c) == 0 && c.family == YQ_CONV_HALO && c.tile == 1);
@@ -240,6 +241,8 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("img_mma", &c) == 0 && c.family == YQ_CONV_IMG && c.tile == 0);
     CHECK(yq_conv_cfg_parse("wgmma_128x256x128_s4", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 2);
     CHECK(yq_conv_cfg_parse("wgmma_128x128x64_s6", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 3);
+    CHECK(yq_conv_cfg_parse("wgmma_64x128x64_s6_k4", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 7 && c.split_k == 4);
+    CHECK(yq_conv_cfg_parse("wgh_256x128x128_s4", &c) == 0 && c.family == YQ_CONV_WGH && c.tile == 0);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);

@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""Side-by-side table of one bench/gpu/run_gpu.sh run, as markdown on stdout.
+"""Issue 13's side-by-side tables of one bench/gpu/run_gpu.sh run, as markdown on stdout.
 
-  report.py LOGDIR    (LOGDIR holds <model>.yq.json, <model>.yq8.json, <model>.torch.json,
-                       <model>.cudnn8.json, <model>.yq.txt and env.txt, as run_gpu.sh writes)
+  report.py LOGDIR    (LOGDIR holds env.txt and, per model M, M.yq.json (yquant bench:
+                       FP16 and int8 untuned / tuned), M.torch.json (PyTorch FP16),
+                       M.cudnn8.json (cuDNN int8 convs) as run_gpu.sh writes them)
 
-Per model and batch, every engine's median latency (eager launches, and replayed
-from a CUDA graph where the engine was captured), images/s from the better of the
-two, and the ratios to the two anchors measured in the same run: yquant's own FP32
-cuDNN path and PyTorch FP16 channels_last from a CUDA graph (> 1: faster than the
-anchor).  cuDNN int8 rows are sums over the conv layers alone (no other op, no
-requantize): a lower bound of what a whole network on them would take."""
+Every time is the better of the engine's eager median and its CUDA-graph median, the
+same rule for every engine.  Ratios are the peer's time over yquant int8 tuned's (> 1:
+int8 is faster).  cuDNN int8 rows are sums over the conv layers alone (no other op, no
+requantize): a lower bound of what a whole network on them would take, not an engine.
+Targets are reported, never asserted."""
 import json
-import re
 import os
+import re
 import sys
+
+MODELS = [('yolov3', 'YOLOv3-416 (synthetic weights)'), ('yolov4', 'yolov4-416 (synthetic weights)'),
+          ('yolov4-tiny', 'yolov4-tiny-416 (synthetic weights)'), ('fastest-xl', 'yolo-fastest-1.1-xl-320 (COCO weights)'),
+          ('fastest', 'yolo-fastest-1.1-320 (COCO weights)')]
+MMA_PEAK = 1300.0    # TOPS, int8 mma.sync measured on the H200
+COPY_BW = 4200.0     # GB/s, copy bandwidth measured on the H200
 
 
 def load(path):
@@ -25,179 +31,183 @@ def load(path):
 
 
 def best(r):
-    g = r.get('graph_median_ms', -1)
-    return g if g and g > 0 and g < r['median_ms'] else r['median_ms']
+    g = r.get('graph_median_ms', -1) or -1
+    return g if 0 < g < r['median_ms'] else r['median_ms']
 
 
 def fmt(v, p=3):
-    return '-' if v is None or v < 0 else f'{v:.{p}f}'
+    return '-' if v is None else f'{v:.{p}f}'
 
 
-def model_section(logdir, tag, title, out):
-    yq = load(os.path.join(logdir, f'{tag}.yq.json'))
-    yq8 = load(os.path.join(logdir, f'{tag}.yq8.json'))
-    th = load(os.path.join(logdir, f'{tag}.torch.json'))
-    dn = load(os.path.join(logdir, f'{tag}.cudnn8.json'))
-    tu = load(os.path.join(logdir, f'{tag}.tuned.json'))
-    tu2 = load(os.path.join(logdir, f'{tag}.tuned2.json'))
-    rows = []   # (batch, engine, precision, eager, graph, best_ms, note)
-    for src, label in ((yq, None), (yq8, 'all convs int8')):
-        for r in (src or {}).get('results', []):
-            # the untuned heuristic: tensor cores where the GPU has them, dp4a elsewhere
-            name = r['backend'].replace('yquant dp4a', 'yquant int8, untuned')   # (the label before 2026-12-02)
-            if label:
-                name = 'yquant int8, untuned (int8 heads too)'
-            rows.append((r['batch'], name, r['precision'], r['median_ms'], r.get('graph_median_ms', -1), best(r), ''))
-    # per-layer tuned kernels (yquant bench --tune): any family, dp4a only, mma only; the gain
-    # is against the untuned network timed in the same run
-    for r in (tu or {}).get('results', []):
-        k = r.get('kernels') or ''
-        if not k.startswith('tuned'):
+def ratio(a, b):
+    return f'{a / b:.2f}' if a and b else '-'
+
+
+def engines(logdir, tag):
+    """{batch: {engine: ms}} for yquant int8 tuned / default, FP16, PyTorch FP16, cuDNN int8."""
+    out = {}
+    yq = load(os.path.join(logdir, f'{tag}.yq.json')) or {}
+    for r in yq.get('results', []):
+        e = None
+        if r['precision'] == 'fp16':
+            e = 'fp16'
+        elif r['precision'] == 'int8' and r.get('kernels') in ('tuned', 'default'):
+            e = 'int8 ' + r['kernels']
+        if e:
+            out.setdefault(r['batch'], {})[e] = best(r)
+    th = load(os.path.join(logdir, f'{tag}.torch.json')) or {}
+    for r in th.get('results', []):
+        if r['precision'] == 'fp16':
+            out.setdefault(r['batch'], {})['torch'] = best(r)
+    dn = load(os.path.join(logdir, f'{tag}.cudnn8.json')) or {}
+    for c in dn.get('configs', []):
+        if c.get('layers_ran', 0) > 0 and c.get('sum_ms', 0) > 0:
+            d = out.setdefault(c['batch'], {})
+            cur = d.get('cudnn8')
+            full = c['layers_ran'] == c['layers']
+            if cur is None or (full and not cur[2]) or (full == cur[2] and c['sum_ms'] < cur[0]):
+                d['cudnn8'] = (c['sum_ms'], c['config'], full, c['layers_ran'], c['layers'])
+    return out, yq
+
+
+def side_by_side(logdir, out):
+    out.append('\n## Side by side\n')
+    out.append('| model | batch | int8 tuned ms | int8 img/s | FP16 (cuDNN) ms | PyTorch FP16 graph ms | cuDNN int8 convs ms '
+               '| int8 vs FP16 | int8 vs PyTorch | target (b1: >= 1 both; else >= 1.5 FP16, >= 2 PyTorch) |')
+    out.append('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+    tuning = []
+    for tag, title in MODELS:
+        e, yq = engines(logdir, tag)
+        if not e:
             continue
-        base = next((d for d in tu['results'] if d.get('kernels') == 'default' and d['batch'] == r['batch']), None)
-        note = f'x{best(base) / best(r):.2f} vs untuned (same run)' if base else ''
-        rows.append((r['batch'], r['backend'], r['precision'], r['median_ms'], r.get('graph_median_ms', -1), best(r), note))
-    for r in (th or {}).get('results', []):
-        rows.append((r['batch'], r['backend'], r['precision'], r['median_ms'], r['graph_median_ms'], best(r), ''))
-    for c in (dn or {}).get('configs', []):
-        if c['layers_ran'] <= 0:
+        for b in sorted(e):
+            d = e[b]
+            i8, f16, th = d.get('int8 tuned'), d.get('fp16'), d.get('torch')
+            dn = d.get('cudnn8')
+            dns = '-' if not dn else f'{dn[0]:.3f}' + ('' if dn[2] else f' ({dn[3]}/{dn[4]} convs)')
+            if i8 and f16 and th:
+                need = (1.0, 1.0) if b == 1 else (1.5, 2.0)
+                ok = f16 / i8 >= need[0] and th / i8 >= need[1]
+                verdict = 'met' if ok else 'NOT met'
+            else:
+                verdict = '-'
+            out.append(f'| {title} | {b} | {fmt(i8)} | {b / (i8 * 1e-3):.0f} | {fmt(f16)} | {fmt(th)} | {dns} | '
+                       f'{ratio(f16, i8)} | {ratio(th, i8)} | {verdict} |' if i8 else
+                       f'| {title} | {b} | - | - | {fmt(f16)} | {fmt(th)} | {dns} | - | - | - |')
+        t = yq.get('tuning')
+        if t:
+            tuning.append(f"- {title}: {t['seconds']:.1f} s, {t['tasks']} conv shape x batch tasks, "
+                          f"{t['measured']} trials measured ({t['tuner']} tuner)")
+    if tuning:
+        out.append('\nTuning (in the same run, no log to start from):\n')
+        out.extend(tuning)
+
+
+def targets(logdir, out):
+    out.append('\n## Absolute targets (reported, not asserted)\n')
+    v3, _ = engines(logdir, 'yolov3')
+    xl, _ = engines(logdir, 'fastest-xl')
+
+    def line(what, v, lim, le=True, unit='ms'):
+        if v is None:
+            return
+        ok = v <= lim if le else v >= lim
+        out.append(f'- {what}: {v:.3f} {unit} (target {"at most" if le else "at least"} {lim} {unit}: '
+                   f'{"met" if ok else "NOT met"})' if unit == 'ms' else
+                   f'- {what}: {v:.0f} {unit} (target at least {lim} {unit}: {"met" if ok else "NOT met"})')
+    line('YOLOv3-416 batch 32, int8 tuned', v3.get(32, {}).get('int8 tuned'), 4.5)
+    line('YOLOv3-416 batch 1, int8 tuned', v3.get(1, {}).get('int8 tuned'), 0.70)
+    x32 = xl.get(32, {}).get('int8 tuned')
+    if x32:
+        line('yolo-fastest-1.1-xl batch 32, int8 tuned', 32 / (x32 * 1e-3), 25000, le=False, unit='img/s')
+    line('yolo-fastest-1.1-xl batch 1, int8 tuned', xl.get(1, {}).get('int8 tuned'), 0.40)
+
+
+SHAPE = re.compile(r'(\d+)x(\d+)x(\d+) -> (\d+)x(\d+)x(\d+) (\d+)x\d+/(\d+)')
+
+
+def layer_rows(yq, batch):
+    r = next((r for r in yq.get('results', []) if r['precision'] == 'int8' and r.get('kernels') == 'tuned'
+              and r['batch'] == batch and r.get('profile')), None)
+    rows = []
+    for e in (r or {}).get('profile', []):
+        m = SHAPE.match(e['shape'])
+        if e['op'] != 'conv' or not m or e['us'] <= 0:
             continue
-        note = f"convs only, {c['layers_ran']}/{c['layers']} layers"
-        rows.append((c['batch'], f"cuDNN int8 {c['config']}", 'int8', c['sum_ms'], -1, c['sum_ms'], note))
-    if not rows:
-        out.append(f'\n## {title}\n\nno results (see the logs)\n')
-        return
-    gf = (yq or th or {}).get('gflop_per_image') or (dn or {}).get('gop_per_image')
-    out.append(f'\n## {title}\n')
-    if gf:
-        out.append(f'{gf:.2f} G(FL)OP per image.\n')
-    out.append('| batch | engine | prec | eager ms | graph ms | img/s | x yquant FP32 (cuDNN) | x PyTorch FP16 graph | note |')
-    out.append('|---:|---|---|---:|---:|---:|---:|---:|---|')
-    for b in sorted({r[0] for r in rows}):
-        br = [r for r in rows if r[0] == b]
-        fp32 = next((r[5] for r in br if r[1].startswith('cuDNN FP32')), None)
-        t16 = next((r[4] for r in br if r[1].startswith('PyTorch FP16') and r[4] > 0), None)
-        for r in br:
-            x32 = f'{fp32 / r[5]:.2f}' if fp32 else '-'
-            x16 = f'{t16 / r[5]:.2f}' if t16 else '-'
-            out.append(f'| {b} | {r[1]} | {r[2]} | {fmt(r[3])} | {fmt(r[4])} | {b / (r[5] * 1e-3):.1f} | {x32} | {x16} | {r[6]} |')
-    t = (tu or {}).get('tuning')
-    if t:
-        note = f"{t['seconds']:.1f} s, {t['tasks']} conv shapes x batches, {t['measured']} trials measured ({t['tuner']})"
-        t2 = (tu2 or {}).get('tuning')
-        if t2:
-            note += f"; again with the log: {t2['seconds']:.1f} s, {t2['tasks_from_log']}/{t2['tasks']} from the log"
-        batches = ','.join(str(b) for b in sorted({r['batch'] for r in tu.get('results', [])}))
-        out.append(f'| {batches} | yquant tune: tuning time | int8 | - | - | - | - | - | {note} |')
-    # failed configurations of cuDNN int8
-    for c in (dn or {}).get('configs', []):
-        if c['layers_ran'] <= 0:
-            out.append(f"\ncuDNN int8 {c['config']} ({c['desc']}), batch {c['batch']}: no conv layer ran (see the log).")
+        c, h, w, f, oh, ow, k, s = map(int, m.groups())
+        dense = 2.0 * f * oh * ow * k * k * c * batch * 1e-9
+        groups = max(1, round(dense / e['gflop'])) if e.get('gflop') else 1
+        by = batch * (c * h * w + f * oh * ow) + f * c // groups * k * k   # int8 in, out, weights
+        rows.append(dict(layer=e['layer'], c=c, h=h, w=w, f=f, oh=oh, ow=ow, k=k, s=s, g=groups, us=e['us'],
+                         tops=e.get('tops', 0), gbs=by / (e['us'] * 1e-6) / 1e9))
+    return rows
 
 
-# int8 mma.sync throughput measured on this H200 (the project brief's figure)
-MMA_PEAK = 1300.0
-
-
-def targets(logdir, out, peak):
-    yq = load(os.path.join(logdir, 'yolov3.yq.json'))
-    if not yq:
-        return
-    res = yq['results']
-    out.append('\n## Targets (reported, not asserted)\n')
-    i8 = next((r for r in res if r['precision'] == 'int8' and r['batch'] == 1), None)
-    f32 = next((r for r in res if r['precision'] == 'fp32' and r['batch'] == 1), None)
-    if i8 and f32:
-        ok = best(i8) < best(f32)
-        out.append(f'- YOLOv3-416 batch 1, int8 end to end {best(i8):.3f} ms vs our FP32 cuDNN {best(f32):.3f} ms: '
-                   f'{"met" if ok else "NOT met"} ({best(f32) / best(i8):.2f}x).')
-    # issue 6's targets: tuned per layer (int8 heads, `bench --tune`) against the peers
-    tu = load(os.path.join(logdir, 'yolov3.tuned.json'))
-    th = load(os.path.join(logdir, 'yolov3.torch.json'))
-    dn = load(os.path.join(logdir, 'yolov3.cudnn8.json'))
-    if tu:
-        t = tu.get('tuning') or {}
-        out.append(f'- Tuning all of YOLOv3-416\'s conv shapes at batch 1 and 32 ({t.get("tasks", "?")} shape x batch '
-                   f'tasks, {t.get("measured", "?")} trials): {t.get("seconds", -1):.1f} s (target 300 s: '
-                   f'{"met" if 0 <= t.get("seconds", -1) <= 300 else "NOT met"}).')
-        sums = {}
-        try:
-            with open(os.path.join(logdir, 'yolov3.tune.txt')) as f:
-                for line in f:
-                    m = re.match(r'tuning, batch (\d+), convs timed alone: default ([\d.]+) us.*tuned ([\d.]+) us \(', line)
-                    if m:
-                        sums[int(m.group(1))] = float(m.group(3))
-        except OSError:
-            pass
-        for b in (1, 32):
-            cud = [c['sum_ms'] for c in (dn or {}).get('configs', []) if c.get('batch') == b and c.get('sum_ms', 0) > 0
-                   and c.get('layers_ran') == c.get('layers')]   # configurations that ran every conv
-            if b in sums and cud:
-                r = sums[b] * 1e-3 / min(cud)
-                out.append(f'- Sum of per-layer conv times, tuned, batch {b}: {sums[b] / 1e3:.3f} ms vs cuDNN int8\'s best '
-                           f'{min(cud):.3f} ms: {r:.2f}x (target 0.8x: {"met" if r <= 0.8 else "NOT met"}).')
-        tt = {r['batch']: best(r) for r in tu.get('results', []) if r.get('kernels') == 'tuned'}
-        pt = {r['batch']: best(r) for r in (th or {}).get('results', []) if r['precision'] == 'fp16'}
-        if 1 in tt and 1 in pt:
-            r = tt[1] / pt[1]
-            out.append(f'- Batch 1 end to end, tuned int8 {tt[1]:.3f} ms vs PyTorch FP16 graph {pt[1]:.3f} ms: {r:.2f}x '
-                       f'(target 0.5x: {"met" if r <= 0.5 else "NOT met"}).')
-        if 32 in tt and 32 in pt:
-            r = pt[32] / tt[32]
-            out.append(f'- Batch 32 throughput, tuned int8 {32e3 / tt[32]:.0f} img/s vs PyTorch FP16 {32e3 / pt[32]:.0f} img/s: '
-                       f'{r:.2f}x (target 2x: {"met" if r >= 2 else "NOT met"}).')
-    i32 = next((r for r in res if r['precision'] == 'int8' and r['batch'] == 32 and r.get('profile')), None)
-    if i32:
-        big = [e for e in i32['profile'] if e['op'] == 'conv' and ' 3x3/1' in e['shape'] and e.get('gflop', 0) > 0]
-        big.sort(key=lambda e: -e['gflop'])
-        big = big[:12]
-        if big:
-            gop = sum(e['gflop'] for e in big)
-            us = sum(e['us'] for e in big)
-            tops = gop / (us * 1e-6) / 1e3
-            mma = 'mma' in i32['backend'] or 'dp4a' not in i32.get('kernels_family', 'mma')
-            out.append(f'- The untuned int8 kernels (tensor cores on this GPU) on YOLOv3\'s {len(big)} largest 3x3 stride-1 '
-                       f'convs at batch 32 (each timed alone): {tops:.1f} TOPS = {100 * tops / MMA_PEAK:.0f}% of the '
-                       f'measured mma.sync peak {MMA_PEAK:.0f} TOPS (target 50%: '
-                       f'{"met" if tops >= 0.5 * MMA_PEAK else "NOT met"}); per layer: ' +
-                       ', '.join(f"{e['shape'].split(' ')[0]} {e['tops']:.0f}" for e in big[:6]) + ' TOPS.')
-            del mma
+def layers(logdir, out):
+    yq = load(os.path.join(logdir, 'yolov3.yq.json')) or {}
+    batches = sorted({r['batch'] for r in yq.get('results', []) if r.get('profile') and r.get('kernels') == 'tuned'})
+    if batches:
+        out.append('\n## Layers: YOLOv3-416, int8 tuned, each conv timed alone\n')
+        out.append('Per distinct conv shape: the mean time of its layers, TOPS, % of the measured 1300 TOPS '
+                   '`mma.sync` peak, and GB/s of int8 bytes in + out + weights (% of the 4.2 TB/s copy bandwidth).\n')
+        for b in batches:
+            rows = layer_rows(yq, b)
+            shapes = {}
+            for r in rows:
+                shapes.setdefault((r['c'], r['h'], r['w'], r['f'], r['k'], r['s']), []).append(r)
+            out.append(f'\nbatch {b}:\n')
+            out.append('| shape | layers | us | TOPS | % of mma peak | GB/s | % of copy |')
+            out.append('|---|---:|---:|---:|---:|---:|---:|')
+            for (c, h, w, f, k, s), rs in shapes.items():
+                us = sum(r['us'] for r in rs) / len(rs)
+                tops = sum(r['tops'] for r in rs) / len(rs)
+                gbs = sum(r['gbs'] for r in rs) / len(rs)
+                out.append(f'| {c}x{h}x{w} -> {f}, {k}x{k}/{s} | {len(rs)} | {us:.1f} | {tops:.0f} | '
+                           f'{100 * tops / MMA_PEAK:.0f}% | {gbs:.0f} | {100 * gbs / COPY_BW:.0f}% |')
+            big = [r for r in rows if r['k'] == 3 and r['c'] >= 128]
+            if big:
+                t = sum(r['tops'] for r in big) / len(big)
+                out.append(f'\nbatch {b}: the {len(big)} 3x3 convs over 128 channels or more average {t:.0f} TOPS, '
+                           f'{100 * t / MMA_PEAK:.0f}% of {MMA_PEAK:.0f}' +
+                           (f' (target at batch 32: 60%: {"met" if t >= 0.6 * MMA_PEAK else "NOT met"})' if b == 32 else ''))
+            one = [r for r in rows if r['k'] == 1]
+            if one and b == 32:
+                g = sum(r['gbs'] for r in one) / len(one)
+                out.append(f'\nbatch {b}: the {len(one)} 1x1 convs average {g:.0f} GB/s, {100 * g / COPY_BW:.0f}% of the copy '
+                           f'bandwidth (target 50% where memory-bound: {"met" if g >= 0.5 * COPY_BW else "NOT met"})')
+    xl = load(os.path.join(logdir, 'fastest-xl.yq.json')) or {}
+    batches = sorted({r['batch'] for r in xl.get('results', []) if r.get('profile') and r.get('kernels') == 'tuned'})
+    if batches:
+        out.append('\n## Depthwise layers: yolo-fastest-1.1-xl, int8 tuned, each timed alone (GB/s of int8 in + out)\n')
+        out.append('| batch | layers | us (sum) | GB/s (mean) | % of copy | slowest layer |')
+        out.append('|---:|---:|---:|---:|---:|---|')
+        for b in batches:
+            dw = [r for r in layer_rows(xl, b) if r['g'] > 1 and r['g'] == r['c']]
+            if not dw:
+                continue
+            g = sum(r['gbs'] for r in dw) / len(dw)
+            w = min(dw, key=lambda r: r['gbs'])
+            out.append(f"| {b} | {len(dw)} | {sum(r['us'] for r in dw):.1f} | {g:.0f} | {100 * g / COPY_BW:.0f}% | "
+                       f"{w['c']}x{w['h']}x{w['w']} {w['k']}x{w['k']}/{w['s']}: {w['gbs']:.0f} GB/s |")
 
 
 def main():
     logdir = sys.argv[1]
     out = []
-    env = ''
     try:
         with open(os.path.join(logdir, 'env.txt')) as f:
             env = f.read().strip()
     except OSError:
-        pass
-    peak = 133.0
-    for line in env.splitlines():
-        if line.startswith('dp4a_peak_tops='):
-            try:
-                peak = float(line.split('=', 1)[1])
-            except ValueError:
-                pass
-    out.append('# GPU: yquant int8 (dp4a) and FP32/FP16 (cuDNN) vs PyTorch FP16 and cuDNN int8, same run\n')
+        env = ''
+    out.append('# GPU side by side: yquant int8 tuned against yquant FP16 (cuDNN), PyTorch FP16 and cuDNN int8, one run\n')
     out.append('```\n' + env + '\n```')
-    out.append('\nLatency: median of the timed runs, each between two CUDA events and waited for; the float batch is '
-               'on the device already, its conversion to the engine\'s type and layout is timed.  "graph": the same '
-               'work replayed from a captured CUDA graph.  img/s = batch / the better median.  Ratios: the anchor\'s '
-               'time over the row\'s (> 1: faster than the anchor).')
-    model_section(logdir, 'yolov3', 'YOLOv3 at 416x416 (synthetic weights)', out)
-    model_section(logdir, 'fastest', 'yolo-fastest-1.1-xl at 320x320 (its COCO weights)', out)
-    targets(logdir, out, peak)
-    for tag in ('yolov3', 'fastest'):
-        p = os.path.join(logdir, f'{tag}.yq.txt')
-        if os.path.exists(p):
-            with open(p) as f:
-                txt = f.read()
-            i = txt.find('\nprofile:')
-            if i >= 0:
-                j = txt.find('\nRESULT', i)
-                out.append(f'\n## yquant bench --profile, {tag}\n\n```' + txt[i:j if j > 0 else None].rstrip() + '\n```')
+    out.append('\nLatency: median of the timed runs between two CUDA events, the float batch on the device, its '
+               'conversion timed; each engine\'s better of eager launches and CUDA-graph replay.  yquant int8: every '
+               'conv int8 (heads too, as `--head int8`), kernels tuned per layer in the same run.  Ratios: the '
+               'peer\'s time over int8\'s.')
+    side_by_side(logdir, out)
+    targets(logdir, out)
+    layers(logdir, out)
     print('\n'.join(out))
 
 
