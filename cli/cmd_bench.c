@@ -38,7 +38,7 @@
 
 static const char *help =
     "usage: yquant bench MODEL|PKG [--batch 1,32] [--device cuda|cpu] [--precision fp32,fp16,int8]\n"
-    "                    [--runs N] [--warmup N] [--json FILE] [--profile] [--no-graph]\n"
+    "                    [--runs N] [--warmup N] [--json FILE] [--profile] [--no-graph] [--no-views]\n"
     "                    [--head int8|float] [--layout nchw|nhwc] [--heuristic] [--legacy] [--fuse]\n"
     "                    [--tune [--log FILE] [--tuner T] [--budget S] [--trials N]]\n"
     "                    [--weights FILE|synthetic[:SEED]] [--size N|WxH]\n"
@@ -53,6 +53,8 @@ static const char *help =
     "                    latency is their median\n"
     "  --warmup N        untimed runs first (default 10 on cuda, 2 on cpu)\n"
     "  --no-graph        cuda: time eager launches only (default: also CUDA-graph replays)\n"
+    "  --no-views        cuda int8: every route copies its sources (default: concats as views\n"
+    "                    where the layout allows; for measuring what the views save)\n"
     "  --profile         per-layer table ranked by time (us, %%, op, shape)\n"
     "  --head H          int8 of a plain model: quantize the head convs too (int8) or keep\n"
     "                    them in float (float, the qconfig default)\n"
@@ -77,7 +79,7 @@ enum { PROF_EVENTS = 0, PROF_ISOLATED, PROF_CLOCK };
 
 typedef struct bopt {
     int batches[16], n_batch;
-    int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse;
+    int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse, no_views;
     int prec;
     yq_cudnn_layout layout;
     const char *json;
@@ -423,7 +425,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
     yq_cuda_plan *p = NULL;
     void *stream = NULL;
     double t0 = now_ms();
-    yq_status st = yq_cuda_plan_new(g, batch, 0, &p, err);
+    yq_status st = yq_cuda_plan_new_flags(g, batch, 0, YQ_PLAN_KEEP_HEADS | (o->no_views ? YQ_PLAN_NO_VIEWS : 0), &p, err);
     if (st) return st;
     static const char *const kind_label[TUNED_KINDS] = { "yquant int8 tuned", "yquant int8 tuned, dp4a only",
                                                          "yquant int8 tuned, mma only" };
@@ -662,6 +664,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--heuristic")) o.heuristic = 1;
         else if (!strcmp(a, "--legacy")) o.legacy = 1;
         else if (!strcmp(a, "--fuse")) o.fuse = 1;
+        else if (!strcmp(a, "--no-views")) o.no_views = 1;
         else if (!strcmp(a, "--batch") && has) {
             if ((o.n_batch = cli_parse_batches(argv[++i], o.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--device") && has) {

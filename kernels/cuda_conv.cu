@@ -426,22 +426,13 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
     }
 }
 
-/* Which dp4a tile the heuristic runs: YQ_DP4A_TILE=32|64|128 forces one (the tests run each on every
- * case); otherwise the large tile when it has enough filters to fill and at least a
- * wave of blocks over the multiprocessors, the K-split one when 64 x 64 tiles would
- * leave multiprocessors idle and K is long enough to split, else the 64 x 64 tile. */
-static int dp4a_tile(long M, int nout, int K4)
+/* Which dp4a tile the heuristic runs on a device of sms multiprocessors (the conv's, read
+ * when it was made): the large tile when it has enough filters to fill and at least a wave
+ * of blocks over the multiprocessors, the K-split one when 64 x 64 tiles would leave
+ * multiprocessors idle and K is long enough to split, else the 64 x 64 tile (the tests run
+ * every tile on every case through yq_cuda_conv_candidates). */
+static int dp4a_tile(long M, int nout, int K4, int sms)
 {
-    static int forced = -1, sms = 0;
-    if (forced < 0) {
-        const char *e = getenv("YQ_DP4A_TILE");
-        forced = e && !strcmp(e, "128") ? 128 : e && !strcmp(e, "64") ? 64 : e && !strcmp(e, "32") ? 32 : 0;
-        int d = 0;
-        if (cudaGetDevice(&d) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess)
-            sms = 80;
-        (void)cudaGetLastError();
-    }
-    if (forced) return forced;
     long blocks = (long)((M + TM - 1) / TM) * ((nout + TN - 1) / TN);
     if (nout >= 96 && blocks >= sms) return 128;
     long b64 = (long)((M + BM - 1) / BM) * ((nout + BN - 1) / BN);
@@ -1925,7 +1916,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
-            int t = dp4a_tile(a.M, a.fout ? a.F : a.F4, a.K4);
+            int t = dp4a_tile(a.M, a.fout ? a.F : a.F4, a.K4, c->sms);
             cfg.tile = (uint8_t)(t == 128 ? 1 : t == 32 ? 2 : 0);
         }
     }
@@ -2231,7 +2222,7 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
     } else if (c->var == YQ_CONV_DP4A) {
         long M = (long)batch * c->oh * c->ow;
         int nout = c->out_t == YQ_F32 ? c->F : (c->F + 3) & ~3;
-        int t = dp4a_tile(M, nout, c->K4);
+        int t = dp4a_tile(M, nout, c->K4, c->sms);
         g.tile = t == 128 ? 1 : t == 32 ? 2 : 0;
         /* dp4a_px (a pixel per thread) is left to the tuner: on the H200 it measured slower
          * than the 64 x 64 tile on the first conv (60 against 46 us at batch 1) */

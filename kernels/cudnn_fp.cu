@@ -905,10 +905,8 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
     yq_status st = yq_cuda_set_device(o->device, err);
     if (st) return st;
     size_t limit = o->workspace_limit ? o->workspace_limit : (size_t)256 << 20;
-    const char *env_legacy = getenv("YQ_CUDNN_LEGACY");
-    int use_graph = !exact && !o->legacy && !(env_legacy && *env_legacy == '1');
-    const char *env_fuse = getenv("YQ_CUDNN_FUSE");
-    int use_fuse = o->fuse || (env_fuse && *env_fuse == '1');
+    int use_graph = !exact && !o->legacy;
+    int use_fuse = o->fuse;
     yq_cudnn_plan *p = (yq_cudnn_plan *)calloc(1, sizeof *p);
     yq_buf *items = (yq_buf *)calloc((size_t)n, sizeof *items);
     unsigned char *host = NULL;

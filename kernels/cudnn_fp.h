@@ -65,10 +65,9 @@ typedef struct yq_cudnn_opt {
     int flags;                   /* YQ_PLAN_KEEP_HEADS (default) / YQ_PLAN_KEEP_ALL (runtime/plan.h) */
     size_t workspace_limit;      /* bytes a conv may use; 0: 256 MiB */
     int heuristic;               /* 1: cuDNN's heuristic pick instead of timing the legacy algorithms */
-    int legacy;                  /* 1: legacy API only (also YQ_CUDNN_LEGACY=1 in the environment) */
+    int legacy;                  /* 1: legacy API only */
     int fuse;                    /* 1: graph API convs also add the bias and apply relu/leaky/identity
-                                    (runtime-fusion engines: compiled at planning, seconds per conv;
-                                    also YQ_CUDNN_FUSE=1) */
+                                    (runtime-fusion engines: compiled at planning, seconds per conv) */
 } yq_cudnn_opt;
 
 yq_cudnn_opt yq_cudnn_defaults(yq_cudnn_prec precision);

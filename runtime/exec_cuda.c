@@ -264,9 +264,7 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
     if (!p->owner || !p->last_use || !p->off || !p->conv || !p->fuse || !p->choff || !p->bufps || !p->bufbytes || !p->noop)
         goto nomem;
     find_fusions(g, !(flags & YQ_PLAN_NO_FUSE), p->fuse);
-    /* YQ_GPU_VIEWS=0: every route copies (for measuring what the views save) */
-    const char *ve = getenv("YQ_GPU_VIEWS");
-    int views = !(flags & YQ_PLAN_NO_VIEWS) && !(ve && !strcmp(ve, "0"));
+    int views = !(flags & YQ_PLAN_NO_VIEWS);
     /* YQ_GPU_FLOAT=fp16: float convs on FP16 tensor cores, as YQ_PLAN_GPU_F16 (their
      * default, fp32: the exact numerics every engine computes) */
     const char *fe = getenv("YQ_GPU_FLOAT");
