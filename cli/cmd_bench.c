@@ -39,6 +39,7 @@
 static const char *help =
     "usage: yquant bench MODEL|PKG [--batch 1,32] [--device cuda|cpu] [--precision fp32,fp16,int8]\n"
     "                    [--runs N] [--warmup N] [--json FILE] [--profile] [--no-graph] [--no-views]\n"
+    "                    [--gpu-float fp32|fp16]\n"
     "                    [--head int8|float] [--layout nchw|nhwc] [--heuristic] [--legacy] [--fuse]\n"
     "                    [--tune [--log FILE] [--tuner T] [--budget S] [--trials N]]\n"
     "                    [--weights FILE|synthetic[:SEED]] [--size N|WxH]\n"
@@ -68,9 +69,11 @@ static const char *help =
     "                    then time the tuned network too: any family, dp4a only, mma only\n"
     "  --log FILE        --tune: the tuning log to reuse and extend (default: none)\n"
     "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32)\n"
-    "cuda int8: layers kept in float (--head float, a package's float layers) run their exact\n"
-    "FP32, the CPU reference's bytes (YQ_GPU_FLOAT=fp16 in the environment: FP16 tensor cores,\n"
-    "sm_80 and newer, faster on wide layers and not the validated numerics: for comparison).\n"
+    "  --gpu-float P     cuda int8: the layers kept in float (--head float, a package's float\n"
+    "                    layers) in fp32 (default: their exact FP32, the CPU reference's bytes,\n"
+    "                    as every other command and the packages run them) or fp16 (FP16 tensor\n"
+    "                    cores, sm_80 and newer: faster on wide layers, not the validated\n"
+    "                    numerics; for comparison)\n"
     "A plain model is quantized for int8 without calibration (thresholds do not change\n"
     "the speed).  The last lines are machine-readable: RESULT key=value ...\n";
 
@@ -79,7 +82,7 @@ enum { PROF_EVENTS = 0, PROF_ISOLATED, PROF_CLOCK };
 
 typedef struct bopt {
     int batches[16], n_batch;
-    int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse, no_views;
+    int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse, no_views, gpu_f16;
     int prec;
     yq_cudnn_layout layout;
     const char *json;
@@ -425,7 +428,8 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
     yq_cuda_plan *p = NULL;
     void *stream = NULL;
     double t0 = now_ms();
-    yq_status st = yq_cuda_plan_new_flags(g, batch, 0, YQ_PLAN_KEEP_HEADS | (o->no_views ? YQ_PLAN_NO_VIEWS : 0), &p, err);
+    const int flags = YQ_PLAN_KEEP_HEADS | (o->no_views ? YQ_PLAN_NO_VIEWS : 0) | (o->gpu_f16 ? YQ_PLAN_GPU_F16 : 0);
+    yq_status st = yq_cuda_plan_new_flags(g, batch, 0, flags, &p, err);
     if (st) return st;
     static const char *const kind_label[TUNED_KINDS] = { "yquant int8 tuned", "yquant int8 tuned, dp4a only",
                                                          "yquant int8 tuned, mma only" };
@@ -437,10 +441,12 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
     r->plan_s = (now_ms() - t0) * 1e-3;
     r->kernels = ts ? kind_name[kind] : o->tune ? "default" : NULL;
     if (ts) {
-        snprintf(r->backend, sizeof r->backend, "%s%s", kind_label[kind], o->head_int8 ? "" : " (float heads)");
+        snprintf(r->backend, sizeof r->backend, "%s%s", kind_label[kind],
+                 o->head_int8 ? "" : o->gpu_f16 ? " (float heads, fp16)" : " (float heads)");
         snprintf(r->note, sizeof r->note, "%d convs run their tuned kernel", applied);
     } else {
-        snprintf(r->backend, sizeof r->backend, "yquant int8, untuned%s", o->head_int8 ? "" : " (float heads)");
+        snprintf(r->backend, sizeof r->backend, "yquant int8, untuned%s",
+                 o->head_int8 ? "" : o->gpu_f16 ? " (float heads, fp16)" : " (float heads)");
     }
     r->mem = yq_cuda_plan_bytes(p);
     yq_shape is = g->nodes[0].out;
@@ -665,6 +671,12 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--legacy")) o.legacy = 1;
         else if (!strcmp(a, "--fuse")) o.fuse = 1;
         else if (!strcmp(a, "--no-views")) o.no_views = 1;
+        else if (!strcmp(a, "--gpu-float") && has) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "fp16")) o.gpu_f16 = 1;
+            else if (!strcmp(v, "fp32")) o.gpu_f16 = 0;
+            else return cli_usage_error("--gpu-float %s: expected fp32 or fp16", v);
+        }
         else if (!strcmp(a, "--batch") && has) {
             if ((o.n_batch = cli_parse_batches(argv[++i], o.batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
         } else if (!strcmp(a, "--device") && has) {

@@ -171,7 +171,7 @@ static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, 
     cJSON_AddNumberToObject(r, "map50", a->s[YQ_COCO_AP50]);
     if (a->gpu) {   /* evaluated on the GPU int8 engine (--target cuda) */
         char eng[256];
-        snprintf(eng, sizeof eng, "%s int8 (%s), float layers %s", t->spec, t->name, yq_cuda_float_precision());
+        snprintf(eng, sizeof eng, "%s int8 (%s), float layers %s", t->spec, t->name, yq_cuda_float_precision(0));
         cJSON_AddStringToObject(r, "engine", eng);
         cJSON_AddNumberToObject(r, "ms_per_image", a->ms);
     } else {
@@ -395,7 +395,7 @@ int cmd_quantize(int argc, char **argv)
         if (q8.gpu || all8.gpu)
             printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the target, %s, %s: int8 layers as the "
                    "CPU reference, float layers %s):\n", ds->n_images, letterbox ? "letterbox" : "plain resize", tgt.spec,
-                   tgt.name, yq_cuda_float_precision());
+                   tgt.name, yq_cuda_float_precision(0));
         else
             printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 reference with the "
                    "package's float layers in their exact FP32, as every engine runs them):\n", ds->n_images,

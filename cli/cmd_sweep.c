@@ -250,7 +250,7 @@ int cmd_sweep(int argc, char **argv)
     }
     fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
             letterbox ? "letterbox" : "plain resize", lat.label,
-            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? yq_cuda_float_precision() : "");
+            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? yq_cuda_float_precision(0) : "");
 
     /* FP32 once, on the graph as loaded (before any equalization). */
     cli_bar bar;

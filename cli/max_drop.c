@@ -47,7 +47,7 @@ static void step_row(void *ctx, const yq_pipe_drop_step *s)
             printf("latency: %s (the ms/img column: %s)\n", p->lat->label,
                    s->eval_gpu ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 reference");
         if (s->eval_gpu)
-            printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", yq_cuda_float_precision());
+            printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", yq_cuda_float_precision(0));
         printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", p->gcol ? "    GPU ms" : "");
         printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", 0, "(none: every layer int8)", 100 * s->map, s->drop_pts, s->ms,
                gpu_cell(gc, sizeof gc, p->gcol, s->gpu_ms));
@@ -120,7 +120,7 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
     if (max_float > 0) cJSON_AddNumberToObject(json, "max_float", max_float);
     cJSON_AddBoolToObject(json, "met", res->met);
     cJSON_AddStringToObject(json, "eval_engine", res->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
-    if (res->eval_gpu) cJSON_AddStringToObject(json, "gpu_float_precision", yq_cuda_float_precision());
+    if (res->eval_gpu) cJSON_AddStringToObject(json, "gpu_float_precision", yq_cuda_float_precision(0));
     cJSON *fl = cJSON_AddArrayToObject(json, "float_layers");
     for (int k = 0; k < res->n_float; k++) cJSON_AddItemToArray(fl, cJSON_CreateNumber(res->float_layers[k]));
     cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp - res->final.s[YQ_COCO_AP]));

@@ -244,7 +244,7 @@ cJSON *sweep_points_json(const sweep_ctx *X)
     cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
     int any_gpu = 0;
     for (int i = 0; i < X->np; i++) any_gpu |= X->pts[i].eval_gpu;
-    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", yq_cuda_float_precision());
+    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", yq_cuda_float_precision(0));
     cJSON *arr = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < X->np; i++) {
         const point *p = &X->pts[i];

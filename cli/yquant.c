@@ -2,6 +2,7 @@
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "yq_data.h"
@@ -50,6 +51,9 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
+    if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
+        fprintf(stderr, "yquant: note: YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
+                        "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)\n");
     const char *cmd = argv[1];
     if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);

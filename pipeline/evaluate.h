@@ -28,8 +28,8 @@ typedef struct yq_pipe_eval {
 } yq_pipe_eval;
 
 /* g on every image of ds.  device >= 0 and an int8 graph: the GPU int8 engine on that
- * device (its int8 layers give the CPU reference's bytes, float layers run on FP16 tensor
- * cores: their FP16 weights against the CPU's FP32 ones); else the CPU engines.  Progress
+ * device (the CPU reference's bytes in every layer, float layers in their exact FP32, as
+ * the packages run); else the CPU engines.  Progress
  * through io->progress (io may be NULL); an unreadable image is skipped with io->warn.
  * *r zeroed first; on failure it holds nothing to free. */
 yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letterbox, int device, const yq_pipe_io *io,

@@ -265,14 +265,9 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
         goto nomem;
     find_fusions(g, !(flags & YQ_PLAN_NO_FUSE), p->fuse);
     int views = !(flags & YQ_PLAN_NO_VIEWS);
-    /* YQ_GPU_FLOAT=fp16: float convs on FP16 tensor cores, as YQ_PLAN_GPU_F16 (their
-     * default, fp32: the exact numerics every engine computes) */
-    const char *fe = getenv("YQ_GPU_FLOAT");
-    if (fe && *fe && strcmp(fe, "fp32") && strcmp(fe, "fp16")) {
-        st = yq_fail(err, YQ_ERR_INVALID_ARG, "YQ_GPU_FLOAT=%s: expected fp16 or fp32", fe);
-        goto fail;
-    }
-    int f16 = (flags & YQ_PLAN_GPU_F16) || (fe && !strcmp(fe, "fp16"));
+    /* YQ_PLAN_GPU_F16: float convs on FP16 tensor cores (their default: the exact FP32
+     * numerics every engine computes) */
+    int f16 = (flags & YQ_PLAN_GPU_F16) != 0;
 
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
@@ -349,10 +344,9 @@ fail:
     return st;
 }
 
-const char *yq_cuda_float_precision(void)
+const char *yq_cuda_float_precision(int flags)
 {
-    const char *fe = getenv("YQ_GPU_FLOAT");
-    return yq_cuda_arch() >= 80 && fe && !strcmp(fe, "fp16") ? "fp16" : "fp32";
+    return (flags & YQ_PLAN_GPU_F16) && yq_cuda_arch() >= 80 ? "fp16" : "fp32";
 }
 
 size_t yq_cuda_plan_bytes(const yq_cuda_plan *p) { return p->arena_bytes; }

@@ -13,9 +13,9 @@
  * dequantizing head convs bit for bit.  Layers the qconfig keeps in float
  * (q->float_op) compute their exact definition, the CPU's (kernels/cpu_fp32.h
  * yq_f32_conv_exact): one FP32 fmaf chain per output in a fixed order, so they too equal
- * the CPU's bytes, and so does everything downstream.  YQ_PLAN_GPU_F16, or YQ_GPU_FLOAT=fp16
- * in the environment, runs the float convs (groups == 1, sm_80+) on FP16 tensor cores
- * instead: faster on wide layers, not the validated numerics (for measuring what exactness
+ * the CPU's bytes, and so does everything downstream.  YQ_PLAN_GPU_F16 runs the float
+ * convs (groups == 1, sm_80+) on FP16 tensor cores instead: faster on wide layers, not the
+ * validated numerics (`yquant bench --gpu-float fp16`, for measuring what exactness
  * costs).  Device layout:
  * kernels/cuda.h. */
 #ifndef YQ_EXEC_CUDA_H
@@ -31,9 +31,9 @@ yq_status yq_cuda_plan_new(const yq_graph *g, int batch, int device, yq_cuda_pla
 yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int flags, yq_cuda_plan **out,
                                  yq_error *err);
 void      yq_cuda_plan_free(yq_cuda_plan *p);                   /* NULL is a no-op */
-/* What float layers run in on the current device, as a plan made now without
- * YQ_PLAN_GPU_F16 runs them: "fp32" (exact), or "fp16" under YQ_GPU_FLOAT=fp16. */
-const char *yq_cuda_float_precision(void);
+/* What float layers run in on the current device under a plan of these flags: "fp32"
+ * (exact), or "fp16" (YQ_PLAN_GPU_F16 on sm_80 and newer). */
+const char *yq_cuda_float_precision(int flags);
 size_t    yq_cuda_plan_bytes(const yq_cuda_plan *p);            /* the activation allocation */
 /* Runs the graph on batch x C x H x W floats (host memory); returns when done. */
 yq_status yq_cuda_run(yq_cuda_plan *p, const float *host_input, yq_error *err);
