@@ -16,7 +16,9 @@
 # Environment: YQGPU (default build/gpu/yqgpu), YQ_DATA (default ../shared), YQ_GPU_RUNS
 # (timed runs per configuration, default 100), YQ_GPU_MODELS (a subset of: yolov3 yolov4
 # yolov4-tiny fastest-xl fastest), YQ_GPU_BATCHES (default 1,8,32,128), YQ_GPU_TAG (a
-# suffix of the results file, for a run split over several calls), YQ_COMMIT (the commit,
+# suffix of the results file, for a run split over several calls), YQ_GPU_BUDGET_S (seconds
+# for the steps: each is cut to what is left and later ones are skipped, so that the report
+# is always written, with what ran; default none), YQ_COMMIT (the commit,
 # when the tree has no .git), YQ_GPU_LOG (where the logs go; default a temporary folder,
 # packed into $OUT/gpu_logs.tgz at exit when $OUT is set: the device returns few files).
 set -uo pipefail
@@ -52,6 +54,11 @@ step() {   # step NAME TIMEOUT CMD...: runs, logs to $LOG/NAME.txt, reports fail
     local name=$1 t=$2
     shift 2
     echo
+    if [ -n "${YQ_GPU_BUDGET_S:-}" ]; then
+        local left=$(( YQ_GPU_BUDGET_S - SECONDS ))
+        if [ "$left" -lt 10 ]; then echo "== $name: skipped (YQ_GPU_BUDGET_S spent)"; return; fi
+        [ "$left" -lt "$t" ] && t=$left
+    fi
     echo "== $name: $*"
     local t0=$SECONDS
     timeout "$t" "$@" > "$LOG/$name.txt" 2> "$LOG/$name.err"
