@@ -2049,12 +2049,6 @@ extern "C" int yq_cuda_arch(void)
     return major * 10 + minor;
 }
 
-#define DP4A_TILES 5
-static const char *const dp4a_names[DP4A_TILES] = { "64x64", "128x128", "32x32ks", "px", "const" };
-static const int split_opts[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
-#define DW_TILES 4                        /* "dw" (conv_dw_k, conv_dw), "dw_dp4a", "dw_tile", "dw_col" */
-#define F32_TILES 4
-static const char *const f32_names[F32_TILES] = { "f32", "f32_128", "f32_px", "f32_dw" };
 
 /* dw_dp4a's shapes: 3x3 and 5x5, stride 1 or 2, int8 output (an image input, uint8, runs
  * tile 0 instead: yq_cuda_conv_run) */
@@ -2164,20 +2158,20 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
         n++;
     };
     if (c->float_op) {
-        for (int t = 0; t < F32_TILES; t++)
-            for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(c->var, t, split_opts[k]);
+        for (int t = 0; t < YQ_F32_TILES; t++)
+            for (unsigned k = 0; k < YQ_SPLIT_OPTS; k++) add(c->var, t, yq_split_opts[k]);
         return n;
     }
     for (int t = 0; t < YQ_MMA_TILES; t++)
-        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_MMA, t, split_opts[k]);
+        for (unsigned k = 0; k < YQ_SPLIT_OPTS; k++) add(YQ_CONV_MMA, t, yq_split_opts[k]);
     for (int t = 0; t < YQ_CUT_TILES; t++) add(YQ_CONV_CUTLASS, t, 1);
     for (int t = 0; t < YQ_HALO_TILES; t++) add(YQ_CONV_HALO, t, 1);
     for (int t = 0; t < YQ_WG_TILES; t++)
-        for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) add(YQ_CONV_WGMMA, t, split_opts[k]);
+        for (unsigned k = 0; k < YQ_SPLIT_OPTS; k++) add(YQ_CONV_WGMMA, t, yq_split_opts[k]);
     for (int t = 0; t < YQ_WGH_TILES; t++) add(YQ_CONV_WGH, t, 1);
     add(YQ_CONV_IMG, 0, 1);
-    for (int t = 0; t < DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
-    for (int t = 0; t < DW_TILES; t++) add(YQ_CONV_DW, t, 1);
+    for (int t = 0; t < YQ_DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
+    for (int t = 0; t < YQ_DW_TILES; t++) add(YQ_CONV_DW, t, 1);
     if (!c->w32 && !(c->groups == c->cin && c->F == c->cin)) add(YQ_CONV_DIRECT, 0, 1);
     return n;
 }
@@ -2213,9 +2207,9 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
     } else if (c->var == YQ_CONV_F16) {  /* the smallest K split that fills the SMs */
         int tile = YQ_F16_TILE;
         long M = (long)batch * c->oh * c->ow, blocks = ((M + tile - 1) / tile) * ((c->F + tile - 1) / tile);
-        for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts && blocks * g.split_k < c->sms; k++) {
+        for (unsigned k = 1; k < YQ_SPLIT_OPTS && blocks * g.split_k < c->sms; k++) {
             yq_conv_cfg s2 = g;
-            s2.split_k = (uint8_t)split_opts[k];
+            s2.split_k = (uint8_t)yq_split_opts[k];
             if (!cfg_ok(c, s2, batch)) break;
             g = s2;
         }
@@ -2252,9 +2246,9 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
             if (t.bn > 64 && nout <= 64) continue;          /* half the tile would be padding */
             if (((M + t.bm - 1) / t.bm) * ((nout + t.bn - 1) / t.bn) >= c->sms) { g.tile = (uint8_t)order[i]; return g; }
         }
-        for (unsigned k = 1; k < sizeof split_opts / sizeof *split_opts; k++) {
+        for (unsigned k = 1; k < YQ_SPLIT_OPTS; k++) {
             yq_conv_cfg s2 = g;
-            s2.split_k = (uint8_t)split_opts[k];
+            s2.split_k = (uint8_t)yq_split_opts[k];
             if (!cfg_ok(c, s2, batch)) break;
             g = s2;
             const yq_mma_tile &t = yq_mma_tiles[g.tile];
@@ -2286,61 +2280,6 @@ extern "C" yq_status yq_cuda_conv_set_cfg(yq_cuda_conv *c, yq_conv_cfg cfg, int 
 }
 
 extern "C" yq_conv_cfg yq_cuda_conv_get_cfg(const yq_cuda_conv *c) { return c->cfg; }
-
-extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
-{
-    int n = 0;
-    switch ((yq_conv_variant)g.family) {
-    case YQ_CONV_AUTO: n = snprintf(buf, cap, "auto"); break;
-    case YQ_CONV_F32: n = snprintf(buf, cap, "%s", g.tile < F32_TILES ? f32_names[g.tile] : "f32_?"); break;
-    case YQ_CONV_F16: n = snprintf(buf, cap, "f16"); break;
-    case YQ_CONV_DIRECT: n = snprintf(buf, cap, "direct"); break;
-    case YQ_CONV_DW:
-        n = snprintf(buf, cap, g.tile == 0 ? "dw" : g.tile == 1 ? "dw_dp4a" : g.tile == 2 ? "dw_tile" : g.tile == 3 ? "dw_col" : "dw_?");
-        break;
-    case YQ_CONV_DP4A: n = snprintf(buf, cap, "dp4a_%s", g.tile < DP4A_TILES ? dp4a_names[g.tile] : "?"); break;
-    case YQ_CONV_CUTLASS:
-    case YQ_CONV_WGMMA:
-    case YQ_CONV_MMA: {
-        bool cut = g.family == YQ_CONV_CUTLASS, wg = g.family == YQ_CONV_WGMMA;
-        const int nt = cut ? YQ_CUT_TILES : wg ? YQ_WG_TILES : YQ_MMA_TILES;
-        const yq_mma_tile *t = g.tile < nt ? &(cut ? yq_cut_tiles : wg ? yq_wg_tiles : yq_mma_tiles)[g.tile] : NULL;
-        const char *fam = cut ? "cutlass" : wg ? "wgmma" : "mma";
-        n = t ? snprintf(buf, cap, "%s_%dx%dx%d_s%d", fam, t->bm, t->bn, t->bk, t->stages) : snprintf(buf, cap, "%s_?", fam);
-        break;
-    }
-    case YQ_CONV_WGH: {
-        const yq_wgh_tile *t = g.tile < YQ_WGH_TILES ? &yq_wgh_tiles[g.tile] : NULL;
-        n = t ? snprintf(buf, cap, "wgh_%dx128x128_s%d", t->bm, t->stages) : snprintf(buf, cap, "wgh_?");
-        break;
-    }
-    case YQ_CONV_HALO: {
-        const yq_halo_tile *t = g.tile < YQ_HALO_TILES ? &yq_halo_tiles[g.tile] : NULL;
-        n = t ? snprintf(buf, cap, "halo_%dx%dx%d", t->th, t->tw, t->bn) : snprintf(buf, cap, "halo_?");
-        break;
-    }
-    case YQ_CONV_IMG: n = snprintf(buf, cap, g.tile == 0 ? "img_mma" : "img_?"); break;
-    default: n = snprintf(buf, cap, "?"); break;
-    }
-    if (g.split_k > 1 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "_k%d", g.split_k);
-}
-
-extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
-{
-    /* Every name a build can produce is enumerated and compared: no second grammar. */
-    char buf[64];
-    for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
-        for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
-                             : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_WGH ? YQ_WGH_TILES
-                             : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? DP4A_TILES
-                             : fam == YQ_CONV_DW ? DW_TILES : fam == YQ_CONV_F32 ? F32_TILES : 1); t++)
-            for (unsigned k = 0; k < sizeof split_opts / sizeof *split_opts; k++) {
-                yq_conv_cfg g = { (uint8_t)fam, (uint8_t)t, (uint8_t)split_opts[k], 0 };
-                yq_conv_cfg_name(g, buf, sizeof buf);
-                if (!strcmp(buf, name)) { *out = g; return 0; }
-            }
-    return -1;
-}
 
 static const char *dtype_tag(yq_dtype t) { return t == YQ_F32 ? "f32" : t == YQ_U8 ? "u8" : "s8"; }
 

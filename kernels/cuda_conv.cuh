@@ -124,6 +124,14 @@ enum { EP_S8 = 0,     /* int8 output */
        EP_RES = 1,    /* int8 output plus a fused [shortcut]'s residual */
        EP_WIDE = 2 }; /* int32 partial sums of a K split (ws), or a float output: tested at run time */
 
+/* Tile counts of the families without a tile table, and the K splits every splittable
+ * family offers (kernels/cuda_conv_names.cu names them all). */
+#define YQ_DP4A_TILES 5        /* dp4a_64x64, _128x128, _32x32ks, _px, _const */
+#define YQ_DW_TILES 4          /* dw (conv_dw_k, conv_dw), dw_dp4a, dw_tile, dw_col */
+#define YQ_F32_TILES 4         /* f32, f32_128, f32_px, f32_dw */
+#define YQ_SPLIT_OPTS 8
+extern const int yq_split_opts[YQ_SPLIT_OPTS];
+
 /* The tensor-core family (kernels/cuda_mma.cu). */
 #define YQ_MMA_TILES 8
 struct yq_mma_tile { int bm, bn, bk, wm, wn, stages; };
