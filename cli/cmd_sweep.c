@@ -61,6 +61,18 @@ static const char *help =
 
 /* ---- points ---- */
 
+/* The qconfig of point p: base, then the grid's values in the order the keys came. */
+static yq_status grid_point(const grid *G, int p, const yq_qconfig *base, yq_qconfig *qc, int *idx, yq_error *err)
+{
+    *qc = *base;
+    sweep_grid_index(G, p, idx);
+    for (int j = 0; j < G->n; j++) {
+        yq_status st = yq_qconfig_set(qc, G->k[j].key, G->k[j].val[idx[j]], "--grid", err);
+        if (st != YQ_OK) return st;
+    }
+    return YQ_OK;
+}
+
 /* The qconfig on one line, "a=b; c=d" (malloc'ed; NULL when out of memory). */
 static char *qconfig_line(const yq_qconfig *qc)
 {
@@ -243,7 +255,7 @@ int cmd_sweep(int argc, char **argv)
     /* Every point's qconfig must fit the model before anything runs. */
     int keep_fp32 = 0;        /* a point runs without equalization: the loaded graph stays as it is */
     for (int p = 0; p < G.points; p++) {
-        if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
+        if (grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
             goto fail;
         keep_fp32 |= !pq->qc.equalize;
         sweep_point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
@@ -275,7 +287,7 @@ int cmd_sweep(int argc, char **argv)
         point *pt = &pts[p];
         sweep_bar sb = { &bar, p, G.points };
         *pq = *qo;
-        if (sweep_grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
+        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
         char *asked = qconfig_line(&pq->qc);
         if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
         if (saved && sweep_point_load(saved, asked, pt)) {
@@ -367,7 +379,7 @@ int cmd_sweep(int argc, char **argv)
     if (X.chosen >= 0) {
         int idx[GRID_KEYS];
         *pq = *qo;
-        if (sweep_grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
+        if (grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
         gstate *s = &gs[pq->qc.equalize ? 1 : 0];
         if (state_ready(s, &g0, keep_fp32, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
         cg = s->g;

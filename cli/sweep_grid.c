@@ -1,7 +1,8 @@
-/* The grid of yquant sweep: parsing, each point's qconfig, short names (cli/sweep_grid.h). */
+/* The grid of yquant sweep: parsing, each point's values, short names (cli/sweep_grid.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "cli/sweep_grid.h"
 
 static char *trim(char *s)
@@ -19,61 +20,57 @@ yq_status sweep_grid_parse(grid *G, const char *text, yq_error *err)
     memset(G, 0, sizeof *G);
     G->points = 1;
     G->buf = strdup(text ? text : "");
-    yq_qconfig *scratch = malloc(sizeof *scratch);
-    if (!G->buf || !scratch) { free(scratch); return yq_fail(err, YQ_ERR_NOMEM, "out of memory"); }
+    if (!G->buf) return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_status st = YQ_OK;
     char *save = NULL;
     for (char *part = strtok_r(G->buf, ";", &save); part && st == YQ_OK; part = strtok_r(NULL, ";", &save)) {
         part = trim(part);
         if (!*part) continue;
         char *eq = strchr(part, '=');
-        if (!eq) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: '%s': expected key=v1,v2,...", part); break; }
+        if (!eq) { st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: '%s': expected key=v1,v2,...", part); break; }
         *eq = 0;
         char *key = trim(part), *vals = eq + 1;
-        if (!*key) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: a value list without a key"); break; }
+        if (!*key) { st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: a value list without a key"); break; }
         for (int j = 0; j < G->n; j++)
-            if (!strcmp(G->k[j].key, key)) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: key '%s' given twice", key);
+            if (!strcmp(G->k[j].key, key)) st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: key '%s' given twice", key);
         if (st != YQ_OK) break;
-        if (G->n == GRID_KEYS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: at most %d keys", GRID_KEYS); break; }
+        if (G->n == GRID_KEYS) { st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: at most %d keys", GRID_KEYS); break; }
         int j = G->n++;
         G->k[j].key = key;
         char sep = strchr(vals, '|') ? '|' : ',';
         for (char *v = vals;;) {
             char *e = strchr(v, sep);
             if (e) *e = 0;
-            if (G->k[j].n == GRID_VALS) { st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: %s: at most %d values", key, GRID_VALS); break; }
+            if (G->k[j].n == GRID_VALS) { st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: %s: at most %d values", key, GRID_VALS); break; }
             char *tv = trim(v);
             G->k[j].val[G->k[j].n++] = tv;
-            char origin[96];
-            snprintf(origin, sizeof origin, "--grid %.80s", key);
-            yq_qconfig_defaults(scratch);
-            if ((st = yq_qconfig_set(scratch, key, tv, origin, err)) != YQ_OK) break;
+            yq_qconf *scratch = NULL;
+            yq_error e2;
+            if ((st = yq_qconf_new(&scratch, &e2)) == YQ_OK) st = yq_qconf_set(scratch, key, tv, &e2);
+            yq_qconf_free(scratch);
+            if (st != YQ_OK) {      /* the grid's key where the handle says "qconfig" */
+                const char *m = !strncmp(e2.msg, "qconfig: ", 9) ? e2.msg + 9 : e2.msg;
+                st = cli_fail(err, st, "--grid %.80s: %s", key, m);
+                break;
+            }
             if (!e) break;
             v = e + 1;
         }
         if (st == YQ_OK) {
             G->points *= G->k[j].n;
-            if (G->points > GRID_POINTS) st = yq_fail(err, YQ_ERR_INVALID_ARG, "--grid: more than %d points", GRID_POINTS);
+            if (G->points > GRID_POINTS) st = cli_fail(err, YQ_ERR_INVALID_ARG, "--grid: more than %d points", GRID_POINTS);
         }
     }
-    free(scratch);
     return st;
 }
 
-/* The qconfig of point p: base, then the grid's values in the order the keys came. */
-yq_status sweep_grid_point(const grid *G, int p, const yq_qconfig *base, yq_qconfig *qc, int *idx, yq_error *err)
+void sweep_grid_index(const grid *G, int p, int *idx)
 {
-    *qc = *base;
     int rest = p;
     for (int j = G->n - 1; j >= 0; j--) {        /* the first key varies slowest */
-        idx[j] = (int)(rest % G->k[j].n);
+        idx[j] = rest % G->k[j].n;
         rest /= G->k[j].n;
     }
-    for (int j = 0; j < G->n; j++) {
-        yq_status st = yq_qconfig_set(qc, G->k[j].key, G->k[j].val[idx[j]], "--grid", err);
-        if (st != YQ_OK) return st;
-    }
-    return YQ_OK;
 }
 
 /* A short token for one grid value, for chart labels: "8b", "p99.99", "pc", "hf". */

@@ -48,7 +48,8 @@ yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err);
  * messages ("name:LINE: ..."). */
 yq_status yq_qconf_parse(const char *text, const char *name, yq_qconf **out, yq_error *err);
 /* One key (as `--set key=value`); an unknown key or bad value fails naming it and leaves
- * the handle as it was. */
+ * the handle as it was.  Its messages begin "qconfig: " (a caller may put its own origin,
+ * a flag or a file, in its place). */
 yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error *err);
 /* The qconfig as a qconfig file's text (malloc'd: free(); NULL when out of memory);
  * yq_qconf_load reads it back to the same qconfig. */

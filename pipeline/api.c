@@ -60,7 +60,7 @@ yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error
     yq_qconf *t = malloc(sizeof *t);
     if (!t) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     *t = *q;
-    yq_status st = yq_qconfig_set(&t->qc, key, value, "yq_qconf_set", err);
+    yq_status st = yq_qconfig_set(&t->qc, key, value, "qconfig", err);
     if (st == YQ_OK) *q = *t;
     free(t);
     return st;
