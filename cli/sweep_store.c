@@ -1,9 +1,9 @@
-/* points.jsonl, the sweep's store of finished points (cli/sweep.h). */
+/* points.jsonl, the sweep's store of finished points (cli/sweep_point.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/sweep.h"
+#include "cli/sweep_point.h"
 
 static const char *const point_ints[] = { "bits", "per_channel", "wscale", "round_even", "head_float", "first_float",
                                           "keep_float", "equalize", "bias_correction", "float_convs", "int8_convs",
