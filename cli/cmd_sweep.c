@@ -11,13 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "cli/internal.h"
+#include "cli/latency.h"
 #include "cli/report.h"
 #include "cli/sweep.h"
 #include "cli/sweep_grid.h"
 #include "yq_draw.h"
-#include "quant/rewrite.h"
-#include "runtime/exec_cuda.h"
 
 static const char *help =
     "usage: yquant sweep MODEL --calib DIR --val DIR (--ann F | --labels D) --grid G\n"
@@ -61,22 +59,29 @@ static const char *help =
 
 /* ---- points ---- */
 
-/* The qconfig of point p: base, then the grid's values in the order the keys came. */
-static yq_status grid_point(const grid *G, int p, const yq_qconfig *base, yq_qconfig *qc, int *idx, yq_error *err)
+/* The qconfig of point p (a new handle): base, then the grid's values in the order the keys
+ * came (each checked when the grid was parsed). */
+static yq_status grid_point(const grid *G, int p, const yq_qconf *base, yq_qconf **qc, int *idx, yq_error *err)
 {
-    *qc = *base;
     sweep_grid_index(G, p, idx);
-    for (int j = 0; j < G->n; j++) {
-        yq_status st = yq_qconfig_set(qc, G->k[j].key, G->k[j].val[idx[j]], "--grid", err);
-        if (st != YQ_OK) return st;
+    yq_status st = yq_qconf_dup(base, qc, err);
+    for (int j = 0; j < G->n && st == YQ_OK; j++)
+        if ((st = yq_qconf_set(*qc, G->k[j].key, G->k[j].val[idx[j]], err)) != YQ_OK) {
+            char m[sizeof err->msg];
+            snprintf(m, sizeof m, "%s", !strncmp(err->msg, "qconfig: ", 9) ? err->msg + 9 : err->msg);
+            cli_fail(err, st, "--grid %.80s: %s", G->k[j].key, m);
+        }
+    if (st != YQ_OK) {
+        yq_qconf_free(*qc);
+        *qc = NULL;
     }
-    return YQ_OK;
+    return st;
 }
 
 /* The qconfig on one line, "a=b; c=d" (malloc'ed; NULL when out of memory). */
-static char *qconfig_line(const yq_qconfig *qc)
+static char *qconfig_line(const yq_qconf *qc)
 {
-    char *t = yq_qconfig_text(qc);
+    char *t = yq_qconf_text(qc);
     if (!t) return NULL;
     size_t m = strlen(t);
     while (m && t[m - 1] == '\n') t[--m] = 0;
@@ -92,79 +97,102 @@ static char *qconfig_line(const yq_qconfig *qc)
     return t;
 }
 
-/* A point's settings: keep_float as asked, the rest as the rewrite ran (qc: resolved, the
- * measured choices in its skips), and the convs g runs in float and int8. */
-static void fill_settings(point *pt, const yq_qconfig *request, const yq_qconfig *qc, const yq_graph *g)
+/* A top-level key's value (yq_qconf_get; "" if it cannot be read) and its index in names[]
+ * (0 when none matches: the library's first value). */
+static const char *qget(const yq_qconf *q, const char *key, char *buf, size_t cap)
 {
-    pt->keep_float = request->keep_float;
-    pt->bits = qc->bits;
-    pt->per_channel = qc->per_channel;
-    pt->wscale = qc->wscale;
-    pt->round_even = qc->round_even;
-    pt->head_float = qc->head_float;
-    pt->first_float = qc->first_float;
-    pt->equalize = qc->equalize;
-    pt->bias_correction = qc->bias_correction;
-    yq_calib_method_str(&qc->calib, pt->calib, sizeof pt->calib);
-    size_t n = 0;
-    pt->skip[0] = 0;
-    for (int i = 0; i < qc->n_layers && n < sizeof pt->skip; i++)
-        if (yq_qc_skip(qc, i)) n += (size_t)snprintf(pt->skip + n, sizeof pt->skip - n, "%s%d", n ? "," : "", i);
-    pt->float_convs = pt->int8_convs = 0;
-    for (int i = 1; g->q && i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_CONV) {
-            if (g->q[i].float_op) pt->float_convs++;
-            else pt->int8_convs++;
-        }
-    pt->qtext = qconfig_line(qc);
+    yq_error e;
+    if (yq_qconf_get(q, key, buf, cap, &e) != YQ_OK) buf[0] = 0;
+    return buf;
+}
+static int qcode(const yq_qconf *q, const char *key, const char *const *names, int n)
+{
+    char b[64];
+    qget(q, key, b, sizeof b);
+    for (int i = 0; i < n; i++) if (!strcmp(b, names[i])) return i;
+    return 0;
 }
 
-/* One bar over every image of every point. */
-typedef struct sweep_bar { cli_bar *bar; int point, points; } sweep_bar;
-
-static void sweep_progress(void *ctx, int done, int total)
+/* A point's settings: keep_float as asked, the rest as the rewrite ran (resolved: the
+ * measured choices in its skips), and the convs it runs in float and int8. */
+static void fill_settings(point *pt, const yq_qconf *request, const yq_point_result *r)
 {
-    sweep_bar *s = ctx;
+    static const char *off_on[] = { "off", "on" }, *int8_float[] = { "int8", "float" };
+    static const char *pc[] = { "per_tensor", "per_channel" }, *rnd[] = { "nearest", "even" };
+    static const char *bc[] = { "off", "weights", "data" };
+    const yq_qconf *q = r->resolved;
+    char b[8192];
+    pt->keep_float = atoi(qget(request, "keep_float", b, sizeof b));
+    pt->bits = atoi(qget(q, "bits", b, sizeof b));
+    pt->per_channel = qcode(q, "weights", pc, 2);
+    pt->wscale = qcode(q, "weight_scale", sweep_wscale_names, 3);
+    pt->round_even = qcode(q, "rounding", rnd, 2);
+    pt->head_float = qcode(q, "head", int8_float, 2);
+    pt->first_float = qcode(q, "first", int8_float, 2);
+    pt->equalize = qcode(q, "equalize", off_on, 2);
+    pt->bias_correction = qcode(q, "bias_correction", bc, 3);
+    snprintf(pt->calib, sizeof pt->calib, "%s", qget(q, "calib", b, sizeof b));
+    snprintf(pt->skip, sizeof pt->skip, "%s", qget(q, "skip_layers", b, sizeof b));
+    pt->float_convs = r->float_convs;
+    pt->int8_convs = r->int8_convs;
+    pt->qtext = qconfig_line(q);
+}
+
+/* The quantizer's callbacks during a sweep: the sweep's bar over every image of every
+ * point, and a bar of their own for the steps between (FP32, calibration). */
+typedef struct sweep_io {
+    cli_bar sweep, step;
+    cli_bar *cur;             /* the bar drawing now */
+    int in_point, point, points;
+} sweep_io;
+
+static void sio_clear(cli_bar *b)
+{
+    if (b->tty) fprintf(stderr, "\r\033[K");
+    b->last = -1;
+}
+
+static void sio_stage(void *ctx, const char *label)
+{
+    sweep_io *s = ctx;
+    if (s->in_point && !strncmp(label, "evaluating", 10)) {   /* the point's evaluation: the sweep's bar */
+        if (s->cur != &s->sweep) sio_clear(&s->sweep);
+        s->cur = &s->sweep;
+        return;
+    }
+    if (s->cur == &s->sweep) sio_clear(&s->sweep);
+    cli_progress_start(&s->step, label);
+    s->cur = &s->step;
+}
+
+static void sio_progress(void *ctx, int done, int total)
+{
+    sweep_io *s = ctx;
+    if (s->cur != &s->sweep) {
+        cli_progress(s->cur, done, total);
+        return;
+    }
     long t = (long)total * s->points, d = (long)total * s->point + done;
     if (t > 1 << 30) { d = d * 1000 / t; t = 1000; }    /* cli_progress counts in int */
-    cli_progress(s->bar, (int)d, (int)t);
+    cli_progress(&s->sweep, (int)d, (int)t);
 }
 
-static void sweep_warn(void *ctx, const char *msg) { cli_warn(((sweep_bar *)ctx)->bar, msg); }
-static void sweep_note(void *ctx, const char *msg)
+static void sio_warn(void *ctx, const char *msg) { cli_warn(((sweep_io *)ctx)->cur, msg); }
+static void sio_note(void *ctx, const char *msg)
 {
-    cli_bar *b = ((sweep_bar *)ctx)->bar;
+    cli_bar *b = ((sweep_io *)ctx)->cur;
     if (b->tty) fprintf(stderr, "\r\033[K");
     fprintf(stderr, "%s\n", msg);
     b->last = -1;
 }
 
-/* A graph with its calibration: one per value of equalize the grid visits.  g is the
- * model as loaded (the one FP32 ran on) or, with equalize on, its equalized copy (eq, owned). */
-typedef struct gstate { yq_graph *g, *eq; yq_calib_stats *cs; } gstate;
-
-/* A graph state ready for a point: calibrated, on *g0 or its equalized copy.  When no
- * point runs without equalization (keep_fp32 0), *g0 itself is replaced by the copy (FP32
- * has run already): one graph in memory, not two. */
-static yq_status state_ready(gstate *s, yq_graph **g0, int keep_fp32, const cli_quant_opt *q, int letterbox,
-                             cli_bar *bar, yq_error *err)
-{
-    if (s->cs) return YQ_OK;
-    if (bar->tty) fprintf(stderr, "\r\033[K");
-    yq_status st = keep_fp32 ? cli_calibrate(q, *g0, letterbox, &s->eq, &s->cs, err)
-                             : cli_calibrate_swap(q, g0, letterbox, &s->cs, err);
-    s->g = s->eq ? s->eq : *g0;
-    bar->last = -1;
-    return st;
-}
+static int sweep_latency(void *ctx, const yq_model *m, double *ms) { return cli_lat_measure(ctx, m, ms); }
 
 int cmd_sweep(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
-    cli_quant_opt *qo = malloc(sizeof *qo), *pq = malloc(sizeof *pq);
-    yq_qconfig *ran = malloc(sizeof *ran);      /* a point's qconfig as resolved */
-    if (!qo || !pq || !ran) { free(qo); free(pq); free(ran); fprintf(stderr, "yquant: out of memory\n"); return 1; }
-    cli_quant_init(qo);
+    cli_quant_opt *qo = cli_quant_new();
+    if (!qo) return 1;
     const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *grid_text = NULL;
     int letterbox = -1, sqnr_images = 8, rc = 2, resume = 0;
     const char *eval_device = NULL;
@@ -198,8 +226,9 @@ int cmd_sweep(int argc, char **argv)
         else if (!mo.model) mo.model = a;
         else { cli_usage_error("sweep: one MODEL only"); goto early; }
     }
+    const char *calib_dir = cli_quant_calib_dir(qo);
     if (!mo.model) { cli_usage_error("sweep: which MODEL?"); goto early; }
-    if (!qo->calib_dir) { cli_usage_error("sweep: --calib DIR is required"); goto early; }
+    if (!calib_dir) { cli_usage_error("sweep: --calib DIR is required"); goto early; }
     if (!val || !ann == !labels) { cli_usage_error("sweep: --val DIR and one of --ann FILE or --labels DIR are required"); goto early; }
     if (sqnr_images < 1 || sqnr_images > 1024) { cli_usage_error("sweep: --sqnr-images in 1..1024"); goto early; }
     int eval_dev = -2;        /* -2: the latency engine's device */
@@ -210,35 +239,44 @@ int cmd_sweep(int argc, char **argv)
 
     yq_error err;
     grid G;
-    gstate gs[2] = { { 0 } };
-    yq_graph *g0 = NULL;      /* the model as loaded: FP32 runs on it, and the states calibrate from it */
+    yq_quantizer *q = NULL;
+    yq_qconf *base = NULL, *pq = NULL;
     yq_dataset *ds = NULL;
     point *pts = NULL;
-    yq_layer_err *le = NULL;
+    yq_layer_error *le = NULL;
+    int n_le = 0, le_images = 0;
     sweep_ctx X = { 0 };
-    char outbuf[1024], path[1100], png[1100];
+    sweep_io sio = { 0 };
+    char outbuf[1024], path[1100], png[1100], mpath[1024];
     rc = 1;
-    X.fp.dets = NULL;
     if (sweep_grid_parse(&G, grid_text, &err) != YQ_OK) { rc = cli_usage_error("sweep: %s", err.msg); goto done; }
-    if (cli_load_model(&mo, &g0, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
-    if (letterbox < 0) letterbox = g0->letter_box;
-    char cfg[sizeof g0->cfg_path];            /* (g0 may be replaced by its equalized copy) */
-    snprintf(cfg, sizeof cfg, "%s", g0->cfg_path);
-    if (yq_qconfig_validate(&qo->qc, g0, &err) != YQ_OK) goto fail;
+    sio.cur = &sio.step;
+    yq_quant_io io = { sio_stage, sio_progress, sio_warn, sio_note, &sio };
+    yq_quant_opt qopt;
+    if (cli_quant_options(qo, &mo, letterbox, &qopt, &base, &err) != YQ_OK ||
+        cli_model_path(mo.model, mpath, sizeof mpath, &err) != YQ_OK || yq_quantizer_new(mpath, &qopt, &io, &q, &err) != YQ_OK ||
+        cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK)
+        goto fail;
+    const yq_model *fm = yq_quantizer_fp32(q);
+    yq_model_about about;
+    yq_model_describe(fm, &about);
+    if (letterbox < 0) letterbox = yq_model_letterbox(fm);
+    const char *cfg = about.cfg;
+    if (yq_quantizer_check(q, base, &err) != YQ_OK) goto fail;
     if (!out) {
-        const char *b = cli_base_name(g0->cfg_path), *dot = strrchr(b, '.');
+        const char *b = cli_base_name(cfg), *dot = strrchr(b, '.');
         snprintf(outbuf, sizeof outbuf, "%.*s-sweep", dot ? (int)(dot - b) : (int)strlen(b), b);
         out = outbuf;
     }
     {   /* the calibration folder, before anything long runs */
         char **paths;
         int n_cal, sk;
-        if (yq_list_images(qo->calib_dir, &paths, &n_cal, &sk, cli_warn, NULL, &err) != YQ_OK) goto fail;
+        if (yq_list_images(calib_dir, &paths, &n_cal, &sk, cli_warn, NULL, &err) != YQ_OK) goto fail;
         X.calib_images = n_cal;
         yq_list_images_free(paths, n_cal);
     }
     {
-        const char *ins[] = { mo.model, mo.weights, g0->cfg_path, g0->weights_path, qo->calib_dir, val, ann, labels };
+        const char *ins[] = { mo.model, mo.weights, about.cfg, about.weights, calib_dir, val, ann, labels };
         if (cli_check_report(ins, (int)(sizeof ins / sizeof *ins), out, json)) goto done;
     }
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
@@ -251,26 +289,24 @@ int cmd_sweep(int argc, char **argv)
         goto done;
     }
     pts = calloc((size_t)G.points, sizeof *pts);
-    if (!pts) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    if (!pts) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     /* Every point's qconfig must fit the model before anything runs. */
-    int keep_fp32 = 0;        /* a point runs without equalization: the loaded graph stays as it is */
     for (int p = 0; p < G.points; p++) {
-        if (grid_point(&G, p, &qo->qc, &pq->qc, pts[p].idx, &err) != YQ_OK || yq_qconfig_validate(&pq->qc, g0, &err) != YQ_OK)
-            goto fail;
-        keep_fp32 |= !pq->qc.equalize;
+        if (grid_point(&G, p, base, &pq, pts[p].idx, &err) != YQ_OK) goto fail;
+        yq_status cst = yq_quantizer_check(q, pq, &err);
+        yq_qconf_free(pq);
+        pq = NULL;
+        if (cst != YQ_OK) goto fail;
         sweep_point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
     }
     fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
             letterbox ? "letterbox" : "plain resize", lat.label,
-            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? yq_cuda_float_precision(0) : "");
+            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? SWEEP_GPU_FLOAT : "");
 
-    /* FP32 once, on the graph as loaded (before any equalization). */
-    cli_bar bar;
-    cli_progress_start(&bar, "fp32");
-    yq_pipe_io fio = cli_term_io(&bar);
-    if (yq_pipe_eval_timed(g0, ds, letterbox, -1, &fio, &X.fp, &err) != YQ_OK) goto fail;
-    fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.s[YQ_COCO_AP],
-            100 * X.fp.s[YQ_COCO_AP50], X.fp.ms_median);
+    /* FP32 once, on the model as loaded. */
+    if (yq_quantizer_score(q, NULL, ds, NULL, &X.fp, &err) != YQ_OK) goto fail;
+    fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.map, 100 * X.fp.map50,
+            X.fp.ms_engine);
 
     /* Every finished point goes to points.jsonl at once (--resume reads it back). */
     snprintf(path, sizeof path, "%s/points.jsonl", out);
@@ -282,58 +318,63 @@ int cmd_sweep(int argc, char **argv)
     if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
     int n_resumed = 0;
 
-    cli_progress_start(&bar, "sweep");
+    cli_progress_start(&sio.sweep, "sweep");
+    sio.points = G.points;
     for (int p = 0; p < G.points; p++) {
         point *pt = &pts[p];
-        sweep_bar sb = { &bar, p, G.points };
-        *pq = *qo;
-        if (grid_point(&G, p, &qo->qc, &pq->qc, pt->idx, &err) != YQ_OK) goto fail_jf;
-        char *asked = qconfig_line(&pq->qc);
-        if (!asked) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
+        sio.point = p;
+        if (grid_point(&G, p, base, &pq, pt->idx, &err) != YQ_OK) goto fail_jf;
+        char *asked = qconfig_line(pq);
+        if (!asked) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
         if (saved && sweep_point_load(saved, asked, pt)) {
             pt->resumed = 1;
             n_resumed++;
             free(asked);
-            if (bar.tty) fprintf(stderr, "\r\033[K");
+            yq_qconf_free(pq);
+            pq = NULL;
+            sio_clear(&sio.sweep);
             fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  (from points.jsonl)\n", G.points >= 100 ? 3 : 2, p + 1,
-                    G.points, pt->name, 100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map));
-            bar.last = -1;
-            sweep_progress(&sb, ds->n_images, ds->n_images);
+                    G.points, pt->name, 100 * pt->map, 100 * (X.fp.map - pt->map));
+            sio.cur = &sio.sweep;
+            sio_progress(&sio, ds->n_images, ds->n_images);
             continue;
         }
-        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        yq_status pst = state_ready(s, &g0, keep_fp32, pq, letterbox, &bar, &err);
-        yq_pipe_eval r;
-        if (pst == YQ_OK) {
-            /* the point's rewrite and evaluation (a GPU that fails: the CPU from here on) */
-            yq_pipe_io io = { NULL, sweep_progress, sweep_warn, sweep_note, &sb };
-            yq_pipe_calib c = cli_calib_req(pq);
-            pst = yq_pipe_point(&c, &pq->qc, ran, s->g, s->cs, ds, letterbox, &eval_dev, &io, &r, &err);
-        }
+        /* the point's rewrite, evaluation and latency (a GPU evaluation that fails: the CPU
+         * from here on, as the library warned) */
+        char edev[32];
+        snprintf(edev, sizeof edev, eval_dev >= 0 ? "cuda:%d" : "cpu", eval_dev);
+        yq_point_opt po = { edev, sweep_latency, &lat };
+        yq_point_result r;
+        sio.in_point = 1;
+        yq_status pst = yq_quantizer_point(q, pq, ds, &po, &r, &err);
+        sio.in_point = 0;
         if (pst != YQ_OK) { free(asked); goto fail_jf; }
-        fill_settings(pt, &pq->qc, ran, s->g);
-        pt->map = r.s[YQ_COCO_AP];
-        pt->map50 = r.s[YQ_COCO_AP50];
-        pt->map75 = r.s[YQ_COCO_AP75];
-        pt->eval_gpu = r.gpu;
-        pt->cpu_ms = r.gpu ? (double)NAN : r.ms_median;
-        pt->cpu_ms_mean = r.gpu ? (double)NAN : r.ms_mean;
-        pt->ms_wall = r.ms_wall;
-        yq_pipe_eval_free(&r);
+        if (eval_dev >= 0 && !r.score.gpu) eval_dev = -1;
+        fill_settings(pt, pq, &r);
+        yq_qconf_free(r.resolved);
+        yq_qconf_free(pq);
+        pq = NULL;
+        pt->map = r.score.map;
+        pt->map50 = r.score.map50;
+        pt->map75 = r.score.map75;
+        pt->eval_gpu = r.score.gpu;
+        pt->cpu_ms = r.score.gpu ? (double)NAN : r.score.ms_engine;
+        pt->cpu_ms_mean = r.score.gpu ? (double)NAN : r.score.ms_engine_mean;
+        pt->ms_wall = r.score.ms_wall;
         char gms[48] = "", cms[48] = "  (mAP on the GPU)";
-        if (cli_lat_measure(&lat, s->g, &pt->gpu_ms)) {
+        if (r.latency_ms >= 0) {
+            pt->gpu_ms = r.latency_ms;
             pt->gpu_ms_mean = lat.last_mean;
             snprintf(gms, sizeof gms, "  %8.3f ms GPU", pt->gpu_ms);
         }
-        if (!r.gpu) snprintf(cms, sizeof cms, "  %8.2f ms/img CPU", pt->cpu_ms);
-        yq_unquantize_graph(s->g);
+        if (!r.score.gpu) snprintf(cms, sizeof cms, "  %8.2f ms/img CPU", pt->cpu_ms);
         sweep_point_save(jf, &rid, asked, pt);
         free(asked);
-        if (bar.tty) fprintf(stderr, "\r\033[K");
+        sio_clear(&sio.sweep);
         fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f%s%s\n", G.points >= 100 ? 3 : 2, p + 1, G.points, pt->name,
-                100 * pt->map, 100 * (X.fp.s[YQ_COCO_AP] - pt->map), cms, gms);
-        bar.last = -1;
-        sweep_progress(&sb, ds->n_images, ds->n_images);
+                100 * pt->map, 100 * (X.fp.map - pt->map), cms, gms);
+        sio.cur = &sio.sweep;
+        sio_progress(&sio, ds->n_images, ds->n_images);
     }
     if (jf) fclose(jf);
     jf = NULL;
@@ -345,8 +386,8 @@ int cmd_sweep(int argc, char **argv)
      * measured for every point by the evaluation). */
     for (int p = 0; p < G.points; p++)
         if (!lat.gpu && isnan(pts[p].cpu_ms)) {
-            yq_fail(&err, YQ_ERR_CUDA, "the GPU failed during the sweep and point %d was evaluated there, without a CPU "
-                    "latency: run the sweep again with --device cpu", p + 1);
+            cli_fail(&err, YQ_ERR_CUDA, "the GPU failed during the sweep and point %d was evaluated there, without a CPU "
+                     "latency: run the sweep again with --device cpu", p + 1);
             goto fail;
         }
     for (int p = 0; p < G.points; p++) {
@@ -361,7 +402,7 @@ int cmd_sweep(int argc, char **argv)
     X.chosen = -1;
     {
         yq_chart_point *cp = calloc((size_t)(G.points > 0 ? G.points : 1), sizeof *cp);
-        if (!cp) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+        if (!cp) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
         for (int p = 0; p < G.points; p++) cp[p] = (yq_chart_point){ .x = pts[p].ms, .y = pts[p].map };
         yq_pareto_front(cp, G.points);
         for (int p = 0; p < G.points; p++) {
@@ -373,24 +414,17 @@ int cmd_sweep(int argc, char **argv)
         free(cp);
         if (X.chosen >= 0) pts[X.chosen].chosen = 1;
     }
-    /* The chosen point's per-layer SQNR: rewrite it once more. */
-    int le_images = 0;
-    yq_graph *cg = g0;
+    /* The chosen point's per-layer SQNR. */
     if (X.chosen >= 0) {
         int idx[GRID_KEYS];
-        *pq = *qo;
-        if (grid_point(&G, X.chosen, &qo->qc, &pq->qc, idx, &err) != YQ_OK) goto fail;
-        gstate *s = &gs[pq->qc.equalize ? 1 : 0];
-        if (state_ready(s, &g0, keep_fp32, pq, letterbox, &bar, &err) != YQ_OK) goto fail;   /* (every point resumed) */
-        cg = s->g;
-        yq_unquantize_graph(cg);
-        if (cli_quantize_graph(pq, NULL, cg, s->cs, letterbox, &err) != YQ_OK) goto fail;
-        if (cli_layer_report(cg, qo->calib_dir, sqnr_images, letterbox, 0, &le, &err) != YQ_OK) goto fail;
-        le_images = sqnr_images < X.calib_images ? sqnr_images : X.calib_images;
+        sio.cur = &sio.step;
+        if (grid_point(&G, X.chosen, base, &pq, idx, &err) != YQ_OK ||
+            yq_quantizer_layer_errors(q, pq, sqnr_images, &le, &n_le, &le_images, &err) != YQ_OK)
+            goto fail;
     }
     X.cfg = cfg;
     X.val_dir = val;
-    X.calib_dir = qo->calib_dir;
+    X.calib_dir = calib_dir;
     X.grid_text = grid_text;
     X.images = X.fp.images;
     X.letterbox = letterbox;
@@ -398,24 +432,24 @@ int cmd_sweep(int argc, char **argv)
     X.h = 700;
     X.argc = argc;
     X.argv = argv;
+    yq_model_input(fm, NULL, &X.in_h, &X.in_w);
 
     snprintf(path, sizeof path, "%s/sweep.csv", out);
     if (sweep_write_csv(&X, path, &err) != YQ_OK) goto fail;
     snprintf(png, sizeof png, "%s/pareto.png", out);
     if (sweep_write_chart(&X, png, &err) != YQ_OK) goto fail;
     snprintf(path, sizeof path, "%s/report.html", out);
-    if (sweep_write_html(&X, path, png, cg, le, le_images, &err) != YQ_OK) goto fail;
+    if (sweep_write_html(&X, path, png, le, n_le, le_images, &err) != YQ_OK) goto fail;
 
     /* The table. */
     printf("\n%s: %d points on %d images; latency: %s, median ms per %s\n", cfg, G.points, X.images, lat.label,
            lat.gpu && lat.batch > 1 ? "forward" : "image");
     printf("  %4s  %-30s %8s %8s %8s %9s  %s\n", "#", "name", "mAP", "mAP50", "drop", lat.gpu ? "GPU ms" : "CPU ms", "");
-    printf("  %4s  %-30s %8.2f %8.2f %8s %9s  (CPU FP32 engine: %.2f ms/img)\n", "", "FP32", 100 * X.fp.s[YQ_COCO_AP],
-           100 * X.fp.s[YQ_COCO_AP50], "", "", X.fp.ms_median);
+    printf("  %4s  %-30s %8.2f %8.2f %8s %9s  (CPU FP32 engine: %.2f ms/img)\n", "", "FP32", 100 * X.fp.map,
+           100 * X.fp.map50, "", "", X.fp.ms_engine);
     for (int p = 0; p < G.points; p++)
         printf("  %4d  %-30s %8.2f %8.2f %8.2f %9.3f  %s\n", p + 1, pts[p].name, 100 * pts[p].map, 100 * pts[p].map50,
-               100 * (X.fp.s[YQ_COCO_AP] - pts[p].map), pts[p].ms,
-               pts[p].chosen ? "front, chosen" : pts[p].front ? "front" : "");
+               100 * (X.fp.map - pts[p].map), pts[p].ms, pts[p].chosen ? "front, chosen" : pts[p].front ? "front" : "");
     printf("Pareto front (fastest first):");
     {
         int *ord = malloc(sizeof *ord * (size_t)G.points);
@@ -445,16 +479,11 @@ done:
     if (pts) for (int p = 0; p < G.points; p++) free(pts[p].qtext);
     free(pts);
     free(G.buf);
-    yq_coco_dets_free(X.fp.dets);
     yq_dataset_free(ds);
-    yq_graph_free(g0);
-    for (int k = 0; k < 2; k++) {
-        yq_calib_stats_free(gs[k].cs);
-        yq_graph_free(gs[k].eq);
-    }
+    yq_qconf_free(pq);
+    yq_qconf_free(base);
+    yq_quantizer_free(q);
 early:
-    free(qo);
-    free(pq);
-    free(ran);
+    cli_quant_free(qo);
     return rc;
 }

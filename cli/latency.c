@@ -8,9 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
-#include "cli/internal.h"
-#include "kernels/cuda.h"
-#include "runtime/latency.h"
+#include "cli/latency.h"
 
 #define TAG_CPU "cpu-int8-reference"
 #define LABEL_CPU "CPU int8 reference"
@@ -95,7 +93,7 @@ void cli_lat_start(cli_lat *l, const char *out)
         if (l->log_buf[0]) l->tune_log = l->log_buf;
     }
     to_cpu(l, "");
-    int ngpu = l->want ? yq_cuda_device_count() : 0;
+    int ngpu = l->want ? yq_gpu_count() : 0;
     if (l->want == 0) {
         snprintf(l->why_cpu, sizeof l->why_cpu, "--device cpu");
         return;
@@ -109,9 +107,7 @@ void cli_lat_start(cli_lat *l, const char *out)
     }
     yq_error e;
     char name[160];
-    if (l->device >= ngpu) {
-        snprintf(e.msg, sizeof e.msg, "cuda:%d: this machine has %d CUDA device%s", l->device, ngpu, ngpu == 1 ? "" : "s");
-    } else if (yq_cuda_set_device(l->device, &e) == YQ_OK && yq_cuda_device_name(name, sizeof name, &e) == YQ_OK) {
+    if (yq_gpu_name(l->device, name, sizeof name, &e) == YQ_OK) {
         l->gpu = 1;
         l->why_cpu[0] = 0;
         snprintf(l->gpu_desc, sizeof l->gpu_desc, "%s", name);
@@ -126,18 +122,20 @@ void cli_lat_start(cli_lat *l, const char *out)
     to_cpu(l, e.msg);
 }
 
-int cli_lat_measure(cli_lat *l, const yq_graph *g, double *ms)
+int cli_lat_measure(cli_lat *l, const yq_model *m, double *ms)
 {
     if (!l || !l->gpu) return 0;
     yq_latency_opt o = yq_latency_defaults();
+    char dev[32];
+    snprintf(dev, sizeof dev, "cuda:%d", l->device);
     o.batch = l->batch;
-    o.device = l->device;
+    o.device = dev;
     o.tune = l->budget_s > 0;
     o.tune_budget_s = l->budget_s;
     o.tune_log = l->tune_log;
     yq_latency r;
     yq_error e;
-    yq_status st = yq_latency_gpu(g, &o, &r, &e);
+    yq_status st = yq_model_latency(m, &o, &r, &e);
     if (st != YQ_OK) {
         warn_line();
         fprintf(stderr, "warning: GPU latency: %s; every latency of this run now comes from the %s engine\n", e.msg,

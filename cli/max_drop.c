@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "cli/internal.h"
 #include "runtime/exec_cuda.h"
+#include "runtime/session.h"
 
 typedef struct printer {
     double budget_pts, fp;
@@ -27,7 +28,12 @@ static const char *gpu_cell(char *buf, size_t cap, int col, double ms)
 static int lat_measure(void *ctx, const yq_graph *g, double *ms)
 {
     const printer *p = ctx;
-    return cli_lat_measure(p->lat, g, ms);
+    yq_model *m = NULL;
+    yq_error e;
+    if (yq_model_borrow(g, g->letter_box, &m, &e) != YQ_OK) return 0;
+    int r = cli_lat_measure(p->lat, m, ms);
+    yq_model_free(m);
+    return r;
 }
 
 static void step_row(void *ctx, const yq_pipe_drop_step *s)

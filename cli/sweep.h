@@ -5,8 +5,13 @@
 
 #include <stdio.h>
 #include <cjson/cJSON.h>
-#include "cli/internal.h"
+#include "cli/cli.h"
+#include "cli/latency.h"
 #include "cli/sweep_point.h"
+
+/* How the GPU int8 engine runs float layers: in their exact FP32, as the packages run
+ * (only `yquant bench --gpu-float fp16` times them in FP16). */
+#define SWEEP_GPU_FLOAT "fp32"
 
 /* ---- outputs ---- */
 
@@ -15,10 +20,11 @@ typedef struct sweep_ctx {
     point *pts;
     int np;
     int chosen;
-    yq_pipe_eval fp;
+    yq_quant_score fp;        /* FP32 */
     const cli_lat *lat;       /* the latency engine, as it ended */
     const char *model, *cfg, *val_dir, *calib_dir, *grid_text;
     int images, calib_images, letterbox, w, h, sqnr_images;
+    int in_w, in_h;           /* the network input */
     int argc;
     char **argv;
 } sweep_ctx;
@@ -27,9 +33,9 @@ yq_status sweep_write_csv(const sweep_ctx *X, const char *path, yq_error *err);
 /* pareto.png: mAP against latency, the front and the chosen point marked. */
 yq_status sweep_write_chart(const sweep_ctx *X, const char *path, yq_error *err);
 /* report.html: the chart (png embedded), the table and the chosen point's per-layer SQNR
- * (g, le: le_images images; le may be NULL). */
-yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png, const yq_graph *g,
-                           const yq_layer_err *le, int le_images, yq_error *err);
+ * (le: n_le rows measured on le_images images; le may be NULL). */
+yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png, const yq_layer_error *le, int n_le,
+                           int le_images, yq_error *err);
 /* The --json document (caller frees). */
 cJSON *sweep_points_json(const sweep_ctx *X);
 

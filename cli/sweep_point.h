@@ -7,6 +7,9 @@
 #include <cjson/cJSON.h>
 #include "cli/sweep_grid.h"
 
+/* weight_scale's values in the order of point.wscale's codes (those points.jsonl holds). */
+extern const char *const sweep_wscale_names[3];   /* "max", "power2", "mse" */
+
 typedef struct point {
     int idx[GRID_KEYS];
     char name[128];

@@ -8,36 +8,31 @@
 #include "cli/report.h"
 #include "cli/sweep.h"
 #include "yq_draw.h"
-#include "runtime/exec_cuda.h"
 
-/* Per-layer SQNR of an int8 graph (g->q set; e from yq_compare_layers) as a table with
- * a bar per layer, in graph order; the heads' inputs marked. */
-static void cli_html_sqnr_table(FILE *f, const yq_graph *g, const yq_layer_err *e)
+const char *const sweep_wscale_names[3] = { "max", "power2", "mse" };
+
+/* The per-layer SQNR rows (yq_quantizer_layer_errors') as a table with a bar per layer,
+ * in network order; the heads' inputs marked. */
+static void cli_html_sqnr_table(FILE *f, const yq_layer_error *e, int n)
 {
-    int *head_feed = calloc((size_t)g->n_nodes, sizeof *head_feed);
-    for (int i = 1; head_feed && i < g->n_nodes; i++)
-        if (yq_op_is_head(g->nodes[i].op)) head_feed[g->nodes[i].src[0]] = 1;
     fputs("<table class=\"sqnr\">\n<tr><th>layer</th><th>type</th><th>output</th><th>runs in</th>"
           "<th>SQNR dB</th><th>max |err|</th><th>SQNR (bar: 0 to 60 dB)</th></tr>\n", f);
-    for (int i = 1; i < g->n_nodes; i++) {
-        const yq_node *nd = &g->nodes[i];
-        if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
-        const yq_qnode *q = g->q ? &g->q[i] : NULL;
-        double db = e[i].sqnr_db;
+    for (int i = 0; i < n; i++) {
+        const yq_layer_error *r = &e[i];
+        double db = r->sqnr_db;
         double pct = fmin(fmax(db / 60.0, 0), 1) * 100;
         const char *col = db < 20 ? "#d62728" : db < 30 ? "#ff7f0e" : "#2ca02c";
+        const char *runs = !strcmp(r->dtype, "float") ? "float" : !strcmp(r->dtype, "i8>f") ? "int8, float out" : "int8";
         fprintf(f, "<tr><td class=\"n\">%d</td><td>%s%s</td><td>%dx%dx%d</td><td>%s</td><td class=\"n\">%.2f</td>"
                    "<td class=\"n\">%.4g</td><td class=\"bar\"><div class=\"bar\" style=\"width:%.1f%%;background:%s\">"
                    "</div></td></tr>\n",
-                nd->layer, yq_op_name(nd->op), head_feed && head_feed[i] ? " (head)" : "", nd->out.w, nd->out.h,
-                nd->out.c, !q ? "float" : q->float_op ? "float" : q->dtype == YQ_F32 ? "int8, float out" : "int8", db,
-                e[i].max_abs, pct, col);
+                r->layer, r->type, r->feeds_head ? " (head)" : "", r->out_w, r->out_h, r->out_c, runs, db, r->max_abs,
+                pct, col);
     }
     fputs("</table>\n", f);
-    free(head_feed);
 }
 
-static const char *wscale_name(int w) { return w == YQ_WSCALE_POWER2 ? "power2" : w == YQ_WSCALE_MSE ? "mse" : "max"; }
+static const char *wscale_name(int w) { return w >= 0 && w < 3 ? sweep_wscale_names[w] : "max"; }
 static const char *bc_name(int b) { return b == 2 ? "data" : b ? "weights" : "off"; }
 
 static int is_std_key(const char *k)
@@ -72,13 +67,13 @@ yq_status sweep_write_csv(const sweep_ctx *X, const char *path, yq_error *err)
         for (int j = 0; j < X->G->n; j++)
             if (!is_std_key(X->G->k[j].key)) cli_csv_field(f, X->G->k[j].val[p->idx[j]], ',');
         fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%s,", p->float_convs, p->int8_convs, p->map, p->map50,
-                p->map75, 100 * (X->fp.s[YQ_COCO_AP] - p->map), 100 * (X->fp.s[YQ_COCO_AP50] - p->map50), p->ms,
+                p->map75, 100 * (X->fp.map - p->map), 100 * (X->fp.map50 - p->map50), p->ms,
                 p->ms_mean, X->lat->tag);
         cli_csv_field(f, X->lat->label, ',');
         fprintf(f, "%.3f,", p->ms_wall);
         if (!isnan(p->cpu_ms)) fprintf(f, "%.3f", p->cpu_ms);   /* (empty: mAP measured on the GPU) */
         fprintf(f, ",%s,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference",
-                X->fp.s[YQ_COCO_AP], X->fp.s[YQ_COCO_AP50], X->fp.ms_median, X->images, X->calib_images, p->front,
+                X->fp.map, X->fp.map50, X->fp.ms_engine, X->images, X->calib_images, p->front,
                 p->chosen);
         cli_csv_field(f, p->qtext ? p->qtext : "", '\n');
     }
@@ -88,7 +83,7 @@ yq_status sweep_write_csv(const sweep_ctx *X, const char *path, yq_error *err)
 yq_status sweep_write_chart(const sweep_ctx *X, const char *path, yq_error *err)
 {
     yq_chart_point *cp = calloc((size_t)X->np, sizeof *cp);
-    if (!cp) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (!cp) return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
     double mean = 0;
     for (int i = 0; i < X->np; i++) {
         cp[i] = (yq_chart_point){ X->pts[i].ms, 100 * X->pts[i].map, X->pts[i].name, X->pts[i].front, X->pts[i].chosen };
@@ -100,11 +95,11 @@ yq_status sweep_write_chart(const sweep_ctx *X, const char *path, yq_error *err)
     char *dot = strrchr(model, '.');
     if (dot) *dot = 0;
     snprintf(title, sizeof title, "%s: mAP@[.5:.95] vs latency, %d points, %d images", model, X->np, X->images);
-    snprintf(ref, sizeof ref, "FP32 %.2f", 100 * X->fp.s[YQ_COCO_AP]);
+    snprintf(ref, sizeof ref, "FP32 %.2f", 100 * X->fp.map);
     if (X->lat->gpu && X->lat->batch > 1) snprintf(xl, sizeof xl, "ms per forward, %s", X->lat->label);
     else snprintf(xl, sizeof xl, "ms per image, %s", X->lat->label);
     yq_scatter_opt o = { .title = title, .xlabel = xl, .ylabel = "mAP@[.5:.95] (points)", .has_ref = 1,
-                         .ref_y = 100 * X->fp.s[YQ_COCO_AP], .ref_label = ref, .min_xspan = 0.1 * mean };
+                         .ref_y = 100 * X->fp.map, .ref_label = ref, .min_xspan = 0.1 * mean };
     yq_canvas cv;
     yq_status st = yq_chart_scatter(cp, X->np, &o, X->w, X->h, &cv, err);
     free(cp);
@@ -114,8 +109,8 @@ yq_status sweep_write_chart(const sweep_ctx *X, const char *path, yq_error *err)
     return st;
 }
 
-yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png, const yq_graph *g,
-                            const yq_layer_err *le, int le_images, yq_error *err)
+yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png, const yq_layer_error *le, int n_le,
+                           int le_images, yq_error *err)
 {
     cli_out o;
     yq_status st = cli_out_open(&o, path, err);
@@ -128,7 +123,7 @@ yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png
     cli_html_text(f, title);
     fputs("</h1>\n<ul>\n<li>model: <code>", f);
     cli_html_text(f, X->cfg);
-    fprintf(f, "</code>, input %dx%d, %s</li>\n", g->nodes[0].out.w, g->nodes[0].out.h, X->letterbox ? "letterbox" : "plain resize");
+    fprintf(f, "</code>, input %dx%d, %s</li>\n", X->in_w, X->in_h, X->letterbox ? "letterbox" : "plain resize");
     fprintf(f, "<li>validation: %d images from <code>", X->images);
     cli_html_text(f, X->val_dir);
     fprintf(f, "</code>; calibration: %d images from <code>", X->calib_images);
@@ -137,13 +132,13 @@ yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png
     cli_html_text(f, X->grid_text ? X->grid_text : "");
     fprintf(f, "</code> (%d points)</li>\n", X->np);
     fprintf(f, "<li>FP32: mAP@[.5:.95] %.2f, mAP@.5 %.2f, %.2f ms/image (CPU FP32 engine)</li>\n",
-            100 * X->fp.s[YQ_COCO_AP], 100 * X->fp.s[YQ_COCO_AP50], X->fp.ms_median);
+            100 * X->fp.map, 100 * X->fp.map50, X->fp.ms_engine);
     const point *c = X->chosen >= 0 ? &X->pts[X->chosen] : NULL;
     if (c) {
         fputs("<li>chosen point (the best mAP on the Pareto front): <b>", f);
         cli_html_text(f, c->name);
         fprintf(f, "</b>, mAP@[.5:.95] %.2f (drop %.2f points), %.3f ms (", 100 * c->map,
-                100 * (X->fp.s[YQ_COCO_AP] - c->map), c->ms);
+                100 * (X->fp.map - c->map), c->ms);
         cli_html_text(f, X->lat->label);
         fputs(")</li>\n", f);
     }
@@ -204,7 +199,7 @@ yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png
         }
         fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td>"
                    "<td class=\"n\">%.3f</td><td>%s</td></tr>\n",
-                p->float_convs, 100 * p->map, 100 * p->map50, 100 * (X->fp.s[YQ_COCO_AP] - p->map), p->ms,
+                p->float_convs, 100 * p->map, 100 * p->map50, 100 * (X->fp.map - p->map), p->ms,
                 p->chosen ? "chosen" : p->front ? "yes" : "");
     }
     fputs("</table>\n", f);
@@ -216,7 +211,7 @@ yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png
                    "error they inherit. qconfig: <code>", le_images);
         cli_html_text(f, c->qtext);
         fputs("</code></p>\n", f);
-        cli_html_sqnr_table(f, g, le);
+        cli_html_sqnr_table(f, le, n_le);
     }
     fputs("<p class=\"muted\">", f);
     fputs("command: <code>yquant sweep", f);
@@ -237,14 +232,14 @@ cJSON *sweep_points_json(const sweep_ctx *X)
     cJSON_AddNumberToObject(root, "images", X->images);
     cli_lat_json(X->lat, root);
     cJSON *fp = cJSON_AddObjectToObject(root, "fp32");
-    cJSON_AddNumberToObject(fp, "map", X->fp.s[YQ_COCO_AP]);
-    cJSON_AddNumberToObject(fp, "map50", X->fp.s[YQ_COCO_AP50]);
-    cJSON_AddNumberToObject(fp, "latency_ms", X->fp.ms_median);
+    cJSON_AddNumberToObject(fp, "map", X->fp.map);
+    cJSON_AddNumberToObject(fp, "map50", X->fp.map50);
+    cJSON_AddNumberToObject(fp, "latency_ms", X->fp.ms_engine);
     cJSON_AddStringToObject(fp, "latency_engine", "CPU FP32 (OpenBLAS)");
     cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
     int any_gpu = 0;
     for (int i = 0; i < X->np; i++) any_gpu |= X->pts[i].eval_gpu;
-    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", yq_cuda_float_precision(0));
+    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", SWEEP_GPU_FLOAT);
     cJSON *arr = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < X->np; i++) {
         const point *p = &X->pts[i];
@@ -256,7 +251,7 @@ cJSON *sweep_points_json(const sweep_ctx *X)
         cJSON_AddStringToObject(o, "qconfig", p->qtext ? p->qtext : "");
         cJSON_AddNumberToObject(o, "map", p->map);
         cJSON_AddNumberToObject(o, "map50", p->map50);
-        cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.s[YQ_COCO_AP] - p->map));
+        cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.map - p->map));
         cJSON_AddNumberToObject(o, "latency_ms", p->ms);
         if (!isnan(p->cpu_ms)) cJSON_AddNumberToObject(o, "cpu_latency_ms", p->cpu_ms);
         cJSON_AddStringToObject(o, "eval_engine", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference");

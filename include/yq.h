@@ -206,6 +206,62 @@ yq_status yq_session_run_images(yq_session *s, const char *const *paths, int n, 
 yq_status yq_session_run_tensor(yq_session *s, const float *nchw, int n, const int *orig_wh,
                                 yq_detection *dets, int cap_per_image, int *counts, yq_error *err);
 
+/* ---- GPUs ------------------------------------------------------------------------ */
+
+/* CUDA devices usable here; 0 when there is no driver or no GPU (never an error). */
+int       yq_gpu_count(void);
+/* Device cuda:N described: "NVIDIA H200 (sm_90, 132 SMs)" into buf (cap bytes, always
+ * terminated); YQ_ERR_CUDA naming the device when it cannot be reached. */
+yq_status yq_gpu_name(int device, char *buf, size_t cap, yq_error *err);
+
+/* ---- GPU latency ------------------------------------------------------------------- */
+
+/* How the tuner went (the distinct conv shapes of the model at the batch, "tasks"). */
+typedef struct yq_tune_summary {
+    double seconds;               /* the tuning run's wall clock */
+    int tasks;                    /* distinct (conv shape, batch) tasks */
+    int searched, logged;         /* searched now; read from the tuning log (finished before) */
+    int partial, skipped;         /* cut short by the budget; not started within it */
+    int trials, measured, failed; /* candidates tried, measured, refused (not the reference's bytes) */
+} yq_tune_summary;
+
+typedef struct yq_latency_opt {
+    const char *device;           /* "cuda" (NULL: cuda:0) or "cuda:N" */
+    int batch;                    /* images per forward (1..4096); default 1 */
+    int tune;                     /* 1 (default): tune the conv shapes the log lacks; 0: the log's
+                                     choices (if any) and the heuristic, nothing measured per shape */
+    const char *tune_log;         /* the tuning log (JSON lines, as `yquant tune --log`): read, and
+                                     appended to; NULL: none */
+    double tune_budget_s;         /* wall clock for the shapes the log lacks (default 60; <= 0: no limit) */
+    int tune_trials;              /* candidates per shape (default 32) */
+    int warmup, runs;             /* untimed, timed forwards (default 10, 100) */
+} yq_latency_opt;
+yq_latency_opt yq_latency_defaults(void);
+
+typedef struct yq_latency {
+    double ms, ms_min, ms_mean;   /* one forward of batch images: median, min, mean of the timed runs */
+    double eager_ms;              /* the median of the eager launches (always measured) */
+    int graph;                    /* 1: ms is from CUDA-graph replays; 0: from eager launches */
+    int batch, runs;
+    char gpu[160];                /* "NVIDIA H200 (sm_90, 132 SMs)" */
+    char gpu_name[128];           /* "NVIDIA H200" */
+    int sm;                       /* 90 */
+    int int8_convs, tuned_convs;  /* convs that run int8; those that run a tuned choice */
+    yq_tune_summary tune;         /* zero when nothing was tuned */
+    double tune_s, plan_s;        /* tuning (uploads included), planning */
+} yq_latency;
+
+/* The GPU latency of an int8 model's forward (a package, or yq_quantizer_model's): the
+ * int8 engine with every conv's kernel tuned for this GPU (the tuning log reused: shapes
+ * it has finished for this architecture are read, not measured), the input already on the
+ * device, decoding and NMS excluded; timed with CUDA events over replays of one CUDA graph
+ * (eager launches when capture fails: out->graph says which); out->ms is the median.  The
+ * kernels are exact whatever the choice, so the input is a fixed pattern.  (A package's own
+ * tuned choices are what its sessions run; this measures the tuner's for the log given.)
+ * YQ_ERR_UNSUPPORTED when there is no CUDA device; YQ_ERR_INVALID_ARG for an FP32 model;
+ * a malformed log: YQ_ERR_FORMAT naming file and line.  *out is filled only on YQ_OK. */
+yq_status yq_model_latency(const yq_model *m, const yq_latency_opt *o, yq_latency *out, yq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,14 @@ yq_status yq_qconf_set(yq_qconf *q, const char *key, const char *value, yq_error
 /* The qconfig as a qconfig file's text (malloc'd: free(); NULL when out of memory);
  * yq_qconf_load reads it back to the same qconfig. */
 char *yq_qconf_text(const yq_qconf *q);
+/* A copy of q (a new handle: yq_qconf_free). */
+yq_status yq_qconf_dup(const yq_qconf *q, yq_qconf **out, yq_error *err);
+/* The value of a top-level key as the qconfig file writes it ("8", "per_channel", "mse",
+ * "float", "on", ...) into buf (cap bytes, always terminated), and "skip_layers": every
+ * layer kept float by a skip (the list, and per-layer `layer.N.skip = on`), "0,105", ""
+ * when none.  An unknown key is YQ_ERR_INVALID_ARG naming it; a value longer than cap is
+ * YQ_ERR_INVALID_ARG too (buf then holds nothing). */
+yq_status yq_qconf_get(const yq_qconf *q, const char *key, char *buf, size_t cap, yq_error *err);
 void yq_qconf_free(yq_qconf *q);               /* NULL is a no-op */
 
 /* ---- the quantizer ------------------------------------------------------------- */
@@ -105,15 +113,40 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_da
  * the reference's bytes for every int8 layer, float layers in FP16).  A GPU evaluation
  * that fails goes on on the CPU with a warning (score->gpu says where it ran). */
 typedef struct yq_quant_score {
-    double map, map50;        /* mAP@[.5:.95], mAP@.5, in [0, 1] */
+    double map, map50, map75; /* mAP@[.5:.95], mAP@.5, mAP@.75, in [0, 1] */
     double ms_engine;         /* the engine alone per image, median (on the GPU: upload, forward,
                                  download of the heads) */
+    double ms_engine_mean;    /* the same, mean */
     double ms_wall;           /* per image, everything: decoding, resizing, engine, NMS */
     int images;               /* images evaluated (one that cannot be read: a warning, skipped) */
     int gpu;                  /* the GPU int8 engine evaluated */
 } yq_quant_score;
 yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const char *device,
                              yq_quant_score *score, yq_error *err);
+
+/* One point of a sweep (`yquant sweep`): qc's int8 model scored as yq_quantizer_score does,
+ * and, from the same rewrite, what it resolved to and (o->latency) its latency.  The
+ * callback gets the int8 model, borrowed for the call (yq.h: yq_model_latency, sessions,
+ * yq_model_layer), and returns 1 with *ms set, or 0 when it measured nothing.  Calibration
+ * is shared by every qconfig with the same `equalize` value (the only key that changes what
+ * calibration observes), so the points of a grid calibrate at most twice. */
+typedef struct yq_point_opt {
+    const char *device;       /* where the mAP is measured: as yq_quantizer_score's */
+    int (*latency)(void *ctx, const yq_model *int8, double *ms);   /* may be NULL */
+    void *ctx;
+} yq_point_opt;
+typedef struct yq_point_result {
+    yq_quant_score score;
+    double latency_ms;        /* the callback's; -1 when it measured nothing (or none was given) */
+    int float_convs, int8_convs;   /* convs the int8 model runs in float, in int8 */
+    yq_qconf *resolved;       /* qc as the rewrite ran it (yq_quantizer_resolve's): yq_qconf_free */
+} yq_point_result;
+yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_point_opt *o,
+                             yq_point_result *out, yq_error *err);
+
+/* qc checked against the model without any work (a per-layer key or skip past the last
+ * layer, say): the first problem, naming the key. */
+yq_status yq_quantizer_check(const yq_quantizer *q, const yq_qconf *qc, yq_error *err);
 
 /* The accuracy-aware search of `yquant quantize --max-drop`: from every layer in int8
  * (head and first conv too), the most sensitive layers are kept in float one step at a
@@ -193,6 +226,7 @@ typedef struct yq_layer_error {
     const char *dtype;        /* its output: "int8", "float" (a float layer) or "i8>f" (float written) */
     double sqnr_db;           /* 10 log10(sum f^2 / sum (f - q)^2); 200 when exact */
     double max_abs;           /* max |f - q| */
+    int feeds_head;           /* a detection head reads it */
 } yq_layer_error;
 yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_images, yq_layer_error **rows,
                                     int *n_rows, int *images, yq_error *err);

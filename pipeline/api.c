@@ -1,7 +1,9 @@
 /* include/yq_quant.h on the pipeline (pipeline/quantize.h): qconfig handles and the
  * quantizer.  The quantizer's FP32 graph stays as the model's files hold it: equalization
  * makes a copy (kept with the statistics it was calibrated for), and a rewrite is undone
- * after each evaluation or save. */
+ * after each evaluation or save.  Calibration observes the same activations whatever the
+ * qconfig says but `equalize` (yq_pipe_calibrate reads nothing else of it), so the
+ * quantizer keeps one calibration per value of that key. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,18 +72,70 @@ char *yq_qconf_text(const yq_qconf *q) { return q ? yq_qconfig_text(&q->qc) : NU
 
 void yq_qconf_free(yq_qconf *q) { free(q); }
 
+yq_status yq_qconf_dup(const yq_qconf *q, yq_qconf **out, yq_error *err)
+{
+    if (!q || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_dup: NULL argument");
+    if (!(*out = malloc(sizeof **out))) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    **out = *q;
+    return YQ_OK;
+}
+
+yq_status yq_qconf_get(const yq_qconf *q, const char *key, char *buf, size_t cap, yq_error *err)
+{
+    if (!q || !key || !buf || !cap) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_get: NULL argument");
+    buf[0] = 0;
+    if (!strcmp(key, "skip_layers")) {           /* every skip, listed or per layer */
+        size_t n = 0;
+        for (int i = 0; i < q->qc.n_layers; i++)
+            if (yq_qc_skip(&q->qc, i)) {
+                n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%d", n ? "," : "", i);
+                if (n >= cap) {
+                    buf[0] = 0;
+                    return yq_fail(err, YQ_ERR_INVALID_ARG, "qconfig: skip_layers: longer than %zu bytes", cap);
+                }
+            }
+        return YQ_OK;
+    }
+    /* the value as the text writes it: one "key = value" line of the top-level keys */
+    char *t = yq_qconfig_text(&q->qc);
+    if (!t) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    size_t kl = strlen(key);
+    yq_status st = yq_fail(err, YQ_ERR_INVALID_ARG, "qconfig: %s: not a top-level key", key);
+    for (char *l = t; *l; ) {
+        char *e = strchr(l, '\n');
+        if (e) *e = 0;
+        if (!strncmp(l, key, kl) && !strncmp(l + kl, " = ", 3) && !strchr(key, '.')) {
+            const char *v = l + kl + 3;
+            if (strlen(v) >= cap) st = yq_fail(err, YQ_ERR_INVALID_ARG, "qconfig: %s: longer than %zu bytes", key, cap);
+            else {
+                memcpy(buf, v, strlen(v) + 1);
+                st = YQ_OK;
+            }
+            break;
+        }
+        if (!e) break;
+        l = e + 1;
+    }
+    free(t);
+    return st;
+}
+
 /* ---- the quantizer ---------------------------------------------------------------- */
+
+/* A calibration: the statistics, and for equalize on the equalized copy they were observed on. */
+typedef struct calib_state {
+    yq_graph *eq;                 /* g's equalized copy (equalize on), else NULL */
+    yq_calib_stats *cs;           /* NULL: not calibrated yet */
+} calib_state;
 
 struct yq_quantizer {
     char *model, *weights, *calib, *cache, *device;   /* copies of the options' strings */
     yq_quant_opt o;               /* its strings point at the copies */
     yq_pipe_io io;
     yq_graph *g;                  /* FP32, as the files hold it */
-    yq_graph *eq;                 /* cs's graph when its qconfig equalizes (g's equalized copy), else NULL */
     int letterbox;
-    yq_calib_stats *cs;           /* for the qconfig whose text is cs_for */
+    calib_state st[2];            /* [equalize]: off, on */
     yq_model *fp32;               /* g as a model (borrowed) */
-    char *cs_for;
 };
 
 yq_quant_opt yq_quant_defaults(void)
@@ -150,9 +204,10 @@ void yq_quantizer_free(yq_quantizer *q)
 {
     if (!q) return;
     yq_model_free(q->fp32);
-    yq_calib_stats_free(q->cs);
-    free(q->cs_for);
-    yq_graph_free(q->eq);
+    for (int k = 0; k < 2; k++) {
+        yq_calib_stats_free(q->st[k].cs);
+        yq_graph_free(q->st[k].eq);
+    }
     yq_graph_free(q->g);
     free(q->model);
     free(q->weights);
@@ -169,50 +224,50 @@ static yq_pipe_calib calib_req(const yq_quantizer *q)
     return (yq_pipe_calib){ q->o.calib, q->o.cache, q->o.no_cache, q->o.device };
 }
 
-/* The statistics for qc (kept while the next call's qconfig is the same text). */
-static yq_status ensure_stats(yq_quantizer *q, const yq_qconfig *qc, yq_error *err)
+/* The calibration qc needs (observed once per value of equalize, or read from the cache). */
+static yq_status ensure_stats(yq_quantizer *q, const yq_qconfig *qc, calib_state **out, yq_error *err)
 {
-    char *text = yq_qconfig_text(qc);
-    if (!text) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    if (q->cs && q->cs_for && !strcmp(text, q->cs_for)) {
-        free(text);
-        return YQ_OK;
-    }
-    yq_calib_stats_free(q->cs);
-    q->cs = NULL;
-    free(q->cs_for);
-    q->cs_for = NULL;
-    yq_graph_free(q->eq);
-    q->eq = NULL;
+    calib_state *s = &q->st[qc->equalize ? 1 : 0];
+    *out = s;
+    if (s->cs) return YQ_OK;
     yq_pipe_calib c = calib_req(q);
-    yq_status st = yq_pipe_calibrate(&c, qc, q->g, q->letterbox, &q->io, &q->eq, &q->cs, err);
-    if (st == YQ_OK) q->cs_for = text;
-    else free(text);
-    return st;
+    return yq_pipe_calibrate(&c, qc, q->g, q->letterbox, &q->io, &s->eq, &s->cs, err);
 }
 
-/* The graph the current statistics were observed on: the one to rewrite. */
-static yq_graph *work_graph(const yq_quantizer *q) { return q->eq ? q->eq : q->g; }
+/* The graph a calibration was observed on: the one to rewrite. */
+static yq_graph *work_graph(const yq_quantizer *q, const calib_state *s) { return s->eq ? s->eq : q->g; }
 
 yq_status yq_quantizer_calibrate(yq_quantizer *q, const yq_qconf *qc, yq_error *err)
 {
     if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_calibrate: NULL argument");
-    return ensure_stats(q, &qc->qc, err);
+    calib_state *s;
+    return ensure_stats(q, &qc->qc, &s, err);
 }
 
-/* The work graph rewritten into int8 as qc directs; *resolved (malloc'd when asked) the qconfig
- * with keep_float's and thresh_search's choices written in. */
-static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **resolved, yq_error *err)
+yq_status yq_quantizer_check(const yq_quantizer *q, const yq_qconf *qc, yq_error *err)
 {
-    yq_status st = ensure_stats(q, &qc->qc, err);
+    if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_check: NULL argument");
+    return yq_qconfig_validate(&qc->qc, q->g, err);
+}
+
+/* The graph qc calibrates for (*w), rewritten into int8 as qc directs; *resolved (malloc'd
+ * when asked) the qconfig with keep_float's and thresh_search's choices written in.  The
+ * caller undoes the rewrite (yq_unquantize_graph(*w)) when done. */
+static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **resolved, yq_graph **w, yq_error *err)
+{
+    calib_state *s;
+    yq_status st = ensure_stats(q, &qc->qc, &s, err);
+    *w = NULL;
     if (st != YQ_OK) return st;
     yq_qconfig *work = malloc(sizeof *work);     /* (the qconfig is large: not on the stack) */
     if (!work) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_pipe_calib c = calib_req(q);
-    st = yq_pipe_quantize(&c, &qc->qc, work, work_graph(q), q->cs, q->letterbox, &q->io, err);
+    yq_graph *g = work_graph(q, s);
+    st = yq_pipe_quantize(&c, &qc->qc, work, g, s->cs, q->letterbox, &q->io, err);
     if (st == YQ_OK && resolved) *resolved = work;
     else free(work);
-    if (st != YQ_OK) yq_unquantize_graph(work_graph(q));
+    if (st != YQ_OK) yq_unquantize_graph(g);
+    else *w = g;
     return st;
 }
 
@@ -220,7 +275,8 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_da
 {
     if (!q || !ds || !map) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_evaluate: NULL argument");
     yq_status st = YQ_OK;
-    if (qc) st = quantize(q, qc, NULL, err);
+    yq_graph *w = NULL;
+    if (qc) st = quantize(q, qc, NULL, &w, err);
     yq_det *dets = NULL;
     int n = 0, skipped = 0;
     if (st == YQ_OK) {
@@ -231,14 +287,14 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_da
         eo.warn = q->io.warn;
         eo.warn_ctx = q->io.ctx;
         if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
-        st = yq_eval_detect(qc ? work_graph(q) : q->g, ds, &eo, &dets, &n, &skipped, err);
+        st = yq_eval_detect(qc ? w : q->g, ds, &eo, &dets, &n, &skipped, err);
     }
     double s[YQ_COCO_NSTATS];
     if (st == YQ_OK && (st = yq_coco_eval(ds, dets, n, s, NULL, NULL, err)) == YQ_OK) {
         map[0] = s[0];
         map[1] = s[1];
     }
-    if (qc) yq_unquantize_graph(work_graph(q));
+    if (w) yq_unquantize_graph(w);
     yq_coco_dets_free(dets);
     return st;
 }
@@ -250,9 +306,9 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     if (n_images < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_layer_errors: %d images", n_images);
     *rows = NULL;
     *n_rows = 0;
-    yq_status st = quantize(q, qc, NULL, err);
+    yq_graph *g;
+    yq_status st = quantize(q, qc, NULL, &g, err);
     if (st != YQ_OK) return st;
-    const yq_graph *g = work_graph(q);
     float *inputs = NULL;
     int got = 0;
     yq_layer_err *e = NULL;
@@ -265,7 +321,7 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     if (st == YQ_OK) m = yq_pipe_layer_rows(g, e, r);
     free(inputs);
     free(e);
-    yq_unquantize_graph(work_graph(q));
+    yq_unquantize_graph(g);
     if (st != YQ_OK) {
         free(r);
         return st;
@@ -276,23 +332,75 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     return YQ_OK;
 }
 
+yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_point_opt *o,
+                             yq_point_result *out, yq_error *err)
+{
+    if (!q || !qc || !ds || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_point: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->latency_ms = -1;
+    yq_point_opt none = { 0 };
+    if (!o) o = &none;
+    int dev = -1;
+    yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
+    yq_qconfig *rq = NULL;
+    yq_graph *w = NULL;
+    if (st == YQ_OK) st = quantize(q, qc, &rq, &w, err);
+    yq_pipe_eval r = { 0 };
+    if (st == YQ_OK) {
+        if (q->io.stage) q->io.stage(q->io.ctx, "evaluating int8");
+        st = yq_pipe_eval_or_cpu(w, ds, q->letterbox, &dev, &q->io, &r, err);
+    }
+    yq_qconf *h = NULL;
+    if (st == YQ_OK && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_model *m = NULL;
+    if (st == YQ_OK && o->latency) st = yq_model_borrow(w, q->letterbox, &m, err);
+    if (st == YQ_OK) {
+        out->score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.s[YQ_COCO_AP75], r.ms_median, r.ms_mean,
+                                       r.ms_wall, r.images, r.gpu };
+        for (int i = 1; i < w->n_nodes; i++)
+            if (w->nodes[i].op == YQ_OP_CONV) {
+                if (w->q[i].float_op) out->float_convs++;
+                else out->int8_convs++;
+            }
+        double ms;
+        if (m && o->latency(o->ctx, m, &ms)) out->latency_ms = ms;
+        h->qc = *rq;
+        out->resolved = h;
+        h = NULL;
+    }
+    yq_model_free(m);
+    free(h);
+    free(rq);
+    yq_pipe_eval_free(&r);
+    if (w) yq_unquantize_graph(w);
+    return st;
+}
+
 yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const char *device,
                              yq_quant_score *score, yq_error *err)
 {
     if (!q || !ds || !score) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_score: NULL argument");
     memset(score, 0, sizeof *score);
-    int dev = -1;
-    yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
-    if (st == YQ_OK && qc) st = quantize(q, qc, NULL, err);
-    yq_pipe_eval r = { 0 };
-    if (st == YQ_OK) {
-        if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
-        st = yq_pipe_eval_or_cpu(qc ? work_graph(q) : q->g, ds, q->letterbox, &dev, &q->io, &r, err);
+    if (qc) {
+        yq_point_opt o = { .device = device };
+        yq_point_result r;
+        yq_status st = yq_quantizer_point(q, qc, ds, &o, &r, err);
+        if (st == YQ_OK) *score = r.score;
+        yq_qconf_free(r.resolved);
+        return st;
     }
+    /* FP32 runs on the CPU engine whatever device says (the GPU engine runs int8 models);
+     * device is still checked */
+    int dev;
+    yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
+    if (st != YQ_OK) return st;
+    yq_pipe_eval r = { 0 };
+    if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
+    st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &r, err);
     if (st == YQ_OK)
-        *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.ms_median, r.ms_wall, r.images, r.gpu };
+        *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.s[YQ_COCO_AP75], r.ms_median, r.ms_mean,
+                                   r.ms_wall, r.images, r.gpu };
     yq_pipe_eval_free(&r);
-    if (qc) yq_unquantize_graph(work_graph(q));
     return st;
 }
 
@@ -320,7 +428,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
         if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
         st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &fp, err);
     }
-    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, err);
+    calib_state *cal = NULL;
+    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, &cal, err);
     yq_qconf *out = NULL;
     if (st == YQ_OK && !(out = malloc(sizeof *out))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_pipe_drop_res res = { 0 };
@@ -330,8 +439,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
         yq_pipe_drop_req r = { .budget_pts = o->budget_pts, .rank = rank, .max_float = o->max_float, .eval_device = dev,
                                .step = o->step ? on_drop_step : NULL, .ctx = &dc };
         yq_pipe_calib c = calib_req(q);
-        st = yq_pipe_max_drop(&c, &out->qc, work_graph(q), q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
-        yq_unquantize_graph(work_graph(q));
+        st = yq_pipe_max_drop(&c, &out->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        yq_unquantize_graph(work_graph(q, cal));
     }
     if (st == YQ_OK) {
         *result = (yq_max_drop_result){ res.met, fp.s[YQ_COCO_AP], res.all8.s[YQ_COCO_AP], res.final.s[YQ_COCO_AP],
@@ -363,14 +472,15 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq
         if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
         st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &fp, err);
     }
-    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, err);
+    calib_state *cal = NULL;
+    if (st == YQ_OK) st = ensure_stats(q, &qc->qc, &cal, err);
     yq_pipe_sens_res res = { 0 };
     if (st == YQ_OK) {
         yq_pipe_sens_req r = { .max_layers = o->max_layers, .sqnr_images = o->sqnr_images ? o->sqnr_images : 8,
                                .rank_sqnr = o->rank_sqnr != 0 };
         yq_pipe_calib c = calib_req(q);
-        st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q), q->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
-        yq_unquantize_graph(work_graph(q));
+        st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        yq_unquantize_graph(work_graph(q, cal));
     }
     if (st == YQ_OK && !(*rows = malloc(sizeof **rows * (size_t)(res.n ? res.n : 1))))
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -394,10 +504,11 @@ yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **r
     if (plan_json) *plan_json = NULL;
     if (!q || !qc) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_resolve: NULL argument");
     yq_qconfig *rq = NULL;
-    yq_status st = quantize(q, qc, &rq, err);
+    yq_graph *w;
+    yq_status st = quantize(q, qc, &rq, &w, err);
     if (st != YQ_OK) return st;
-    char *plan = plan_json ? yq_pipe_plan_json(work_graph(q), &qc->qc, rq) : NULL;
-    yq_unquantize_graph(work_graph(q));
+    char *plan = plan_json ? yq_pipe_plan_json(w, &qc->qc, rq) : NULL;
+    yq_unquantize_graph(w);
     if (plan_json && !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_qconf *h = NULL;
     if (st == YQ_OK && resolved && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -418,18 +529,19 @@ yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **r
 static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, void **buf, size_t *n, yq_error *err)
 {
     yq_qconfig *resolved = NULL;
-    yq_status st = quantize(q, qc, &resolved, err);
+    yq_graph *g;
+    yq_status st = quantize(q, qc, &resolved, &g, err);
     if (st != YQ_OK) return st;
+    const yq_calib_stats *cs = q->st[qc->qc.equalize ? 1 : 0].cs;
     char *text = yq_qconfig_text(resolved), *req = yq_qconfig_text(&qc->qc), method[128];
-    yq_graph *g = work_graph(q);
     char *plan = yq_pipe_plan_json(g, &qc->qc, resolved);
     yq_calib_method_str(&resolved->calib, method, sizeof method);
     if (!text || !req || !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     else {
         yq_package_meta meta = { .qconfig_text = text, .request_text = req, .plan_json = plan, .calib_method = method,
-                                 .calib_images = q->cs->images, .letterbox = q->letterbox,
+                                 .calib_images = cs->images, .letterbox = q->letterbox,
                                  .created_unix = q->o.created_unix };
-        memcpy(meta.calib_images_sha256, q->cs->images_sha256, 32);
+        memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
         st = path ? yq_package_write(path, g, &meta, err) : yq_package_image(q->model, g, &meta, buf, n, err);
     }
     free(text);

@@ -348,9 +348,12 @@ int yq_pipe_layer_rows(const yq_graph *g, const yq_layer_err *e, yq_layer_error 
         const yq_node *nd = &g->nodes[i];
         if (nd->op == YQ_OP_DROPOUT || yq_op_is_head(nd->op)) continue;
         const yq_qnode *q = &g->q[i];
+        int head = 0;
+        for (int j = i + 1; j < g->n_nodes && !head; j++)
+            head = yq_op_is_head(g->nodes[j].op) && g->nodes[j].src[0] == i;
         rows[m++] = (yq_layer_error){ nd->layer, yq_op_name(nd->op), nd->out.c, nd->out.h, nd->out.w,
                                       q->float_op ? "float" : q->dtype == YQ_F32 ? "i8>f" : "int8", e[i].sqnr_db,
-                                      e[i].max_abs };
+                                      e[i].max_abs, head };
     }
     return m;
 }

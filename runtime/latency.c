@@ -8,6 +8,26 @@
 #include "kernels/cuda_bench.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/latency.h"
+#include "runtime/session.h"
+
+int yq_gpu_count(void) { return yq_cuda_device_count(); }
+
+yq_status yq_gpu_name(int device, char *buf, size_t cap, yq_error *err)
+{
+    if (!buf || !cap) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_gpu_name: no buffer");
+    buf[0] = 0;
+    int n = yq_cuda_device_count();
+    if (device < 0 || device >= n)
+        return yq_fail(err, YQ_ERR_CUDA, "cuda:%d: this machine has %d CUDA device%s", device, n, n == 1 ? "" : "s");
+    yq_status st = yq_cuda_set_device(device, err);
+    return st == YQ_OK ? yq_cuda_device_name(buf, cap, err) : st;
+}
+
+yq_status yq_model_latency(const yq_model *m, const yq_latency_opt *o, yq_latency *out, yq_error *err)
+{
+    if (!m) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_model_latency: no model");
+    return yq_latency_gpu(yq_model_graph(m), o, out, err);
+}
 
 yq_latency_opt yq_latency_defaults(void)
 {
@@ -111,6 +131,10 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
     if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: GPU latency is measured on an int8 graph (quantize it first)",
                               g->cfg_path);
     if (o.batch < 1 || o.batch > 4096) return yq_fail(err, YQ_ERR_INVALID_ARG, "batch %d: expected 1..4096", o.batch);
+    int dev = 0;
+    yq_status st = o.device ? yq_device_parse(o.device, &dev, err) : YQ_OK;
+    if (st) return st;
+    if (dev < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "GPU latency on \"%s\": expected cuda or cuda:N", o.device);
     if (o.runs < 1) o.runs = 1;
     if (o.warmup < 0) o.warmup = 0;
     if (yq_cuda_device_count() == 0)
@@ -120,8 +144,7 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
     memset(&r, 0, sizeof r);
     r.batch = o.batch;
     r.runs = o.runs;
-    yq_status st = yq_cuda_set_device(o.device, err);
-    if (st) return st;
+    if ((st = yq_cuda_set_device(dev, err))) return st;
     if ((st = yq_cuda_device_name(r.gpu, sizeof r.gpu, err))) return st;
     snprintf(r.gpu_name, sizeof r.gpu_name, "%s", r.gpu);
     char *paren = strstr(r.gpu_name, " (");
@@ -139,7 +162,7 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
     void *stream = NULL, *graph = NULL;
     float *x = NULL, *ms = NULL;
     t0 = now_s();
-    if ((st = yq_cuda_plan_new(g, o.batch, o.device, &p, err))) goto done;
+    if ((st = yq_cuda_plan_new(g, o.batch, dev, &p, err))) goto done;
     if ((st = yq_tune_apply(p, g, o.batch, r.sm, k, nk, &r.tuned_convs, err))) goto done;
     r.plan_s = now_s() - t0;
     for (int id = 1; id < g->n_nodes; id++)

@@ -26,31 +26,8 @@
 #include "ir/ir.h"
 #include "runtime/tune.h"
 
-typedef struct yq_latency_opt {
-    int batch;                /* images per forward (1..4096); default 1 */
-    int device;               /* CUDA device index; default 0 */
-    int tune;                 /* 1 (default): tune the shapes the log lacks; 0: the log's choices
-                                 (if any) and the heuristic, nothing measured per shape */
-    const char *tune_log;     /* the tuning log (JSON lines): read, appended to; NULL: none */
-    double tune_budget_s;     /* wall clock for the shapes the log lacks (default 60; <= 0: no limit) */
-    int tune_trials;          /* candidates per shape (default 32, as yquant tune) */
-    int warmup, runs;         /* untimed, timed forwards (default 10, 100) */
-} yq_latency_opt;
-
-yq_latency_opt yq_latency_defaults(void);
-
-typedef struct yq_latency {
-    double ms, ms_min, ms_mean;   /* one forward of batch images: median, min, mean of the timed runs */
-    double eager_ms;              /* the median of the eager launches (always measured) */
-    int graph;                    /* 1: ms is from CUDA-graph replays; 0: from eager launches */
-    int batch, runs;
-    char gpu[160];                /* "NVIDIA H200 (sm_90, 132 SMs)" */
-    char gpu_name[128];           /* "NVIDIA H200" */
-    int sm;                       /* 90 */
-    int int8_convs, tuned_convs;  /* convs of the plan that run int8, those that run a tuned choice */
-    yq_tune_summary tune;         /* the tasks: from the log, searched now, cut, skipped (zero when !tune) */
-    double tune_s, plan_s;        /* tuning (uploads included), planning */
-} yq_latency;
+/* yq_latency_opt, yq_latency, yq_latency_defaults: include/yq.h (yq_model_latency is this
+ * function on a model's graph). */
 
 /* YQ_ERR_UNSUPPORTED when there is no CUDA device (no driver or no GPU);
  * YQ_ERR_INVALID_ARG for a graph without int8 (g->q); the tuner's errors (a

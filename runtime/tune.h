@@ -147,11 +147,7 @@ typedef struct yq_tune_opt {
 
 yq_tune_opt yq_tune_defaults(void);   /* model, 32 trials, early stopping 12, 300 s, seed 1 */
 
-typedef struct yq_tune_summary {
-    double seconds;               /* the run, by the options' clock */
-    int tasks, searched, logged, partial, skipped;
-    int trials, measured, failed;
-} yq_tune_summary;
+/* yq_tune_summary: include/yq.h (the GPU latency reports it) */
 
 /* Searches every task (candidates filled) on the device of the given architecture
  * ("sm_90": the log's arch field); results in the tasks, totals in *sum (may be NULL). */

@@ -598,12 +598,9 @@ static void run_search(void *p)
     a->st = yq_quantizer_max_drop(a->q, a->qc, a->ds, &a->o, &a->chosen, &a->r, &err);
 }
 
-/* yq_quantizer_score is yq_quantizer_evaluate's mAP with timings (FP32 and int8, on the
- * CPU); yq_quantizer_max_drop's answer, saved and scored again, has the mAP the search
- * reported, keeps the layers it reported float, and the steps it reported are the ones its
- * callback saw; a budget met at once keeps every layer int8; nothing is printed; bad
- * arguments fail naming what is wrong. */
-static void t_quantizer_search(void)
+/* yolo-fastest-1.1 in a quantizer (the sample images, the CPU, no cache; its callbacks
+ * into *sn) and two of the samples labelled (write_ann) as *ds; skips without the data. */
+static void fastest_quantizer(seen *sn, const char *ann_name, yq_quantizer **q, yq_dataset **ds)
 {
     need_samples();
     fastest f;
@@ -612,16 +609,27 @@ static void t_quantizer_search(void)
     o.calib = samples;
     o.no_cache = 1;
     o.device = "cpu";
+    yq_quant_io io = { on_stage, on_progress, on_warn, on_note, sn };
+    CHECKF(yq_quantizer_new(f.dir, &o, &io, q, &err) == YQ_OK, "%s", err.msg);
+    char ann[96];
+    snprintf(ann, sizeof ann, "%s/%s", tmpdir, ann_name);
+    write_ann(ann);
+    CHECKF(yq_dataset_load_coco(ann, samples, ds, &err) == YQ_OK, "%s", err.msg);
+}
+
+/* yq_quantizer_score is yq_quantizer_evaluate's mAP with timings (FP32 and int8, on the
+ * CPU); yq_quantizer_max_drop's answer, saved and scored again, has the mAP the search
+ * reported, keeps the layers it reported float, and the steps it reported are the ones its
+ * callback saw; a budget met at once keeps every layer int8; nothing is printed; bad
+ * arguments fail naming what is wrong. */
+static void t_quantizer_search(void)
+{
     seen sn = { 0 };
-    yq_quant_io io = { on_stage, on_progress, on_warn, on_note, &sn };
     yq_quantizer *q = NULL;
     yq_qconf *qc = NULL;
-    CHECKF(yq_quantizer_new(f.dir, &o, &io, &q, &err) == YQ_OK && yq_qconf_new(&qc, &err) == YQ_OK, "%s", err.msg);
-    char ann[96];
-    snprintf(ann, sizeof ann, "%s/ann2.json", tmpdir);
-    write_ann(ann);
     yq_dataset *ds = NULL;
-    CHECKF(yq_dataset_load_coco(ann, samples, &ds, &err) == YQ_OK, "%s", err.msg);
+    fastest_quantizer(&sn, "ann2.json", &q, &ds);
+    CHECKF(yq_qconf_new(&qc, &err) == YQ_OK, "%s", err.msg);
 
     double mf[2], m8[2];
     yq_quant_score sf, s8;
@@ -729,6 +737,150 @@ static void t_quantizer_search(void)
     yq_dataset_free(ds);
 }
 
+/* What a sweep point's latency callback saw. */
+typedef struct lat_seen { int calls, int8, layers; } lat_seen;
+static int on_latency(void *ctx, const yq_model *m, double *ms)
+{
+    lat_seen *l = ctx;
+    yq_model_about a;
+    yq_model_describe(m, &a);
+    l->calls++;
+    l->int8 = yq_model_is_int8(m);
+    l->layers = a.layers;
+    *ms = 1.25;
+    return 1;
+}
+
+/* A plan's "float_convs" (yq_quantizer_resolve's JSON); -1 if absent. */
+static int plan_float_convs(const char *plan)
+{
+    cJSON *j = plan ? cJSON_Parse(plan) : NULL;
+    const cJSON *f = cJSON_GetObjectItem(j, "float_convs");
+    int n = cJSON_IsNumber(f) ? f->valueint : -1;
+    cJSON_Delete(j);
+    return n;
+}
+
+/* A sweep point through the public API (what `yquant sweep` runs): yq_quantizer_point's
+ * score is yq_quantizer_score's, its resolved qconfig and float convs are
+ * yq_quantizer_resolve's, its latency callback gets the int8 model of the same rewrite;
+ * points that differ in anything but equalize calibrate once, equalize on a second time
+ * (two passes), and back to off not again; qconfig handles copy and read back their keys;
+ * yq_quantizer_check refuses a layer past the last; the GPU latency of an FP32 model or on
+ * "cpu" is refused, and without a GPU it says so. */
+static void t_quantizer_point(void)
+{
+    seen sn = { 0 };
+    yq_quantizer *q = NULL;
+    yq_qconf *qc = NULL, *q6 = NULL;
+    yq_dataset *ds = NULL;
+    fastest_quantizer(&sn, "ann3.json", &q, &ds);
+    CHECKF(yq_qconf_new(&qc, &err) == YQ_OK, "%s", err.msg);
+    yq_model_about fa;
+    yq_model_describe(yq_quantizer_fp32(q), &fa);
+
+    /* handles: a copy is independent; keys read back as the text writes them */
+    char b[64];
+    CHECKF(yq_qconf_set(qc, "keep_float", "2", &err) == YQ_OK && yq_qconf_dup(qc, &q6, &err) == YQ_OK &&
+           yq_qconf_set(q6, "bits", "6", &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_qconf_get(qc, "bits", b, sizeof b, &err) == YQ_OK && !strcmp(b, "8"), "bits: %s", b);
+    CHECKF(yq_qconf_get(q6, "bits", b, sizeof b, &err) == YQ_OK && !strcmp(b, "6"), "bits: %s", b);
+    CHECKF(yq_qconf_get(qc, "weights", b, sizeof b, &err) == YQ_OK && !strcmp(b, "per_channel"), "weights: %s", b);
+    CHECKF(yq_qconf_get(qc, "skip_layers", b, sizeof b, &err) == YQ_OK && !b[0], "skip_layers: '%s'", b);
+    CHECKF(yq_qconf_get(qc, "bitz", b, sizeof b, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "bitz"), "%s", err.msg);
+    CHECKF(yq_qconf_get(qc, "layer.3.bits", b, sizeof b, &err) == YQ_ERR_INVALID_ARG, "layer.3.bits read");
+    CHECKF(yq_qconf_get(qc, "weights", b, 4, &err) == YQ_ERR_INVALID_ARG && !b[0], "a short buffer: '%s'", b);
+
+    /* a point: the score, the resolved qconfig, the latency callback on the same rewrite */
+    lat_seen ls = { 0 };
+    yq_point_opt po = { "cpu", on_latency, &ls };
+    yq_point_result r;
+    sn.stages = 0;
+    CHECKF(yq_quantizer_point(q, qc, ds, &po, &r, &err) == YQ_OK && r.resolved, "%s", err.msg);
+    int calib1 = sn.stages;
+    yq_quant_score sc;
+    yq_qconf *res = NULL;
+    char *plan = NULL;
+    CHECKF(yq_quantizer_score(q, qc, ds, "cpu", &sc, &err) == YQ_OK &&
+           yq_quantizer_resolve(q, qc, &res, &plan, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(r.score.map == sc.map && r.score.map50 == sc.map50 && r.score.map75 == sc.map75 && r.score.images == 2 &&
+           r.score.ms_engine > 0 && r.score.ms_engine_mean > 0 && !r.score.gpu,
+           "point %g %g %g (%d images), score %g %g %g", r.score.map, r.score.map50, r.score.map75, r.score.images, sc.map,
+           sc.map50, sc.map75);
+    char *t1 = yq_qconf_text(r.resolved), *t2 = yq_qconf_text(res);
+    CHECKF(t1 && t2 && !strcmp(t1, t2), "resolved:\n%s\nyq_quantizer_resolve:\n%s", t1, t2);
+    CHECKF(t1 && strstr(t1, "keep_float = 0"), "%s", t1);
+    free(t1);
+    free(t2);
+    CHECKF(yq_qconf_get(r.resolved, "skip_layers", b, sizeof b, &err) == YQ_OK && b[0] && strchr(b, ','),
+           "keep_float 2 resolved to skip_layers '%s'", b);
+    printf("# point: mAP %.4f, %d float + %d int8 convs, skips %s, latency %.2f ms\n", r.score.map, r.float_convs,
+           r.int8_convs, b, r.latency_ms);
+    CHECKF(r.float_convs == plan_float_convs(plan) && r.float_convs + r.int8_convs == fa.convs && r.float_convs >= 2,
+           "%d float + %d int8 convs of %d; the plan says %d float", r.float_convs, r.int8_convs, fa.convs,
+           plan_float_convs(plan));
+    CHECKF(ls.calls == 1 && ls.int8 && ls.layers == fa.layers && r.latency_ms == 1.25, "latency: %d calls, int8 %d, %d "
+           "layers (%d), %g ms", ls.calls, ls.int8, ls.layers, fa.layers, r.latency_ms);
+    yq_qconf_free(r.resolved);
+    yq_qconf_free(res);
+    free(plan);
+    /* no callback: no latency */
+    CHECKF(yq_quantizer_point(q, q6, ds, NULL, &r, &err) == YQ_OK && r.latency_ms == -1, "%s", err.msg);
+    yq_qconf_free(r.resolved);
+
+    /* calibration (equalize is on by default: two passes) once for both points above;
+     * equalize off: one pass; on again: none */
+    CHECKF(calib1 == 3 && sn.stages == calib1 + 2, "the first point: %d stages (calibrating, recalibrating, "
+           "evaluating expected), then %d more (2 evaluations, no calibration expected)", calib1, sn.stages - calib1);
+    int before = sn.stages;
+    CHECKF(yq_qconf_set(q6, "equalize", "off", &err) == YQ_OK && yq_quantizer_point(q, q6, ds, NULL, &r, &err) == YQ_OK,
+           "%s", err.msg);
+    yq_qconf_free(r.resolved);
+    CHECKF(sn.stages == before + 2, "equalize off: %d stages (calibrating, evaluating expected)", sn.stages - before);
+    before = sn.stages;
+    CHECKF(yq_qconf_set(q6, "equalize", "on", &err) == YQ_OK && yq_quantizer_point(q, q6, ds, NULL, &r, &err) == YQ_OK,
+           "%s", err.msg);
+    yq_qconf_free(r.resolved);
+    CHECKF(sn.stages == before + 1, "equalize on again: %d stages (evaluating only expected)", sn.stages - before);
+
+    /* check */
+    CHECKF(yq_quantizer_check(q, qc, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_qconf_set(q6, "skip_layers", "999", &err) == YQ_OK, "%s", err.msg);
+    yq_status st = yq_quantizer_check(q, q6, &err);
+    CHECKF(st != YQ_OK && strstr(err.msg, "999"), "skip_layers 999: status %d: %s", (int)st, err.msg);
+
+    /* the GPU latency's refusals */
+    yq_latency lat;
+    yq_latency_opt lo = yq_latency_defaults();
+    st = yq_model_latency(yq_quantizer_fp32(q), &lo, &lat, &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "int8"), "FP32 model: status %d: %s", (int)st, err.msg);
+    yq_model *m8 = NULL;
+    CHECKF(yq_qconf_set(q6, "skip_layers", "", &err) == YQ_OK && yq_quantizer_model(q, q6, &m8, &err) == YQ_OK, "%s",
+           err.msg);
+    lo.device = "cpu";
+    st = yq_model_latency(m8, &lo, &lat, &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "cpu"), "on cpu: status %d: %s", (int)st, err.msg);
+    lo.device = NULL;
+    char name[160];
+    st = yq_gpu_name(yq_gpu_count(), name, sizeof name, &err);
+    CHECKF(st == YQ_ERR_CUDA && strstr(err.msg, "CUDA device"), "one past the last GPU: status %d: %s", (int)st, err.msg);
+    if (yq_gpu_count() == 0) {
+        st = yq_model_latency(m8, &lo, &lat, &err);
+        CHECKF(st == YQ_ERR_UNSUPPORTED && strstr(err.msg, "no CUDA device"), "no GPU: status %d: %s", (int)st, err.msg);
+    } else {
+        CHECKF(yq_gpu_name(0, name, sizeof name, &err) == YQ_OK && strstr(name, "sm_"), "%s", err.msg);
+        lo.tune = 0;
+        lo.runs = 5;
+        CHECKF(yq_model_latency(m8, &lo, &lat, &err) == YQ_OK && lat.ms > 0 && lat.int8_convs > 0, "%s", err.msg);
+        printf("# %s: %.3f ms per forward\n", lat.gpu, lat.ms);
+    }
+    yq_model_free(m8);
+    yq_qconf_free(qc);
+    yq_qconf_free(q6);
+    yq_quantizer_free(q);
+    yq_dataset_free(ds);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_pipeline_XXXXXX");
@@ -742,6 +894,7 @@ int main(void)
     TEST(t_qconf);
     TEST(t_quantizer);
     TEST(t_quantizer_search);
+    TEST(t_quantizer_point);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);
