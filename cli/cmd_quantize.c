@@ -455,10 +455,10 @@ int cmd_quantize(int argc, char **argv)
         snprintf(dev, sizeof dev, "cuda:%d", tgt.device >= 0 ? tgt.device : 0);
         cli_tune_req tr = cli_tune_defaults();
         tr.mo.model = out;
-        tr.batches[0] = 1;
-        tr.batches[1] = 32;
-        tr.nb = 2;
-        tr.device = dev;
+        tr.o.batches[0] = 1;
+        tr.o.batches[1] = 32;
+        tr.o.n_batches = 2;
+        tr.o.device = dev;
         printf("tuning the int8 kernels on this GPU: yquant tune %s --batch 1,32 --device %s (--no-tune skips it)\n", out, dev);
         fflush(stdout);
         if (cli_tune(&tr) != 0) fprintf(stderr, "warning: tuning failed; %s is written, untuned\n", out);

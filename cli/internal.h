@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/latency.h"
+#include "cli/tune.h"
 #include "ir/ir.h"
 #include "quant/qconfig.h"
 #include "calib/observe.h"
@@ -54,18 +55,5 @@ yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, 
                        const double *fp_stats, double budget_pts, const char *rank, int max_float, struct cJSON *json,
                        cli_lat *lat, yq_pipe_drop_res *res, yq_error *err);
 
-
-/* The tune command's work once its flags are read (cli/cmd_tune.c), shared with
- * quantize, which tunes the package it wrote: no command calls another. */
-typedef struct cli_tune_req {
-    cli_model_opt mo;         /* mo.model: a .yqp package, or a Darknet model (tuned, logged only) */
-    yq_tune_opt o;
-    int batches[16], nb;
-    int write;                /* store the choices in the package */
-    int head_int8;            /* a model: quantize its head convs too */
-    const char *log, *json, *device;   /* NULL log: beside the package; device "cuda[:N]" */
-} cli_tune_req;
-cli_tune_req cli_tune_defaults(void);   /* batch 1, cuda, writing, the tuner's defaults */
-int cli_tune(const cli_tune_req *r);    /* 0; else the exit status, after printing why */
 
 #endif

@@ -92,11 +92,6 @@ static void check_graph(const yq_graph *g, const yq_package_info *info)
     }
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 static void same(int equal, const char *what)
 {
     if (equal) return;
@@ -154,20 +149,8 @@ static void compare(const yq_graph *g, const yq_package_info *a, const yq_graph 
 /* Writes g with info as its metadata, loads it back and compares. */
 static void round_trip(const yq_graph *g, const yq_package_info *info)
 {
-    yq_package_meta m = { 0 };
-    m.qconfig_text = info->qconfig_text;
-    m.accuracy_json = info->accuracy_json;
-    m.calib_method = info->calib_method;
-    m.tuning_json = info->tuning_json;
-    m.request_text = info->request_text;
-    m.plan_json = info->plan_json;
-    m.kernels = info->kernels;
-    m.n_kernels = info->n_kernels;
-    m.calib_images = info->calib_images;
-    m.letterbox = info->letterbox;
-    for (int k = 0; k < 32; k++)
-        m.calib_images_sha256[k] = (uint8_t)(hexval(info->calib_images_sha256[2 * k]) << 4 |
-                                             hexval(info->calib_images_sha256[2 * k + 1]));
+    yq_package_meta m;
+    yq_package_meta_from_info(info, &m);
     yq_error err = { 0 };
     h5_ids ids = count_ids();
     /* onto the previous input's package: the writer must replace it without reading it */

@@ -1751,3 +1751,23 @@ int yq_package_is(const char *path)
     quiet_end(q);
     return is;
 }
+
+void yq_package_meta_from_info(const yq_package_info *info, yq_package_meta *meta)
+{
+    memset(meta, 0, sizeof *meta);
+    meta->qconfig_text = info->qconfig_text;
+    meta->accuracy_json = info->accuracy_json;
+    meta->calib_method = info->calib_method;
+    meta->tuning_json = info->tuning_json;
+    meta->request_text = info->request_text;
+    meta->plan_json = info->plan_json;
+    meta->kernels = info->kernels;
+    meta->n_kernels = info->n_kernels;
+    meta->calib_images = info->calib_images;
+    meta->letterbox = info->letterbox;
+    for (int i = 0; i < 32; i++) {
+        unsigned x = 0;
+        sscanf(info->calib_images_sha256 + 2 * i, "%2x", &x);
+        meta->calib_images_sha256[i] = (uint8_t)x;
+    }
+}

@@ -110,6 +110,9 @@ yq_status yq_package_load_mem(const char *name, const void *buf, size_t n, yq_gr
                               yq_error *err);
 
 void yq_package_info_free(yq_package_info *info);   /* NULL is a no-op */
+/* The metadata a package was written with, from its info (strings and kernels borrowed from
+ * info): writing the same graph with it gives the package back (with created_unix 0: now). */
+void yq_package_meta_from_info(const yq_package_info *info, yq_package_meta *meta);
 
 /* 1 when path starts with the HDF5 signature: a package, or a damaged one (to load and be
  * told what is wrong), rather than a Darknet model. */

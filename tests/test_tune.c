@@ -36,6 +36,7 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "runtime/tune.h"
+#include "yq_tune.h"
 
 #define TINY "tests/fixtures/tiny.cfg"
 
@@ -1207,6 +1208,108 @@ static void t_gpu_latency(void)
     remove(log);
 }
 
+/* include/yq_tune.h: the options checked alone, naming the bad one; a malformed log is
+ * reported before the GPU is looked for; without a GPU the tuning says so; with one, a
+ * package's convs are tuned (progress seen, every task measured), the choices stored in
+ * the package and read back through yq_model_kernel, and an FP32 model (quantized without
+ * calibration) tunes but has no package to store into. */
+typedef struct tprog { int calls, finished; } tprog;
+static void on_tprog(void *ctx, const yq_tuning_progress *p)
+{
+    tprog *t = ctx;
+    t->calls++;
+    t->finished += p->finished;
+}
+
+static void t_tuning_api(void)
+{
+    yq_tuning_opt o = yq_tuning_defaults();
+    OK(yq_tuning_check(&o, &err));
+    CHECK(o.n_batches == 1 && o.batches[0] == 1 && o.trials > 0 && o.budget_s > 0);
+    struct { const char *tuner, *families, *device; int nb; const char *why; } bad[] = {
+        { "xgb", NULL, NULL, 1, "xgb" }, { NULL, "dp4a,foo", NULL, 1, "dp4a,foo" }, { NULL, NULL, "cpu", 1, "cpu" },
+        { NULL, NULL, "cuda:x", 1, "cuda:x" }, { NULL, NULL, NULL, 0, "batch" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        yq_tuning_opt b = yq_tuning_defaults();
+        b.tuner = bad[i].tuner;
+        b.families = bad[i].families;
+        b.device = bad[i].device;
+        b.n_batches = bad[i].nb;
+        yq_status st = yq_tuning_check(&b, &err);
+        CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, bad[i].why), "case %zu: status %d: %s", i, (int)st, err.msg);
+    }
+    /* a package of the tiny network */
+    yq_graph *g = load_quantized(TINY, 0, 1);
+    CHECKF(g, "%s", err.msg);
+    const char *pkg = tpath("api.yqp");
+    OK(yq_package_write(pkg, g, NULL, &err));
+    yq_graph_free(g);
+    yq_model *m = NULL;
+    OK(yq_model_open(pkg, &m, &err));
+    const char *badlog = tpath("api_bad.jsonl");
+    FILE *f = fopen(badlog, "w");
+    CHECK(f);
+    fputs("{\"v\":1,\"arch\":\"sm_90\",\"key\":\"c16x8x8-f16-k3s1p1-g1-s8s8-b1\",\"cfg\":\"mma_9x9x9_s9\",\"us\":1}\n", f);
+    fclose(f);
+    yq_tuning *t = (yq_tuning *)1;
+    o.log = badlog;
+    yq_status st = yq_tuning_new(m, &o, &t, &err);
+    CHECKF(st == YQ_ERR_FORMAT && !t && strstr(err.msg, badlog), "a bad log: status %d: %s", (int)st, err.msg);
+    const char *log = tpath("api.jsonl");
+    remove(log);
+    o.log = log;
+    if (yq_cuda_device_count() == 0) {
+        st = yq_tuning_new(m, &o, &t, &err);
+        CHECKF(st == YQ_ERR_UNSUPPORTED && !t && strstr(err.msg, "no CUDA device"), "no GPU: status %d: %s", (int)st, err.msg);
+        yq_model_free(m);
+        TEST_SKIP("no CUDA device (the options and the log were checked)");
+    }
+    tprog tp = { 0, 0 };
+    o.progress = on_tprog;
+    o.ctx = &tp;
+    o.budget_s = 120;
+    OK(yq_tuning_new(m, &o, &t, &err));
+    yq_tuning_info info;
+    yq_tuning_describe(t, &info);
+    CHECKF(info.tasks > 0 && info.convs > 0 && info.sm > 0 && strstr(info.gpu, "sm_") && info.log_trials == 0,
+           "%d tasks, %d convs, sm %d, %s", info.tasks, info.convs, info.sm, info.gpu);
+    yq_tune_summary sum;
+    OK(yq_tuning_run(t, &sum, &err));
+    CHECKF(sum.tasks == info.tasks && sum.searched == info.tasks && tp.finished == info.tasks && tp.calls >= info.tasks,
+           "%d tasks, %d searched, progress %d calls %d finished", sum.tasks, sum.searched, tp.calls, tp.finished);
+    for (int i = 0; i < info.tasks; i++) {
+        yq_tuning_task k;
+        OK(yq_tuning_task_get(t, i, &k, &err));
+        CHECKF(k.default_us > 0 && k.best_us > 0 && k.best_us <= k.default_us && !strcmp(k.state, "tuned") && k.best_cfg[0],
+               "task %d %s: %s, %g / %g us", i, k.key, k.state, k.default_us, k.best_us);
+    }
+    int stored = 0, nk = yq_tuning_choices(t);
+    OK(yq_tuning_save(t, pkg, 0, &stored, &err));
+    CHECKF(nk == info.convs && stored == nk, "%d choices, %d stored, %d convs", nk, stored, info.convs);
+    yq_tuning_free(t);
+    yq_model_free(m);
+    OK(yq_model_open(pkg, &m, &err));
+    yq_model_about a;
+    yq_model_describe(m, &a);
+    yq_kernel_choice kc;
+    CHECKF(a.n_kernels == stored && yq_model_kernel(m, 0, &kc, &err) == YQ_OK && kc.sm == info.sm && kc.batch == 1,
+           "reopened: %d kernels", a.n_kernels);
+    yq_model_free(m);
+    /* an FP32 model: tuned, nothing to store into */
+    yq_model_opt mo = yq_model_defaults();
+    mo.weights = "synthetic";
+    OK(yq_model_open_opt(TINY, &mo, &m, &err));
+    OK(yq_tuning_new(m, &o, &t, &err));
+    OK(yq_tuning_run(t, NULL, &err));
+    st = yq_tuning_save(t, pkg, 0, NULL, &err);
+    CHECKF(st == YQ_ERR_INVALID_ARG && strstr(err.msg, "not a package"), "status %d: %s", (int)st, err.msg);
+    yq_tuning_free(t);
+    yq_model_free(m);
+    remove(pkg);
+    remove(log);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_test_tune_%d", (int)getpid());
@@ -1233,6 +1336,7 @@ int main(void)
     TEST(t_latency_args);
     TEST(t_latency_no_gpu);
     TEST(t_gpu_latency);
+    TEST(t_tuning_api);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) return 1;
     return test_done();
