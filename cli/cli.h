@@ -7,6 +7,10 @@
 #include "yq_data.h"
 #include "yq_quant.h"
 
+/* How the GPU int8 engine runs float layers: in their exact FP32, as the packages run (only
+ * `yquant bench --gpu-float fp16` times them in FP16). */
+#define CLI_GPU_FLOAT "fp32"
+
 /* YQ_DATA, default ../shared. */
 const char *cli_data_dir(void);
 /* SOURCE_DATE_EPOCH (the reproducible-builds convention) as the packages' 'created' time:
@@ -81,6 +85,7 @@ void cli_quant_free(cli_quant_opt *q);  /* NULL is a no-op */
 int  cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i);   /* as cli_model_arg */
 int  cli_quant_any(const cli_quant_opt *q);               /* a qconfig flag was given */
 const char *cli_quant_calib_dir(const cli_quant_opt *q);  /* --calib, or NULL */
+const yq_qconf *cli_quant_qconf(const cli_quant_opt *q);  /* the flags' qconfig (borrowed) */
 extern const char *cli_quant_help;
 /* The worst top of n per-layer errors (lowest SQNR first), as a table on stdout. */
 void cli_print_layer_errors(const yq_layer_error *r, int n, int images, int top);

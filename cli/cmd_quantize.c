@@ -6,12 +6,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <cjson/cJSON.h>
-#include "cli/internal.h"
-#include "yq_data.h"
-#include "quant/rewrite.h"
-#include "runtime/exec_cuda.h"
-#include "kernels/cuda.h"
-#include "runtime/package.h"
+#include "cli/cli.h"
+#include "cli/latency.h"
+#include "cli/max_drop.h"
+#include "cli/tune.h"
 
 static const char *help =
     "usage: yquant quantize MODEL --calib DIR [qconfig flags] [--val DIR (--ann F | --labels D)]...\n"
@@ -59,13 +57,6 @@ static const char *help =
 
 typedef struct valset { const char *images, *ann, *labels; } valset;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int exists(const char *p)
 {
     struct stat sb;
@@ -88,7 +79,13 @@ static int default_vals(valset *v, char bufs[][1024])
     return n;
 }
 
-typedef struct acc { double s[YQ_COCO_NSTATS]; double ms; yq_det *dets; int n, gpu; } acc;   /* gpu: on the GPU int8 engine */
+/* An evaluation: mAP, mAP50, ms per image (everything), the detections, where it ran. */
+typedef struct acc { double map, map50, ms; yq_det *dets; int n, gpu; } acc;   /* gpu: on the GPU int8 engine */
+
+static acc acc_of(const yq_quant_score *s, yq_det *dets, int n)
+{
+    return (acc){ s->map, s->map50, s->ms_wall, dets, n, s->gpu };
+}
 
 /* The engine the package is validated on (--target): device -1 the CPU int8 reference,
  * else that CUDA device; name: the GPU as the runtime names it. */
@@ -98,7 +95,7 @@ typedef struct target { int device; char spec[16], name[160]; } target;
  * error line. */
 static int target_pick(target *t, const char *v)
 {
-    int ngpu = yq_cuda_device_count();
+    int ngpu = yq_gpu_count();
     memset(t, 0, sizeof *t);
     t->device = ngpu > 0 ? 0 : -1;
     if (v) {
@@ -119,47 +116,25 @@ static int target_pick(target *t, const char *v)
     }
     yq_error e;
     snprintf(t->spec, sizeof t->spec, "cuda:%d", t->device);
-    if (yq_cuda_set_device(t->device, &e) != YQ_OK || yq_cuda_device_name(t->name, sizeof t->name, &e) != YQ_OK) {
+    if (yq_gpu_name(t->device, t->name, sizeof t->name, &e) != YQ_OK) {
         cli_error(&e);
         return 2;
     }
     return 0;
 }
 
-static yq_status evaluate(const yq_graph *g, const yq_dataset *ds, int letterbox, const char *label, acc *a, yq_error *err)
+/* qc (NULL: FP32) evaluated with its detections, on the target's engine (FP32: the CPU's);
+ * a GPU evaluation that fails is an error, not a CPU figure in its place. */
+static yq_status evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const target *t, acc *a,
+                          yq_error *err)
 {
-    yq_eval_opt eo = yq_eval_defaults();
-    eo.letterbox = letterbox;
-    cli_bar bar;
-    cli_progress_start(&bar, label);
-    eo.progress = cli_progress;
-    eo.progress_ctx = &bar;
-    eo.warn = cli_warn;
-    eo.warn_ctx = &bar;
-    int skipped;
-    double t0 = now_s();
-    yq_status st = yq_eval_detect(g, ds, &eo, &a->dets, &a->n, &skipped, err);
-    a->ms = 1e3 * (now_s() - t0) / ds->n_images;
-    if (st == YQ_OK) st = yq_coco_eval(ds, a->dets, a->n, a->s, NULL, NULL, err);
-    return st;
-}
-
-/* An int8 graph evaluated on the target's engine (the CPU's is evaluate's). */
-static yq_status evaluate_on(const yq_graph *g, const yq_dataset *ds, int letterbox, const target *t, const char *label,
-                             acc *a, yq_error *err)
-{
-    if (t->device < 0) return evaluate(g, ds, letterbox, label, a, err);
-    cli_bar bar;
-    cli_progress_start(&bar, label);
-    yq_pipe_eval r;
-    yq_pipe_io io = cli_term_io(&bar);
-    yq_status st = yq_pipe_eval_timed(g, ds, letterbox, t->device, &io, &r, err);
+    yq_point_opt o = { .device = qc ? t->spec : "cpu", .strict = 1, .want_dets = 1 };
+    yq_point_result r;
+    yq_status st = yq_quantizer_point(q, qc, ds, &o, &r, err);
     if (st != YQ_OK) return st;
-    memcpy(a->s, r.s, sizeof a->s);
-    a->ms = r.ms_wall;
-    a->dets = r.dets;
-    a->n = r.n;
-    a->gpu = r.gpu;
+    *a = acc_of(&r.score, r.dets, r.n_dets);
+    r.dets = NULL;
+    yq_point_result_free(&r);
     return YQ_OK;
 }
 
@@ -167,11 +142,11 @@ static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, 
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "name", name);
-    cJSON_AddNumberToObject(r, "map", a->s[YQ_COCO_AP]);
-    cJSON_AddNumberToObject(r, "map50", a->s[YQ_COCO_AP50]);
+    cJSON_AddNumberToObject(r, "map", a->map);
+    cJSON_AddNumberToObject(r, "map50", a->map50);
     if (a->gpu) {   /* evaluated on the GPU int8 engine (--target cuda) */
         char eng[256];
-        snprintf(eng, sizeof eng, "%s int8 (%s), float layers %s", t->spec, t->name, yq_cuda_float_precision(0));
+        snprintf(eng, sizeof eng, "%s int8 (%s), float layers %s", t->spec, t->name, CLI_GPU_FLOAT);
         cJSON_AddStringToObject(r, "engine", eng);
         cJSON_AddNumberToObject(r, "ms_per_image", a->ms);
     } else {
@@ -179,8 +154,8 @@ static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, 
         cJSON_AddNumberToObject(r, "cpu_ms_per_image", a->ms);
     }
     if (ref) {
-        cJSON_AddNumberToObject(r, "drop_map", ref->s[YQ_COCO_AP] - a->s[YQ_COCO_AP]);
-        cJSON_AddNumberToObject(r, "drop_map50", ref->s[YQ_COCO_AP50] - a->s[YQ_COCO_AP50]);
+        cJSON_AddNumberToObject(r, "drop_map", ref->map - a->map);
+        cJSON_AddNumberToObject(r, "drop_map50", ref->map50 - a->map50);
     }
     if (ci) {
         double m[2] = { ci[0][0], ci[0][1] }, m50[2] = { ci[1][0], ci[1][1] };
@@ -192,30 +167,63 @@ static void add_row(cJSON *arr, const char *name, const acc *a, const acc *ref, 
 
 static void print_row(const char *name, const acc *a, const acc *ref, const double ci[2][2])
 {
-    printf("  %-26s %8.2f %8.2f", name, 100 * a->s[YQ_COCO_AP], 100 * a->s[YQ_COCO_AP50]);
+    printf("  %-26s %8.2f %8.2f", name, 100 * a->map, 100 * a->map50);
     if (ref) {
-        printf("   %6.2f %6.2f", 100 * (ref->s[YQ_COCO_AP] - a->s[YQ_COCO_AP]), 100 * (ref->s[YQ_COCO_AP50] - a->s[YQ_COCO_AP50]));
+        printf("   %6.2f %6.2f", 100 * (ref->map - a->map), 100 * (ref->map50 - a->map50));
         if (ci) printf("   [%.2f, %.2f] [%.2f, %.2f]", 100 * ci[0][0], 100 * ci[0][1], 100 * ci[1][0], 100 * ci[1][1]);
     }
     printf("   %8.1f\n", a->ms);
 }
 
-static void default_out(const yq_graph *g, char *buf, size_t cap)
+static void default_out(const char *cfg, char *buf, size_t cap)
 {
-    const char *b = strrchr(g->cfg_path, '/');
-    b = b ? b + 1 : g->cfg_path;
+    const char *b = strrchr(cfg, '/');
+    b = b ? b + 1 : cfg;
     const char *dot = strrchr(b, '.');
     snprintf(buf, cap, "%.*s-int8.yqp", dot ? (int)(dot - b) : (int)strlen(b), b);
+}
+
+/* A top-level key of qc as the qconfig writes it ("" if it cannot be read). */
+static const char *qget(const yq_qconf *qc, const char *key, char *buf, size_t cap)
+{
+    yq_error e;
+    if (yq_qconf_get(qc, key, buf, cap, &e) != YQ_OK) buf[0] = 0;
+    return buf;
+}
+
+/* qc with every layer int8: head and first int8, keep_float 0, no layer skipped. */
+static yq_status all_int8(const yq_qconf *qc, yq_qconf **out, yq_error *err)
+{
+    char skips[8192];
+    yq_status st = yq_qconf_dup(qc, out, err);
+    if (st == YQ_OK) st = yq_qconf_set(*out, "head", "int8", err);
+    if (st == YQ_OK) st = yq_qconf_set(*out, "first", "int8", err);
+    if (st == YQ_OK) st = yq_qconf_set(*out, "keep_float", "0", err);
+    if (st == YQ_OK) st = yq_qconf_set(*out, "skip_layers", "", err);
+    /* per-layer skips (layer.N.skip = on) stay after skip_layers is cleared */
+    if (st == YQ_OK) st = yq_qconf_get(*out, "skip_layers", skips, sizeof skips, err);
+    for (char *p = skips; st == YQ_OK && *p; ) {
+        char key[48], *end;
+        long l = strtol(p, &end, 10);
+        snprintf(key, sizeof key, "layer.%ld.skip", l);
+        st = yq_qconf_set(*out, key, "off", err);
+        p = *end ? end + 1 : end;
+    }
+    if (st != YQ_OK) {
+        yq_qconf_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 int cmd_quantize(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
-    cli_quant_opt qo;
-    cli_quant_init(&qo);
+    cli_quant_opt *qo = cli_quant_new();
+    if (!qo) return 1;
     valset vals[16];
     char defbufs[6][1024];
-    int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1;
+    int n_vals = 0, no_val = 0, top = 10, boots = 200, letterbox = -1, rc = 2;
     const char *out = NULL, *json = NULL, *rank = "tensor", *target_arg = NULL;
     double max_drop = -1;
     int max_float = 0, no_tune = 0;
@@ -223,19 +231,19 @@ int cmd_quantize(int argc, char **argv)
     cli_lat_init(&lat);
     for (int i = 0; i < argc; i++) {
         int r = cli_model_arg(&mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(&qo, argc, argv, &i);
+        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (!r) r = cli_lat_arg(&lat, argc, argv, &i);
-        if (r < 0) return 2;
+        if (r < 0) goto early;
         if (r) continue;
         const char *a = argv[i];
         int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); rc = 0; goto early; }
         else if (!strcmp(a, "--val") && has) {
-            if (n_vals == 16) return cli_usage_error("quantize: at most 16 --val sets");
+            if (n_vals == 16) { rc = cli_usage_error("quantize: at most 16 --val sets"); goto early; }
             vals[n_vals++] = (valset){ argv[++i], NULL, NULL };
         } else if ((!strcmp(a, "--ann") || !strcmp(a, "--labels")) && has) {
-            if (!n_vals) return cli_usage_error("quantize: %s must follow a --val DIR", a);
-            if (vals[n_vals - 1].ann || vals[n_vals - 1].labels) return cli_usage_error("quantize: one --ann or --labels per --val");
+            if (!n_vals) { rc = cli_usage_error("quantize: %s must follow a --val DIR", a); goto early; }
+            if (vals[n_vals - 1].ann || vals[n_vals - 1].labels) { rc = cli_usage_error("quantize: one --ann or --labels per --val"); goto early; }
             if (!strcmp(a, "--ann")) vals[n_vals - 1].ann = argv[++i];
             else vals[n_vals - 1].labels = argv[++i];
         } else if (!strcmp(a, "--no-val")) no_val = 1;
@@ -244,7 +252,7 @@ int cmd_quantize(int argc, char **argv)
         else if (!strcmp(a, "--max-drop") && has) {
             char *end;
             max_drop = strtod(argv[++i], &end);
-            if (*end || !(max_drop >= 0 && max_drop <= 100)) return cli_usage_error("quantize: --max-drop P takes points in [0, 100]");
+            if (*end || !(max_drop >= 0 && max_drop <= 100)) { rc = cli_usage_error("quantize: --max-drop P takes points in [0, 100]"); goto early; }
         } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
         else if (!strcmp(a, "--max-float") && has) max_float = atoi(argv[++i]);
         else if (!strcmp(a, "--no-tune")) no_tune = 1;
@@ -253,59 +261,77 @@ int cmd_quantize(int argc, char **argv)
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
-        else if (a[0] == '-') return cli_usage_error("quantize: unknown option or missing value: %s", a);
+        else if (a[0] == '-') { rc = cli_usage_error("quantize: unknown option or missing value: %s", a); goto early; }
         else if (!mo.model) mo.model = a;
-        else return cli_usage_error("quantize: one MODEL only");
+        else { rc = cli_usage_error("quantize: one MODEL only"); goto early; }
     }
+    const char *calib_dir = cli_quant_calib_dir(qo);
+    char kbuf[8192];
     if (!mo.model) mo.model = "yolo-fastest-1.1-xl";
-    if (!qo.calib_dir) return cli_usage_error("quantize: --calib DIR is required (a folder of calibration images)");
+    if (!calib_dir) { rc = cli_usage_error("quantize: --calib DIR is required (a folder of calibration images)"); goto early; }
     for (int k = 0; k < n_vals; k++)
-        if (!vals[k].ann && !vals[k].labels) return cli_usage_error("quantize: --val %s needs --ann or --labels", vals[k].images);
+        if (!vals[k].ann && !vals[k].labels) { rc = cli_usage_error("quantize: --val %s needs --ann or --labels", vals[k].images); goto early; }
     if (!n_vals && !no_val) n_vals = default_vals(vals, defbufs);
     if (no_val) n_vals = 0;
-    if (boots < 0 || top < 0) return cli_usage_error("quantize: --bootstrap and --layers take counts >= 0");
-    if (max_float < 0) return cli_usage_error("quantize: --max-float N takes N >= 0");
+    if (boots < 0 || top < 0) { rc = cli_usage_error("quantize: --bootstrap and --layers take counts >= 0"); goto early; }
+    if (max_float < 0) { rc = cli_usage_error("quantize: --max-float N takes N >= 0"); goto early; }
     if (max_drop >= 0) {
-        if (!n_vals) return cli_usage_error("quantize: --max-drop needs a validation set (--val, or the shared sets)");
-        for (int i = 0; i < qo.qc.n_layers; i++)
-            if (qo.qc.layer[i].skip > 0) return cli_usage_error("quantize: --max-drop chooses the float layers itself; drop --skip-layers");
-        if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map") && strcmp(rank, "tensor"))
-            return cli_usage_error("quantize: --rank head, sqnr, map or tensor");
+        if (!n_vals) { rc = cli_usage_error("quantize: --max-drop needs a validation set (--val, or the shared sets)"); goto early; }
+        if (*qget(cli_quant_qconf(qo), "skip_layers", kbuf, sizeof kbuf)) {
+            rc = cli_usage_error("quantize: --max-drop chooses the float layers itself; drop --skip-layers");
+            goto early;
+        }
+        if (strcmp(rank, "head") && strcmp(rank, "sqnr") && strcmp(rank, "map") && strcmp(rank, "tensor")) {
+            rc = cli_usage_error("quantize: --rank head, sqnr, map or tensor");
+            goto early;
+        }
     }
     /* the engine the accuracy is measured on, and --max-drop's with it */
     target tgt;
-    if (target_pick(&tgt, target_arg)) return 2;
+    if (target_pick(&tgt, target_arg)) goto early;
     if (lat.want < 0) {
         lat.want = tgt.device >= 0;
         lat.device = tgt.device >= 0 ? tgt.device : 0;
-    } else if (max_drop >= 0 && (lat.want != (tgt.device >= 0) || (lat.want && lat.device != tgt.device)))
-        return cli_usage_error("quantize: --lat-device names another engine than --target %s: --max-drop judges its budget "
-                               "on the target's engine", tgt.spec);
+    } else if (max_drop >= 0 && (lat.want != (tgt.device >= 0) || (lat.want && lat.device != tgt.device))) {
+        rc = cli_usage_error("quantize: --lat-device names another engine than --target %s: --max-drop judges its budget "
+                             "on the target's engine", tgt.spec);
+        goto early;
+    }
 
     yq_error err;
-    yq_graph *g = NULL;
-    yq_calib_stats *cs = NULL;
+    yq_quantizer *q = NULL;
+    yq_qconf *qc = NULL;          /* the request (--max-drop: its answer) */
     yq_dataset *parts[16] = { 0 }, *ds = NULL;
-    yq_layer_err *le = NULL;
+    yq_layer_error *le = NULL;
+    int n_le = 0, le_images = 0;
     acc fp = { 0 }, q8 = { 0 }, all8 = { 0 };
-    int have_all8 = 0, have_q8 = 0, rc = 1, met = 1;
+    int have_all8 = 0, have_q8 = 0, met = 1;
     double ci[2][2], ci_all[2][2];
-    cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "rows");
-    char outbuf[1024], *qtext = NULL, *acc_json = NULL, *req_text = NULL, *plan = NULL;
-    yq_qconfig *ran = malloc(sizeof *ran);     /* the qconfig as resolved (qo.qc stays the request) */
-    if (!ran) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "rows"), *planj = NULL;
+    char outbuf[1024], mpath[1024], *qtext = NULL, *acc_json = NULL, *req_text = NULL, *plan = NULL;
+    yq_qconf *ran = NULL;         /* the qconfig as resolved (qc stays the request) */
+    cli_bar bar = { 0 };
+    yq_quant_io io = cli_quant_term_io(&bar);
+    yq_quant_opt qopt;
+    rc = 1;
 
-    if (cli_load_model(&mo, &g, &err) != YQ_OK) goto fail;
-    if (letterbox < 0) letterbox = g->letter_box;
-    if (!out) { default_out(g, outbuf, sizeof outbuf); out = outbuf; }
+    if (cli_quant_options(qo, &mo, letterbox, &qopt, &qc, &err) != YQ_OK ||
+        cli_model_path(mo.model, mpath, sizeof mpath, &err) != YQ_OK || yq_quantizer_new(mpath, &qopt, &io, &q, &err) != YQ_OK)
+        goto fail;
+    const yq_model *fm = yq_quantizer_fp32(q);
+    yq_model_about about;
+    yq_model_describe(fm, &about);
+    if (letterbox < 0) letterbox = yq_model_letterbox(fm);
+    if (yq_quantizer_check(q, qc, &err) != YQ_OK) goto fail;
+    if (!out) { default_out(about.cfg, outbuf, sizeof outbuf); out = outbuf; }
     {
         /* the outputs against every input, before any work */
         const char *ins[4 + 3 * 16];
         int ni = 0;
-        ins[ni++] = g->cfg_path;
-        ins[ni++] = g->weights_path;
+        ins[ni++] = about.cfg;
+        ins[ni++] = about.weights;
         ins[ni++] = mo.model;
-        ins[ni++] = qo.calib_dir;
+        ins[ni++] = calib_dir;
         for (int k = 0; k < n_vals; k++) {
             ins[ni++] = vals[k].images;
             ins[ni++] = vals[k].ann;
@@ -321,7 +347,7 @@ int cmd_quantize(int argc, char **argv)
             total += parts[k]->n_images;
         }
         yq_ds_pick *pk = malloc(sizeof *pk * (size_t)total);
-        if (!pk) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+        if (!pk) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
         int m = 0;
         for (int k = 0; k < n_vals; k++)
             for (int i = 0; i < parts[k]->n_images; i++) pk[m++] = (yq_ds_pick){ k, i };
@@ -330,43 +356,40 @@ int cmd_quantize(int argc, char **argv)
         if (st != YQ_OK) goto fail;
         fprintf(stderr, "validation: %d images from %d set%s (%s)\n", ds->n_images, n_vals, n_vals > 1 ? "s" : "",
                 letterbox ? "letterbox" : "plain resize");
-        if (evaluate(g, ds, letterbox, "fp32", &fp, &err) != YQ_OK) goto fail;
+        if (evaluate(q, NULL, ds, &tgt, &fp, &err) != YQ_OK) goto fail;
     }
-    if (cli_calibrate_swap(&qo, &g, letterbox, &cs, &err) != YQ_OK) goto fail;   /* (FP32 evaluated above) */
+    if (yq_quantizer_calibrate(q, qc, &err) != YQ_OK) goto fail;   /* (FP32 evaluated above) */
     if (max_drop >= 0) {
-        /* cli/cmd_sensitivity.c: sets qo.qc; its first and last evaluations are the
-         * all-int8 and the package rows below. */
-        yq_pipe_drop_res md_res;
+        /* the search replaces qc by its answer; its first and last evaluations are the
+         * all-int8 and the package rows below */
+        yq_max_drop_result md_res;
         cJSON *md = cJSON_AddObjectToObject(root, "max_drop");
         cli_lat_start(&lat, out);
-        if (cli_max_drop(&qo, g, cs, ds, letterbox, fp.s, max_drop, rank, max_float, md, &lat, &md_res, &err) != YQ_OK)
-            goto fail;
-        const yq_pipe_eval *e0 = &md_res.all8, *e1 = &md_res.final;
+        yq_quant_score fps = { .map = fp.map, .map50 = fp.map50 };
+        if (cli_max_drop(q, &qc, ds, &fps, max_drop, rank, max_float, md, &lat, &md_res, &err) != YQ_OK) goto fail;
         met = md_res.met;
-        memcpy(all8.s, e0->s, sizeof all8.s);
-        memcpy(q8.s, e1->s, sizeof q8.s);
-        all8.ms = e0->ms_wall, all8.dets = e0->dets, all8.n = e0->n, all8.gpu = e0->gpu;
-        q8.ms = e1->ms_wall, q8.dets = e1->dets, q8.n = e1->n, q8.gpu = e1->gpu;
-        md_res.all8.dets = md_res.final.dets = NULL;      /* (the rows own them now) */
-        yq_pipe_drop_free(&md_res);
+        all8 = acc_of(&md_res.all_int8_score, md_res.all_int8_dets, md_res.n_all_int8_dets);
+        q8 = acc_of(&md_res.score, md_res.dets, md_res.n_dets);
+        md_res.all_int8_dets = md_res.dets = NULL;        /* (the rows own them now) */
+        yq_max_drop_result_free(&md_res);
         have_all8 = have_q8 = 1;
         if (!met) fprintf(stderr, "warning: --max-drop %.2f: not met; the package holds the best step tried\n", max_drop);
     }
     /* The all-int8 figures, when the qconfig keeps layers in float. */
-    int keeps_float = qo.qc.head_float || qo.qc.first_float || qo.qc.keep_float > 0;
-    for (int i = 0; i < qo.qc.n_layers; i++) keeps_float |= qo.qc.layer[i].skip > 0;
+    char hb[16], fb[16], kb[16];
+    int keeps_float = !strcmp(qget(qc, "head", hb, sizeof hb), "float") || !strcmp(qget(qc, "first", fb, sizeof fb), "float") ||
+                      atoi(qget(qc, "keep_float", kb, sizeof kb)) > 0 || *qget(qc, "skip_layers", kbuf, sizeof kbuf);
     if (!keeps_float) have_all8 = 0;          /* --max-drop kept none: the package row is all-int8 */
     if (ds && keeps_float && !have_all8) {
-        cli_quant_opt all = qo;
-        all.qc.head_float = all.qc.first_float = all.qc.keep_float = 0;
-        for (int i = 0; i < all.qc.n_layers; i++) all.qc.layer[i].skip = -1;
-        if (cli_quantize_graph(&all, NULL, g, cs, letterbox, &err) != YQ_OK) goto fail;
-        if (evaluate_on(g, ds, letterbox, &tgt, "int8 (all)", &all8, &err) != YQ_OK) goto fail;
+        yq_qconf *all = NULL;
+        yq_status st = all_int8(qc, &all, &err);
+        if (st == YQ_OK) st = evaluate(q, all, ds, &tgt, &all8, &err);
+        yq_qconf_free(all);
+        if (st != YQ_OK) goto fail;
         have_all8 = 1;
-        yq_unquantize_graph(g);
     }
-    if (cli_quantize_graph(&qo, ran, g, cs, letterbox, &err) != YQ_OK) goto fail;
-    if (ds && !have_q8 && evaluate_on(g, ds, letterbox, &tgt, "int8", &q8, &err) != YQ_OK) goto fail;
+    if (ds && !have_q8 && evaluate(q, qc, ds, &tgt, &q8, &err) != YQ_OK) goto fail;
+    if (yq_quantizer_resolve(q, qc, &ran, &plan, &err) != YQ_OK) goto fail;
     if (ds && boots > 0) {
         fprintf(stderr, "bootstrap: %d resamples of %d images\n", boots, ds->n_images);
         if (yq_bootstrap_drop(ds, fp.dets, fp.n, q8.dets, q8.n, boots, 1, ci, &err) != YQ_OK) goto fail;
@@ -374,28 +397,35 @@ int cmd_quantize(int argc, char **argv)
     }
 
     /* The table. */
-    char qsum[128];
-    yq_calib_method_str(&qo.qc.calib, qsum, sizeof qsum);
-    printf("\n%s  ->  %s\n", g->cfg_path, out);
-    printf("qconfig: %d bits, %s weights, calib %s, head %s, first conv %s, equalize %s, bias correction %s\n",
-           qo.qc.bits, qo.qc.per_channel ? "per-channel" : "per-tensor", qsum, qo.qc.head_float ? "float" : "int8",
-           qo.qc.first_float ? "float" : "int8", qo.qc.equalize ? "on" : "off",
-           qo.qc.bias_correction == 2 ? "weights+data" : qo.qc.bias_correction ? "weights" : "off");
+    char v[6][64];
+    const char *bc = qget(qc, "bias_correction", v[5], sizeof v[5]);
+    printf("\n%s  ->  %s\n", about.cfg, out);
+    printf("qconfig: %s bits, %s weights, calib %s, head %s, first conv %s, equalize %s, bias correction %s\n",
+           qget(qc, "bits", v[0], sizeof v[0]),
+           !strcmp(qget(qc, "weights", v[1], sizeof v[1]), "per_channel") ? "per-channel" : "per-tensor",
+           qget(qc, "calib", v[2], sizeof v[2]), hb, fb, qget(qc, "equalize", v[3], sizeof v[3]),
+           !strcmp(bc, "data") ? "weights+data" : bc);
     /* What runs in float: the qconfig's choices (head, first, keep_float's measured layers). */
     printf("float convs:");
     int n_float = 0;
     cJSON *fl = cJSON_AddArrayToObject(root, "float_layers");
-    for (int i = 1; i < g->n_nodes; i++)
-        if (g->nodes[i].op == YQ_OP_CONV && g->q[i].float_op) {
-            printf("%s%d", n_float++ ? "," : " ", g->nodes[i].layer);
-            cJSON_AddItemToArray(fl, cJSON_CreateNumber(g->nodes[i].layer));
-        }
+    planj = cJSON_Parse(plan);
+    const cJSON *node;
+    cJSON_ArrayForEach(node, cJSON_GetObjectItem(planj, "nodes")) {
+        const cJSON *op = cJSON_GetObjectItem(node, "op"), *dt = cJSON_GetObjectItem(node, "dtype"),
+                    *ly = cJSON_GetObjectItem(node, "layer");
+        if (!cJSON_IsString(op) || strcmp(op->valuestring, "conv") || !cJSON_IsString(dt) ||
+            strcmp(dt->valuestring, "float") || !cJSON_IsNumber(ly))
+            continue;
+        printf("%s%d", n_float++ ? "," : " ", ly->valueint);
+        cJSON_AddItemToArray(fl, cJSON_CreateNumber(ly->valueint));
+    }
     printf("%s\n", n_float ? "" : " none");
     if (ds) {
         if (q8.gpu || all8.gpu)
             printf("\naccuracy on %d images (COCO, %s; FP32: CPU OpenBLAS; int8: the target, %s, %s: int8 layers as the "
                    "CPU reference, float layers %s):\n", ds->n_images, letterbox ? "letterbox" : "plain resize", tgt.spec,
-                   tgt.name, yq_cuda_float_precision(0));
+                   tgt.name, CLI_GPU_FLOAT);
         else
             printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 reference with the "
                    "package's float layers in their exact FP32, as every engine runs them):\n", ds->n_images,
@@ -411,44 +441,39 @@ int cmd_quantize(int argc, char **argv)
         cJSON_AddNumberToObject(root, "images", ds->n_images);
     }
     printf("\n");
-    if (top > 0 && cli_layer_report(g, qo.calib_dir, 8, letterbox, top, &le, &err) != YQ_OK) goto fail;
-    if (le) {
+    if (top > 0) {
+        if (yq_quantizer_layer_errors(q, qc, 8, &le, &n_le, &le_images, &err) != YQ_OK) goto fail;
+        cli_print_layer_errors(le, n_le, le_images, top);
         cJSON *lr = cJSON_AddArrayToObject(root, "layers");
-        for (int i = 1; i < g->n_nodes; i++) {
-            yq_op op = g->nodes[i].op;
-            if (op == YQ_OP_DROPOUT || yq_op_is_head(op)) continue;
+        for (int i = 0; i < n_le; i++) {
             cJSON *l = cJSON_CreateObject();
-            cJSON_AddNumberToObject(l, "layer", g->nodes[i].layer);
-            cJSON_AddStringToObject(l, "type", yq_op_name(op));
+            cJSON_AddNumberToObject(l, "layer", le[i].layer);
+            cJSON_AddStringToObject(l, "type", le[i].type);
             cJSON_AddNumberToObject(l, "sqnr_db", le[i].sqnr_db);
-            cJSON_AddBoolToObject(l, "float", g->q[i].float_op);
+            cJSON_AddBoolToObject(l, "float", !strcmp(le[i].dtype, "float"));
             cJSON_AddItemToArray(lr, l);
         }
     }
 
     /* The package. */
-    qtext = yq_qconfig_text(ran);
-    req_text = yq_qconfig_text(&qo.qc);
-    plan = yq_pipe_plan_json(g, &qo.qc, ran);
-    if (!qtext || !req_text || !plan) { yq_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
+    qtext = yq_qconf_text(ran);
+    req_text = yq_qconf_text(qc);
+    if (!qtext || !req_text || !planj) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail; }
     cJSON_AddStringToObject(root, "target", tgt.spec);
     cJSON_AddStringToObject(root, "target_engine", tgt.name);
-    cJSON_AddStringToObject(root, "model", g->cfg_path);
+    cJSON_AddStringToObject(root, "model", about.cfg);
     cJSON_AddStringToObject(root, "package", out);
     cJSON_AddStringToObject(root, "qconfig", qtext);
     cJSON_AddStringToObject(root, "qconfig_request", req_text);
-    cJSON_AddItemToObject(root, "plan", cJSON_Parse(plan));
+    cJSON_AddItemToObject(root, "plan", planj);
+    planj = NULL;
     cJSON_AddBoolToObject(root, "letterbox", letterbox);
     acc_json = cJSON_PrintUnformatted(rows);
-    yq_package_meta meta = { .qconfig_text = qtext, .request_text = req_text, .plan_json = plan,
-                             .accuracy_json = acc_json, .calib_method = qsum,
-                             .calib_images = cs->images, .letterbox = letterbox,
-                             .created_unix = cli_created_unix() };
-    memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
-    if (yq_package_write(out, g, &meta, &err) != YQ_OK) goto fail;
+    yq_save_opt so = { acc_json };
+    if (yq_quantizer_save_with(q, qc, out, &so, &err) != YQ_OK) goto fail;
     struct stat sb;
     printf("wrote %s (%.1f KB)\n", out, stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);
-    if (!no_tune && yq_cuda_device_count() > 0) {
+    if (!no_tune && yq_gpu_count() > 0) {
         /* a GPU here: its kernels chosen per layer now, stored in the package (yquant tune),
          * on the target's GPU (the first one for a cpu target) */
         char dev[16];
@@ -471,17 +496,20 @@ fail:
 done:
     cJSON_free(acc_json);
     cJSON_Delete(root);
+    cJSON_Delete(planj);
     free(qtext);
     free(req_text);
     free(plan);
-    free(ran);
+    yq_qconf_free(ran);
     free(le);
     yq_coco_dets_free(fp.dets);
     yq_coco_dets_free(q8.dets);
     yq_coco_dets_free(all8.dets);
     yq_dataset_free(ds);
     for (int k = 0; k < 16; k++) yq_dataset_free(parts[k]);
-    yq_calib_stats_free(cs);
-    yq_graph_free(g);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+early:
+    cli_quant_free(qo);
     return rc;
 }

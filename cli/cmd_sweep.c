@@ -301,7 +301,7 @@ int cmd_sweep(int argc, char **argv)
     }
     fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
             letterbox ? "letterbox" : "plain resize", lat.label,
-            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? SWEEP_GPU_FLOAT : "");
+            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? CLI_GPU_FLOAT : "");
 
     /* FP32 once, on the model as loaded. */
     if (yq_quantizer_score(q, NULL, ds, NULL, &X.fp, &err) != YQ_OK) goto fail;
@@ -343,7 +343,7 @@ int cmd_sweep(int argc, char **argv)
          * from here on, as the library warned) */
         char edev[32];
         snprintf(edev, sizeof edev, eval_dev >= 0 ? "cuda:%d" : "cpu", eval_dev);
-        yq_point_opt po = { edev, sweep_latency, &lat };
+        yq_point_opt po = { .device = edev, .latency = sweep_latency, .ctx = &lat };
         yq_point_result r;
         sio.in_point = 1;
         yq_status pst = yq_quantizer_point(q, pq, ds, &po, &r, &err);

@@ -1,12 +1,9 @@
 /* quantize --max-drop on the terminal and in --json: the search is the library's
- * (pipeline/search.h, yq_pipe_max_drop); this file prints its steps and writes them. */
+ * (include/yq_quant.h, yq_quantizer_max_drop); this file prints its steps and writes them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cjson/cJSON.h>
-#include "cli/internal.h"
-#include "runtime/exec_cuda.h"
-#include "runtime/session.h"
+#include "cli/max_drop.h"
 
 typedef struct printer {
     double budget_pts, fp;
@@ -25,18 +22,13 @@ static const char *gpu_cell(char *buf, size_t cap, int col, double ms)
     return buf;
 }
 
-static int lat_measure(void *ctx, const yq_graph *g, double *ms)
+static int lat_measure(void *ctx, const yq_model *m, double *ms)
 {
     const printer *p = ctx;
-    yq_model *m = NULL;
-    yq_error e;
-    if (yq_model_borrow(g, g->letter_box, &m, &e) != YQ_OK) return 0;
-    int r = cli_lat_measure(p->lat, m, ms);
-    yq_model_free(m);
-    return r;
+    return cli_lat_measure(p->lat, m, ms);
 }
 
-static void step_row(void *ctx, const yq_pipe_drop_step *s)
+static void step_row(void *ctx, const yq_max_drop_step *s)
 {
     const printer *p = ctx;
     char gc[32], t[64];
@@ -53,10 +45,10 @@ static void step_row(void *ctx, const yq_pipe_drop_step *s)
             printf("latency: %s (the ms/img column: %s)\n", p->lat->label,
                    s->eval_gpu ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 reference");
         if (s->eval_gpu)
-            printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", yq_cuda_float_precision(0));
+            printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", CLI_GPU_FLOAT);
         printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", p->gcol ? "    GPU ms" : "");
         printf("  %4d  %-28s %8.2f %8.2f %9.2f%s\n", 0, "(none: every layer int8)", 100 * s->map, s->drop_pts, s->ms,
-               gpu_cell(gc, sizeof gc, p->gcol, s->gpu_ms));
+               gpu_cell(gc, sizeof gc, p->gcol, s->latency_ms));
     } else {
         if (s->n_layers == 1) {
             snprintf(t, sizeof t, "+ layer %d (conv)", s->layers[0]);
@@ -66,7 +58,7 @@ static void step_row(void *ctx, const yq_pipe_drop_step *s)
                 tl += (size_t)snprintf(t + tl, sizeof t - tl, "%s%d", j ? "," : " ", s->layers[j]);
         }
         printf("  %4d  %-28s %8.2f %8.2f %9.2f%s%s\n", s->k, t, 100 * s->map, s->drop_pts, s->ms,
-               gpu_cell(gc, sizeof gc, p->gcol, s->gpu_ms), s->met ? "   within the budget" : "");
+               gpu_cell(gc, sizeof gc, p->gcol, s->latency_ms), s->met ? "   within the budget" : "");
     }
     fflush(stdout);
     if (p->steps) {
@@ -81,61 +73,68 @@ static void step_row(void *ctx, const yq_pipe_drop_step *s)
         cJSON_AddNumberToObject(o, "map", s->map);
         cJSON_AddNumberToObject(o, "drop_pts", s->drop_pts);
         cJSON_AddNumberToObject(o, p->ms_key, s->ms);
-        if (s->gpu_ms >= 0) cJSON_AddNumberToObject(o, "gpu_latency_ms", s->gpu_ms);
+        if (s->latency_ms >= 0) cJSON_AddNumberToObject(o, "gpu_latency_ms", s->latency_ms);
         cJSON_AddItemToArray(p->steps, o);
     }
 }
 
-yq_status cli_max_drop(cli_quant_opt *q, yq_graph *g, const yq_calib_stats *cs, const yq_dataset *ds, int letterbox,
-                       const double *fp_stats, double budget_pts, const char *rank, int max_float, cJSON *json,
-                       cli_lat *lat, yq_pipe_drop_res *res, yq_error *err)
+static int rank_mode(const char *r)
 {
-    int mode = yq_rank_parse(rank);
-    if (mode < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "--rank %s: expected head, sqnr, map or tensor", rank);
-    cli_bar bar = { 0 };
+    static const char *names[] = { "head", "sqnr", "map", "tensor" };
+    for (int k = 0; k < 4; k++) if (!strcmp(r, names[k])) return k;
+    return -1;
+}
+
+yq_status cli_max_drop(yq_quantizer *q, yq_qconf **qc, const yq_dataset *ds, const yq_quant_score *fp,
+                       double budget_pts, const char *rank, int max_float, cJSON *json, cli_lat *lat,
+                       yq_max_drop_result *res, yq_error *err)
+{
+    int mode = rank_mode(rank);
+    if (mode < 0) return cli_fail(err, YQ_ERR_INVALID_ARG, "--rank %s: expected head, sqnr, map or tensor", rank);
     int gpu = lat && lat->gpu;
-    printer p = { budget_pts, fp_stats[YQ_COCO_AP], mode, gpu, lat,
+    printer p = { budget_pts, fp->map, mode, gpu, lat,
                   gpu ? "gpu_eval_ms_per_image" : "cpu_latency_ms", json ? cJSON_AddArrayToObject(json, "steps") : NULL };
     /* the mAP on the GPU when the latency is the GPU's: the engine that will run the
      * package (the CPU reference's bytes, float layers included) */
-    yq_pipe_drop_req r = { .budget_pts = budget_pts, .rank = mode, .max_float = max_float,
-                         .eval_device = gpu ? lat->device : -1, .latency = gpu ? lat_measure : NULL,
-                         .step = step_row, .ctx = &p };
-    yq_pipe_io io = cli_term_io(&bar);
-    yq_pipe_calib c = cli_calib_req(q);
-    yq_status st = yq_pipe_max_drop(&c, &q->qc, g, cs, ds, letterbox, fp_stats, &r, &io, res, err);
+    char dev[32];
+    snprintf(dev, sizeof dev, gpu ? "cuda:%d" : "cpu", gpu ? lat->device : 0);
+    yq_max_drop_opt o = { .budget_pts = budget_pts, .rank = rank, .max_float = max_float, .device = dev, .fp32 = fp,
+                          .want_dets = 1, .latency = gpu ? lat_measure : NULL, .step = step_row, .ctx = &p };
+    yq_qconf *chosen = NULL;
+    yq_status st = yq_quantizer_max_drop(q, *qc, ds, &o, &chosen, res, err);
     if (st != YQ_OK) return st;
+    yq_qconf_free(*qc);
+    *qc = chosen;
 
     if (!res->met && res->tried > res->n_float)
         printf("  budget not met: keeping the best step, %d layer%s in float (drop %.2f)\n", res->n_float,
-               res->n_float == 1 ? "" : "s", res->best_drop);
+               res->n_float == 1 ? "" : "s", res->drop_pts);
     printf("  float layers: ");
     if (!res->n_float) printf("none");
     for (int k = 0; k < res->n_float; k++) printf("%s%d", k ? "," : "", res->float_layers[k]);
     /* The cost in one engine: the GPU's if it measured the whole run, else the CPU's. */
-    int on_gpu = lat && lat->gpu && res->all8_gpu > 0 && res->final_gpu > 0;
-    double lat_all8 = on_gpu ? res->all8_gpu : res->all8.ms_median;
-    double lat_final = on_gpu ? res->final_gpu : res->final.ms_median, cost = lat_final - lat_all8;
+    int on_gpu = lat && lat->gpu && res->all_int8_latency_ms > 0 && res->latency_ms > 0;
+    double lat_all8 = on_gpu ? res->all_int8_latency_ms : res->all_int8_score.ms_engine;
+    double lat_final = on_gpu ? res->latency_ms : res->score.ms_engine, cost = lat_final - lat_all8;
     printf("; latency cost %+.3f ms%s (%+.1f%%, %s); budget %s\n", cost,
            on_gpu && lat->batch > 1 ? " per forward" : "/img", lat_all8 > 0 ? 100 * cost / lat_all8 : 0.0,
            on_gpu ? lat->label : "CPU int8 reference", res->met ? "met" : "NOT met");
     if (!json) return YQ_OK;
-    double fp = fp_stats[YQ_COCO_AP];
     cJSON_AddNumberToObject(json, "budget_pts", budget_pts);
     cJSON_AddStringToObject(json, "rank", rank);
     if (max_float > 0) cJSON_AddNumberToObject(json, "max_float", max_float);
     cJSON_AddBoolToObject(json, "met", res->met);
     cJSON_AddStringToObject(json, "eval_engine", res->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
-    if (res->eval_gpu) cJSON_AddStringToObject(json, "gpu_float_precision", yq_cuda_float_precision(0));
+    if (res->eval_gpu) cJSON_AddStringToObject(json, "gpu_float_precision", CLI_GPU_FLOAT);
     cJSON *fl = cJSON_AddArrayToObject(json, "float_layers");
     for (int k = 0; k < res->n_float; k++) cJSON_AddItemToArray(fl, cJSON_CreateNumber(res->float_layers[k]));
-    cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp - res->final.s[YQ_COCO_AP]));
+    cJSON_AddNumberToObject(json, "drop_pts", 100 * (fp->map - res->map));
     cJSON_AddNumberToObject(json, "latency_ms_all_int8", lat_all8);
     cJSON_AddNumberToObject(json, "latency_ms", lat_final);
     char k2[40];
     snprintf(k2, sizeof k2, "%s_all_int8", p.ms_key);
-    cJSON_AddNumberToObject(json, k2, res->all8.ms_median);
-    cJSON_AddNumberToObject(json, p.ms_key, res->final.ms_median);
+    cJSON_AddNumberToObject(json, k2, res->all_int8_score.ms_engine);
+    cJSON_AddNumberToObject(json, p.ms_key, res->score.ms_engine);
     if (lat) {
         if (lat->gpu && !on_gpu) {   /* (cannot happen: a GPU failure turns lat to the CPU) */
             lat->gpu = 0;

@@ -1,38 +1,47 @@
-/* The quantization flags shared by quantize, eval, detect and sweep, and the
- * calibrate-then-rewrite step they share (pipeline/quantize.h) run with a progress bar
- * and warnings on the terminal. */
+/* The quantization flags shared by quantize, eval, sensitivity and sweep, parsed into a
+ * qconfig handle (include/yq_quant.h), and the quantizer's callbacks on the terminal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/internal.h"
-#include "pipeline/quantize.h"
+#include "cli/cli.h"
 
-void cli_quant_init(cli_quant_opt *q)
-{
-    memset(q, 0, sizeof *q);
-    yq_qconfig_defaults(&q->qc);
-}
+struct cli_quant_opt {
+    yq_qconf *qc;
+    const char *calib_dir, *cache;
+    const char *calib_device; /* --calib-device cpu|cuda[:N]; NULL: cuda when usable, else cpu */
+    int any;                  /* a qconfig flag was given */
+};
 
 cli_quant_opt *cli_quant_new(void)
 {
-    cli_quant_opt *q = malloc(sizeof *q);     /* (the qconfig is large: not on the stack) */
+    cli_quant_opt *q = calloc(1, sizeof *q);
+    yq_error e;
+    if (q && yq_qconf_new(&q->qc, &e) != YQ_OK) {
+        free(q);
+        q = NULL;
+    }
     if (!q) fprintf(stderr, "yquant: out of memory\n");
-    else cli_quant_init(q);
     return q;
 }
 
-void cli_quant_free(cli_quant_opt *q) { free(q); }
+void cli_quant_free(cli_quant_opt *q)
+{
+    if (!q) return;
+    yq_qconf_free(q->qc);
+    free(q);
+}
 int cli_quant_any(const cli_quant_opt *q) { return q->any; }
 const char *cli_quant_calib_dir(const cli_quant_opt *q) { return q->calib_dir; }
+const yq_qconf *cli_quant_qconf(const cli_quant_opt *q) { return q->qc; }
 
-/* --calib-device: 0 cpu, 1 cuda (*dev the index), -1 not a device (yq_device_parse's). */
-static int calib_device_parse(const char *v, int *dev)
+/* A key set on q's handle; an error names the flag where the handle says "qconfig". */
+static int set_key(cli_quant_opt *q, const char *flag, const char *key, const char *value)
 {
-    yq_error e;
-    int d;
-    if (yq_device_parse(v, &d, &e) != YQ_OK) return -1;
-    if (dev) *dev = d < 0 ? 0 : d;
-    return d >= 0;
+    yq_error err;
+    if (yq_qconf_set(q->qc, key, value, &err) == YQ_OK) return 0;
+    const char *m = !strncmp(err.msg, "qconfig: ", 9) ? err.msg + 9 : err.msg;
+    fprintf(stderr, "yquant: %s: %s\n", flag, m);
+    return -1;
 }
 
 int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
@@ -50,7 +59,8 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
         const char *v = argv[++*i];
         if (!strcmp(a, "--calib")) q->calib_dir = v;
         else if (!strcmp(a, "--calib-device")) {
-            if (calib_device_parse(v, NULL) < 0) {
+            int d;
+            if (yq_device_parse(v, &d, &err) != YQ_OK) {
                 cli_usage_error("--calib-device %s: expected cpu, cuda or cuda:N", v);
                 return -1;
             }
@@ -58,27 +68,27 @@ int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
         }
         else if (!strcmp(a, "--calib-cache")) q->cache = v;
         else if (!strcmp(a, "--qconfig")) {
-            if (yq_qconfig_load(&q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
+            if (yq_qconf_update(q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
             q->any = 1;
         } else {
             char key[128];
             const char *eq = strchr(v, '=');
             if (!eq || eq == v || (size_t)(eq - v) >= sizeof key) { cli_usage_error("--set %s: expected key=value", v); return -1; }
             snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
-            if (yq_qconfig_set(&q->qc, key, eq + 1, "--set", &err) != YQ_OK) { cli_error(&err); return -1; }
+            if (set_key(q, "--set", key, eq + 1)) return -1;
             q->any = 1;
         }
         return 1;
     }
     if (!strcmp(a, "--per-tensor") || !strcmp(a, "--per-channel")) {
-        q->qc.per_channel = !strcmp(a, "--per-channel");
+        if (set_key(q, a, "weights", !strcmp(a, "--per-channel") ? "per_channel" : "per_tensor")) return -1;
         q->any = 1;
         return 1;
     }
     for (size_t k = 0; k < sizeof map / sizeof *map; k++)
         if (!strcmp(a, map[k].flag)) {
             if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
-            if (yq_qconfig_set(&q->qc, map[k].key, argv[++*i], a, &err) != YQ_OK) { cli_error(&err); return -1; }
+            if (set_key(q, a, map[k].key, argv[++*i])) return -1;
             q->any = 1;
             return 1;
         }
@@ -104,7 +114,7 @@ const char *cli_quant_help =
     "  --qconfig FILE         key = value lines (README: qconfig keys)\n"
     "  --set KEY=VALUE        any qconfig key, e.g. --set layer.12.bits=6\n";
 
-/* The pipeline's callbacks on the terminal: a step starts a progress bar (ctx), its
+/* The quantizer's callbacks on the terminal: a step starts a progress bar (ctx), its
  * warnings go through cli_warn (which clears the bar's line), its notes are lines on stderr. */
 static void bar_stage(void *ctx, const char *label) { cli_progress_start(ctx, label); }
 static void note_line(void *ctx, const char *msg)
@@ -113,51 +123,10 @@ static void note_line(void *ctx, const char *msg)
     fprintf(stderr, "%s\n", msg);
 }
 
-yq_pipe_io cli_term_io(cli_bar *bar)
+yq_quant_io cli_quant_term_io(cli_bar *bar)
 {
-    yq_pipe_io io = { bar ? bar_stage : NULL, bar ? cli_progress : NULL, cli_warn, note_line, bar };
+    yq_quant_io io = { bar ? bar_stage : NULL, bar ? cli_progress : NULL, cli_warn, note_line, bar };
     return io;
-}
-
-yq_pipe_calib cli_calib_req(const cli_quant_opt *q)
-{
-    yq_pipe_calib c = { q->calib_dir, q->cache, 0, q->calib_device };
-    return c;
-}
-
-yq_status cli_calibrate(const cli_quant_opt *q, const yq_graph *g, int letterbox, yq_graph **eq, yq_calib_stats **cs,
-                        yq_error *err)
-{
-    cli_bar bar = { 0 };
-    yq_pipe_io io = cli_term_io(&bar);
-    yq_pipe_calib c = cli_calib_req(q);
-    return yq_pipe_calibrate(&c, &q->qc, g, letterbox, &io, eq, cs, err);
-}
-
-yq_status cli_calibrate_swap(const cli_quant_opt *q, yq_graph **g, int letterbox, yq_calib_stats **cs, yq_error *err)
-{
-    yq_graph *eq = NULL;
-    yq_status st = cli_calibrate(q, *g, letterbox, &eq, cs, err);
-    if (st == YQ_OK && eq) {
-        yq_graph_free(*g);
-        *g = eq;
-    }
-    return st;
-}
-
-yq_status cli_load_inputs(const yq_graph *g, const char *dir, int max, int letterbox, float **out, int *got, yq_error *err)
-{
-    yq_pipe_io io = cli_term_io(NULL);
-    return yq_pipe_load_inputs(g, dir, max, letterbox, &io, out, got, err);
-}
-
-yq_status cli_quantize_graph(const cli_quant_opt *q, yq_qconfig *resolved, yq_graph *g, const yq_calib_stats *cs,
-                             int letterbox, yq_error *err)
-{
-    cli_bar bar = { 0 };
-    yq_pipe_io io = cli_term_io(&bar);
-    yq_pipe_calib c = cli_calib_req(q);
-    return yq_pipe_quantize(&c, &q->qc, resolved, g, cs, letterbox, &io, err);
 }
 
 typedef struct rank { int id; double db; } rank;
@@ -187,25 +156,6 @@ void cli_print_layer_errors(const yq_layer_error *r, int n, int images, int top)
     free(k);
 }
 
-yq_status cli_layer_report(const yq_graph *g, const char *dir, int n_images, int letterbox, int top,
-                           yq_layer_err **out, yq_error *err)
-{
-    float *inputs;
-    int got;
-    yq_status st = cli_load_inputs(g, dir, n_images, letterbox, &inputs, &got, err);
-    if (st != YQ_OK) return st;
-    yq_layer_err *e = NULL;
-    st = yq_compare_layers(g, inputs, got, &e, err);
-    free(inputs);
-    if (st != YQ_OK) return st;
-    yq_layer_error *r = malloc(sizeof *r * (size_t)g->n_nodes);
-    if (r) cli_print_layer_errors(r, yq_pipe_layer_rows(g, e, r), got, top);
-    free(r);
-    if (out) *out = e;
-    else free(e);
-    return YQ_OK;
-}
-
 /* ---- the same flags for the public quantizer (include/yq_quant.h) ---- */
 
 yq_status cli_quant_options(const cli_quant_opt *q, const cli_model_opt *mo, int letterbox, yq_quant_opt *o,
@@ -221,16 +171,5 @@ yq_status cli_quant_options(const cli_quant_opt *q, const cli_model_opt *mo, int
     o->bn_pjreddie = mo->bn_pjreddie;
     o->letterbox = letterbox;
     o->created_unix = cli_created_unix();
-    char *text = yq_qconfig_text(&q->qc);
-    if (!text) return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
-    yq_status st = yq_qconf_parse(text, "the quantization flags", qc, err);
-    free(text);
-    return st;
-}
-
-yq_quant_io cli_quant_term_io(cli_bar *bar)
-{
-    yq_pipe_io p = cli_term_io(bar);
-    yq_quant_io io = { p.stage, p.progress, p.warn, p.note, p.ctx };
-    return io;
+    return yq_qconf_dup(q->qc, qc, err);
 }

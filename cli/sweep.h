@@ -9,10 +9,6 @@
 #include "cli/latency.h"
 #include "cli/sweep_point.h"
 
-/* How the GPU int8 engine runs float layers: in their exact FP32, as the packages run
- * (only `yquant bench --gpu-float fp16` times them in FP16). */
-#define SWEEP_GPU_FLOAT "fp32"
-
 /* ---- outputs ---- */
 
 typedef struct sweep_ctx {

@@ -239,7 +239,7 @@ cJSON *sweep_points_json(const sweep_ctx *X)
     cJSON_AddNumberToObject(root, "chosen", X->chosen + 1);
     int any_gpu = 0;
     for (int i = 0; i < X->np; i++) any_gpu |= X->pts[i].eval_gpu;
-    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", SWEEP_GPU_FLOAT);
+    if (any_gpu) cJSON_AddStringToObject(root, "gpu_float_precision", CLI_GPU_FLOAT);
     cJSON *arr = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < X->np; i++) {
         const point *p = &X->pts[i];

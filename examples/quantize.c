@@ -27,12 +27,12 @@ static void warn(void *ctx, const char *msg)
     fprintf(stderr, "warning: %s\n", msg);
 }
 
-static void step(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts)
+static void step(void *ctx, const yq_max_drop_step *s)
 {
     (void)ctx;
-    printf("  step %d: %s", k, k ? "+ layers" : "every layer int8");
-    for (int i = 0; i < n_layers; i++) printf("%s%d", i ? "," : " ", layers[i]);
-    printf(": mAP %.4f, drop %.2f points\n", map, drop_pts);
+    printf("  step %d: %s", s->k, s->k ? "+ layers" : "every layer int8");
+    for (int i = 0; i < s->n_layers; i++) printf("%s%d", i ? "," : " ", s->layers[i]);
+    printf(": mAP %.4f, drop %.2f points\n", s->map, s->drop_pts);
 }
 
 int main(int argc, char **argv)
@@ -83,6 +83,7 @@ int main(int argc, char **argv)
         if (yq_quantizer_max_drop(q, qc, val, &mo, &chosen, &r, &err) != YQ_OK) goto fail;
         printf("--max-drop %.2f: %s, %d layer%s kept float\n", max_drop, r.met ? "met" : "NOT met (the best step kept)",
                r.n_float, r.n_float == 1 ? "" : "s");
+        yq_max_drop_result_free(&r);
         yq_qconf_free(qc);
         qc = chosen;
     }

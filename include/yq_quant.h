@@ -44,6 +44,9 @@ yq_status yq_qconf_new(yq_qconf **out, yq_error *err);
 /* A qconfig file (`key = value` lines, # comments, per-layer `layer.N.key = value`), on
  * top of the defaults. */
 yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err);
+/* A qconfig file's keys on top of q (as `--qconfig FILE` after other flags); on an error q
+ * is left as it was. */
+yq_status yq_qconf_update(yq_qconf *q, const char *path, yq_error *err);
 /* The same from a qconfig file's text (yq_qconf_text's, say); name (may be NULL) names it in
  * messages ("name:LINE: ..."). */
 yq_status yq_qconf_parse(const char *text, const char *name, yq_qconf **out, yq_error *err);
@@ -127,11 +130,15 @@ yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_datas
 /* One point of a sweep (`yquant sweep`): qc's int8 model scored as yq_quantizer_score does,
  * and, from the same rewrite, what it resolved to and (o->latency) its latency.  The
  * callback gets the int8 model, borrowed for the call (yq.h: yq_model_latency, sessions,
- * yq_model_layer), and returns 1 with *ms set, or 0 when it measured nothing.  Calibration
- * is shared by every qconfig with the same `equalize` value (the only key that changes what
- * calibration observes), so the points of a grid calibrate at most twice. */
+ * yq_model_layer), and returns 1 with *ms set, or 0 when it measured nothing.  qc NULL:
+ * the FP32 model, on the CPU (no resolved qconfig, no latency).  Calibration is shared by
+ * every qconfig with the same `equalize` value (the only key that changes what calibration
+ * observes), so the points of a grid calibrate at most twice. */
 typedef struct yq_point_opt {
     const char *device;       /* where the mAP is measured: as yq_quantizer_score's */
+    int strict;               /* 1: a GPU evaluation that fails is an error (else the CPU takes over,
+                                 with a warning, and score.gpu says so) */
+    int want_dets;            /* keep the detections (yq_point_result.dets) */
     int (*latency)(void *ctx, const yq_model *int8, double *ms);   /* may be NULL */
     void *ctx;
 } yq_point_opt;
@@ -139,10 +146,14 @@ typedef struct yq_point_result {
     yq_quant_score score;
     double latency_ms;        /* the callback's; -1 when it measured nothing (or none was given) */
     int float_convs, int8_convs;   /* convs the int8 model runs in float, in int8 */
-    yq_qconf *resolved;       /* qc as the rewrite ran it (yq_quantizer_resolve's): yq_qconf_free */
+    yq_qconf *resolved;       /* qc as the rewrite ran it (yq_quantizer_resolve's) */
+    yq_det *dets;             /* with want_dets: every detection on the set (yq_data.h: yq_coco_eval,
+                                 yq_bootstrap_drop) */
+    int n_dets;
 } yq_point_result;
 yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_point_opt *o,
                              yq_point_result *out, yq_error *err);
+void yq_point_result_free(yq_point_result *r);   /* resolved and dets (NULL r: a no-op) */
 
 /* qc checked against the model without any work (a per-layer key or skip past the last
  * layer, say): the first problem, naming the key. */
@@ -151,6 +162,16 @@ yq_status yq_quantizer_check(const yq_quantizer *q, const yq_qconf *qc, yq_error
 /* The accuracy-aware search of `yquant quantize --max-drop`: from every layer in int8
  * (head and first conv too), the most sensitive layers are kept in float one step at a
  * time until the mAP@[.5:.95] drop against FP32 on the labelled set is within budget. */
+typedef struct yq_max_drop_step {
+    int k;                    /* 0: every layer int8; k: the layers this step keeps float in addition */
+    const int *layers;
+    int n_layers;
+    double map, drop_pts;     /* in [0, 1]; the drop against FP32 in points */
+    double ms;                /* the evaluation engine's time per image */
+    double latency_ms;        /* the latency callback's; < 0: not measured */
+    int met;                  /* within the budget */
+    int eval_gpu;             /* the mAP came from the GPU int8 engine */
+} yq_max_drop_step;
 typedef struct yq_max_drop_opt {
     double budget_pts;        /* the largest drop allowed, mAP points (0.5: half a point) */
     const char *rank;         /* how layers are ranked: "tensor" (NULL: the default; each int8 tensor's
@@ -159,9 +180,12 @@ typedef struct yq_max_drop_opt {
                                  SQNR), "map" (the mAP gain, one evaluation per conv) */
     int max_float;            /* > 0: at most this many float convs */
     const char *device;       /* where the mAP is measured: as yq_quantizer_score's (NULL: cpu) */
-    /* each step as it is measured (may be NULL): step 0 every layer int8, step k the
-     * layers it keeps float in addition; map in [0, 1], drop in points */
-    void (*step)(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts);
+    const yq_quant_score *fp32;   /* FP32 on the set when the caller has it (NULL: measured here) */
+    int want_dets;            /* keep the all-int8 and the answer's detections in the result */
+    /* each step's latency (as yq_point_opt's; may be NULL) */
+    int (*latency)(void *ctx, const yq_model *int8, double *ms);
+    /* each step as it is measured (may be NULL) */
+    void (*step)(void *ctx, const yq_max_drop_step *s);
     void *ctx;
 } yq_max_drop_opt;
 
@@ -171,8 +195,17 @@ typedef struct yq_max_drop_result {
     double all_int8_map;      /* every layer int8 */
     double map;               /* the answer's */
     int n_float;              /* convs the answer keeps float */
+    int *float_layers;        /* those layers, in the order the steps chose them (yq_max_drop_result_free) */
     int steps;                /* steps measured after the all-int8 one */
+    int tried;                /* float convs of the last step measured */
+    double drop_pts;          /* the answer's drop, points */
+    yq_quant_score all_int8_score, score;   /* the all-int8 evaluation and the answer's */
+    double all_int8_latency_ms, latency_ms; /* the latency callback's (-1: not measured) */
+    int eval_gpu;             /* the evaluations ended on the GPU int8 engine */
+    yq_det *all_int8_dets, *dets;           /* with want_dets (yq_max_drop_result_free) */
+    int n_all_int8_dets, n_dets;
 } yq_max_drop_result;
+void yq_max_drop_result_free(yq_max_drop_result *r);   /* float_layers and the detections */
 
 /* qc's settings (bits, calibration method, weights, ...) searched as above; *chosen (a new
  * handle: yq_qconf_free) is qc with head and first int8, keep_float 0 and skip_layers the
@@ -235,6 +268,12 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
  * no file), recording the qconfig as asked (/request), as resolved (/qconfig) and the plan
  * (/plan), as yq_quantizer_resolve gives them, and the calibration method and images. */
 yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err);
+/* The same with what the caller measured recorded too. */
+typedef struct yq_save_opt {
+    const char *accuracy_json;    /* [{"name", "map", "map50", "engine", ...}, ...] (yq_model_about's) */
+} yq_save_opt;
+yq_status yq_quantizer_save_with(yq_quantizer *q, const yq_qconf *qc, const char *path, const yq_save_opt *o,
+                                 yq_error *err);
 /* The int8 model qc makes, as an open model (include/yq.h: sessions on the CPU or a GPU;
  * yq_model_free): exactly the package yq_quantizer_save would write, made and loaded in
  * memory (yq_model_open_mem), no file written. */

@@ -44,6 +44,18 @@ yq_status yq_qconf_load(const char *path, yq_qconf **out, yq_error *err)
     return st;
 }
 
+yq_status yq_qconf_update(yq_qconf *q, const char *path, yq_error *err)
+{
+    if (!q || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_update: NULL argument");
+    yq_qconf *t = malloc(sizeof *t);          /* on a copy: a bad file leaves the handle as it was */
+    if (!t) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    *t = *q;
+    yq_status st = yq_qconfig_load(&t->qc, path, err);
+    if (st == YQ_OK) *q = *t;
+    free(t);
+    return st;
+}
+
 yq_status yq_qconf_parse(const char *text, const char *name, yq_qconf **out, yq_error *err)
 {
     if (!text) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_qconf_parse: no text");
@@ -136,6 +148,11 @@ struct yq_quantizer {
     int letterbox;
     calib_state st[2];            /* [equalize]: off, on */
     yq_model *fp32;               /* g as a model (borrowed) */
+    /* the last request's resolution (its text, and the qconfig it resolved to): a rewrite
+     * with the resolved qconfig is the same graph, without measuring keep_float or
+     * thresh_search again (an evaluation, the plan and the package of one qconfig) */
+    char *rq_for;
+    yq_qconfig *rq;
 };
 
 yq_quant_opt yq_quant_defaults(void)
@@ -204,6 +221,8 @@ void yq_quantizer_free(yq_quantizer *q)
 {
     if (!q) return;
     yq_model_free(q->fp32);
+    free(q->rq_for);
+    free(q->rq);
     for (int k = 0; k < 2; k++) {
         yq_calib_stats_free(q->st[k].cs);
         yq_graph_free(q->st[k].eq);
@@ -260,10 +279,28 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     *w = NULL;
     if (st != YQ_OK) return st;
     yq_qconfig *work = malloc(sizeof *work);     /* (the qconfig is large: not on the stack) */
-    if (!work) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    char *text = yq_qconfig_text(&qc->qc);
+    if (!work || !text) {
+        free(work);
+        free(text);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    }
+    int known = q->rq && q->rq_for && !strcmp(text, q->rq_for);
     yq_pipe_calib c = calib_req(q);
     yq_graph *g = work_graph(q, s);
-    st = yq_pipe_quantize(&c, &qc->qc, work, g, s->cs, q->letterbox, &q->io, err);
+    st = yq_pipe_quantize(&c, known ? q->rq : &qc->qc, work, g, s->cs, q->letterbox, &q->io, err);
+    if (st == YQ_OK && !known) {          /* remember this resolution */
+        yq_qconfig *keep = malloc(sizeof *keep);
+        if (keep) {
+            *keep = *work;
+            free(q->rq);
+            free(q->rq_for);
+            q->rq = keep;
+            q->rq_for = text;
+            text = NULL;
+        }
+    }
+    free(text);
     if (st == YQ_OK && resolved) *resolved = work;
     else free(work);
     if (st != YQ_OK) yq_unquantize_graph(g);
@@ -332,10 +369,16 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     return YQ_OK;
 }
 
+static yq_quant_score score_of(const yq_pipe_eval *r)
+{
+    return (yq_quant_score){ r->s[YQ_COCO_AP], r->s[YQ_COCO_AP50], r->s[YQ_COCO_AP75], r->ms_median, r->ms_mean,
+                             r->ms_wall, r->images, r->gpu };
+}
+
 yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_point_opt *o,
                              yq_point_result *out, yq_error *err)
 {
-    if (!q || !qc || !ds || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_point: NULL argument");
+    if (!q || !ds || !out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_point: NULL argument");
     memset(out, 0, sizeof *out);
     out->latency_ms = -1;
     yq_point_opt none = { 0 };
@@ -343,30 +386,38 @@ yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_datas
     int dev = -1;
     yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
     yq_qconfig *rq = NULL;
-    yq_graph *w = NULL;
-    if (st == YQ_OK) st = quantize(q, qc, &rq, &w, err);
+    yq_graph *w = NULL;                 /* the int8 graph (NULL: FP32, on the CPU) */
+    if (st == YQ_OK && qc) st = quantize(q, qc, &rq, &w, err);
     yq_pipe_eval r = { 0 };
     if (st == YQ_OK) {
-        if (q->io.stage) q->io.stage(q->io.ctx, "evaluating int8");
-        st = yq_pipe_eval_or_cpu(w, ds, q->letterbox, &dev, &q->io, &r, err);
+        if (q->io.stage) q->io.stage(q->io.ctx, qc ? "evaluating int8" : "evaluating fp32");
+        if (!w) st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &r, err);
+        else if (o->strict) st = yq_pipe_eval_timed(w, ds, q->letterbox, dev, &q->io, &r, err);
+        else st = yq_pipe_eval_or_cpu(w, ds, q->letterbox, &dev, &q->io, &r, err);
     }
     yq_qconf *h = NULL;
-    if (st == YQ_OK && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK && w && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_model *m = NULL;
-    if (st == YQ_OK && o->latency) st = yq_model_borrow(w, q->letterbox, &m, err);
+    if (st == YQ_OK && w && o->latency) st = yq_model_borrow(w, q->letterbox, &m, err);
     if (st == YQ_OK) {
-        out->score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.s[YQ_COCO_AP75], r.ms_median, r.ms_mean,
-                                       r.ms_wall, r.images, r.gpu };
-        for (int i = 1; i < w->n_nodes; i++)
+        out->score = score_of(&r);
+        for (int i = 1; w && i < w->n_nodes; i++)
             if (w->nodes[i].op == YQ_OP_CONV) {
                 if (w->q[i].float_op) out->float_convs++;
                 else out->int8_convs++;
             }
         double ms;
         if (m && o->latency(o->ctx, m, &ms)) out->latency_ms = ms;
-        h->qc = *rq;
-        out->resolved = h;
-        h = NULL;
+        if (h) {
+            h->qc = *rq;
+            out->resolved = h;
+            h = NULL;
+        }
+        if (o->want_dets) {
+            out->dets = r.dets;
+            out->n_dets = r.n;
+            r.dets = NULL;
+        }
     }
     yq_model_free(m);
     free(h);
@@ -376,39 +427,46 @@ yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_datas
     return st;
 }
 
+void yq_point_result_free(yq_point_result *r)
+{
+    if (!r) return;
+    yq_qconf_free(r->resolved);
+    yq_coco_dets_free(r->dets);
+    r->resolved = NULL;
+    r->dets = NULL;
+    r->n_dets = 0;
+}
+
 yq_status yq_quantizer_score(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const char *device,
                              yq_quant_score *score, yq_error *err)
 {
     if (!q || !ds || !score) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_score: NULL argument");
     memset(score, 0, sizeof *score);
-    if (qc) {
-        yq_point_opt o = { .device = device };
-        yq_point_result r;
-        yq_status st = yq_quantizer_point(q, qc, ds, &o, &r, err);
-        if (st == YQ_OK) *score = r.score;
-        yq_qconf_free(r.resolved);
-        return st;
-    }
-    /* FP32 runs on the CPU engine whatever device says (the GPU engine runs int8 models);
-     * device is still checked */
-    int dev;
-    yq_status st = device ? yq_device_parse(device, &dev, err) : YQ_OK;
-    if (st != YQ_OK) return st;
-    yq_pipe_eval r = { 0 };
-    if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
-    st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &r, err);
-    if (st == YQ_OK)
-        *score = (yq_quant_score){ r.s[YQ_COCO_AP], r.s[YQ_COCO_AP50], r.s[YQ_COCO_AP75], r.ms_median, r.ms_mean,
-                                   r.ms_wall, r.images, r.gpu };
-    yq_pipe_eval_free(&r);
+    yq_point_opt o = { .device = device };
+    yq_point_result r;
+    yq_status st = yq_quantizer_point(q, qc, ds, &o, &r, err);
+    if (st == YQ_OK) *score = r.score;
+    yq_point_result_free(&r);
     return st;
 }
 
-typedef struct drop_ctx { const yq_max_drop_opt *o; } drop_ctx;
+typedef struct drop_ctx { const yq_max_drop_opt *o; int letterbox; } drop_ctx;
 static void on_drop_step(void *ctx, const yq_pipe_drop_step *s)
 {
     const yq_max_drop_opt *o = ((drop_ctx *)ctx)->o;
-    o->step(o->ctx, s->k, s->layers, s->n_layers, s->map, s->drop_pts);
+    yq_max_drop_step p = { s->k, s->layers, s->n_layers, s->map, s->drop_pts, s->ms, s->gpu_ms, s->met, s->eval_gpu };
+    o->step(o->ctx, &p);
+}
+/* The caller's latency callback on the int8 graph as a borrowed model. */
+static int on_drop_latency(void *ctx, const yq_graph *g, double *ms)
+{
+    const drop_ctx *d = ctx;
+    yq_model *m = NULL;
+    yq_error e;
+    if (yq_model_borrow(g, d->letterbox, &m, &e) != YQ_OK) return 0;
+    int r = d->o->latency(d->o->ctx, m, ms);
+    yq_model_free(m);
+    return r;
 }
 
 yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_max_drop_opt *o,
@@ -422,11 +480,18 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
     if (rank < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "rank \"%s\": expected tensor, head, sqnr or map", o->rank);
     if (!(o->budget_pts >= 0)) return yq_fail(err, YQ_ERR_INVALID_ARG, "budget %g: a drop in points, >= 0", o->budget_pts);
     yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
-    /* FP32 on the graph as the files hold it (equalization makes its own copy) */
-    yq_pipe_eval fp = { 0 };
-    if (st == YQ_OK) {
+    /* FP32 on the graph as the files hold it (equalization makes its own copy), unless given */
+    double fp_stats[YQ_COCO_NSTATS] = { 0 };
+    if (st == YQ_OK && o->fp32) {
+        fp_stats[YQ_COCO_AP] = o->fp32->map;
+        fp_stats[YQ_COCO_AP50] = o->fp32->map50;
+        fp_stats[YQ_COCO_AP75] = o->fp32->map75;
+    } else if (st == YQ_OK) {
+        yq_pipe_eval fp = { 0 };
         if (q->io.stage) q->io.stage(q->io.ctx, "evaluating fp32");
         st = yq_pipe_eval_timed(q->g, ds, q->letterbox, -1, &q->io, &fp, err);
+        memcpy(fp_stats, fp.s, sizeof fp_stats);
+        yq_pipe_eval_free(&fp);
     }
     calib_state *cal = NULL;
     if (st == YQ_OK) st = ensure_stats(q, &qc->qc, &cal, err);
@@ -435,23 +500,55 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
     yq_pipe_drop_res res = { 0 };
     if (st == YQ_OK) {
         *out = *qc;
-        drop_ctx dc = { o };
+        drop_ctx dc = { o, q->letterbox };
         yq_pipe_drop_req r = { .budget_pts = o->budget_pts, .rank = rank, .max_float = o->max_float, .eval_device = dev,
-                               .step = o->step ? on_drop_step : NULL, .ctx = &dc };
+                               .latency = o->latency ? on_drop_latency : NULL, .step = o->step ? on_drop_step : NULL,
+                               .ctx = &dc };
         yq_pipe_calib c = calib_req(q);
-        st = yq_pipe_max_drop(&c, &out->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
+        st = yq_pipe_max_drop(&c, &out->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp_stats, &r, &q->io, &res, err);
         yq_unquantize_graph(work_graph(q, cal));
     }
     if (st == YQ_OK) {
-        *result = (yq_max_drop_result){ res.met, fp.s[YQ_COCO_AP], res.all8.s[YQ_COCO_AP], res.final.s[YQ_COCO_AP],
-                                        res.n_float, res.steps };
+        yq_max_drop_result *R = result;
+        R->met = res.met;
+        R->fp32_map = fp_stats[YQ_COCO_AP];
+        R->all_int8_map = res.all8.s[YQ_COCO_AP];
+        R->map = res.final.s[YQ_COCO_AP];
+        R->n_float = res.n_float;
+        R->float_layers = res.float_layers;
+        res.float_layers = NULL;
+        R->steps = res.steps;
+        R->tried = res.tried;
+        R->drop_pts = res.best_drop;
+        R->all_int8_score = score_of(&res.all8);
+        R->score = score_of(&res.final);
+        R->all_int8_latency_ms = res.all8_gpu;
+        R->latency_ms = res.final_gpu;
+        R->eval_gpu = res.eval_gpu;
+        if (o->want_dets) {
+            R->all_int8_dets = res.all8.dets;
+            R->n_all_int8_dets = res.all8.n;
+            R->dets = res.final.dets;
+            R->n_dets = res.final.n;
+            res.all8.dets = res.final.dets = NULL;
+        }
         *chosen = out;
         out = NULL;
     }
     yq_pipe_drop_free(&res);
-    yq_pipe_eval_free(&fp);
     free(out);
     return st;
+}
+
+void yq_max_drop_result_free(yq_max_drop_result *r)
+{
+    if (!r) return;
+    free(r->float_layers);
+    yq_coco_dets_free(r->all_int8_dets);
+    yq_coco_dets_free(r->dets);
+    r->float_layers = NULL;
+    r->all_int8_dets = r->dets = NULL;
+    r->n_all_int8_dets = r->n_dets = 0;
 }
 
 yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq_dataset *ds, const yq_sens_opt *o,
@@ -526,7 +623,8 @@ yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **r
 }
 
 /* The int8 package qc makes: written to path, or (path NULL) made in memory into *buf, *n. */
-static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, void **buf, size_t *n, yq_error *err)
+static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *acc, const char *path, void **buf, size_t *n,
+                         yq_error *err)
 {
     yq_qconfig *resolved = NULL;
     yq_graph *g;
@@ -539,6 +637,7 @@ static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, 
     if (!text || !req || !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     else {
         yq_package_meta meta = { .qconfig_text = text, .request_text = req, .plan_json = plan, .calib_method = method,
+                                 .accuracy_json = acc,
                                  .calib_images = cs->images, .letterbox = q->letterbox,
                                  .created_unix = q->o.created_unix };
         memcpy(meta.calib_images_sha256, cs->images_sha256, 32);
@@ -555,7 +654,14 @@ static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *path, 
 yq_status yq_quantizer_save(yq_quantizer *q, const yq_qconf *qc, const char *path, yq_error *err)
 {
     if (!q || !qc || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_save: NULL argument");
-    return package(q, qc, path, NULL, NULL, err);
+    return package(q, qc, NULL, path, NULL, NULL, err);
+}
+
+yq_status yq_quantizer_save_with(yq_quantizer *q, const yq_qconf *qc, const char *path, const yq_save_opt *o,
+                                 yq_error *err)
+{
+    if (!q || !qc || !path) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_save_with: NULL argument");
+    return package(q, qc, o ? o->accuracy_json : NULL, path, NULL, NULL, err);
 }
 
 yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out, yq_error *err)
@@ -566,7 +672,7 @@ yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out
     /* the package itself, in memory, so that the model is what a saved one would be to the byte */
     void *buf = NULL;
     size_t n = 0;
-    yq_status st = package(q, qc, NULL, &buf, &n, err);
+    yq_status st = package(q, qc, NULL, NULL, &buf, &n, err);
     if (st == YQ_OK) st = yq_model_open_mem(buf, n, q->model, out, err);
     free(buf);
     return st;

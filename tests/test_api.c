@@ -200,6 +200,15 @@ static void t_package_options(void)
     CHECK(yq_qconf_new(&qc, &err) == YQ_OK);
     char path[128];
     snprintf(path, sizeof path, "%s/m.yqp", tmpdir);
+    /* the caller's accuracy record is stored as given */
+    const char *acc = "[{\"name\":\"int8\",\"map\":0.25,\"engine\":\"cpu\"}]";
+    yq_save_opt so = { acc };
+    CHECKF(yq_quantizer_save_with(q, qc, path, &so, &err) == YQ_OK, "%s", err.msg);
+    yq_model *ma = open_model(path, NULL);
+    yq_model_about aa;
+    yq_model_describe(ma, &aa);
+    CHECKF(aa.accuracy_json && !strcmp(aa.accuracy_json, acc), "accuracy: %s", aa.accuracy_json ? aa.accuracy_json : "(none)");
+    yq_model_free(ma);
     CHECKF(yq_quantizer_save(q, qc, path, &err) == YQ_OK, "%s", err.msg);
     yq_model_opt o = yq_model_defaults();
     o.weights = "x.weights";
@@ -360,6 +369,23 @@ static void t_qconf_text(void)
     free(td);
     yq_qconf_free(d);
     yq_qconf_free(b);
+    /* a file's keys on top of a handle; a bad file leaves it as it was */
+    char path[128];
+    snprintf(path, sizeof path, "%s/q.txt", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fputs("weights = per_tensor\n", f);
+    fclose(f);
+    char v[32];
+    CHECKF(yq_qconf_update(a, path, &err) == YQ_OK, "%s", err.msg);
+    CHECK(yq_qconf_get(a, "weights", v, sizeof v, &err) == YQ_OK && !strcmp(v, "per_tensor"));
+    CHECK(yq_qconf_get(a, "bits", v, sizeof v, &err) == YQ_OK && !strcmp(v, "6"));       /* kept */
+    f = fopen(path, "w");
+    CHECK(f);
+    fputs("bits = 5\nbits = 99\n", f);
+    fclose(f);
+    CHECK(yq_qconf_update(a, path, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, ":2"));
+    CHECK(yq_qconf_get(a, "bits", v, sizeof v, &err) == YQ_OK && !strcmp(v, "6"));       /* as it was */
     yq_qconf_free(a);
 }
 

@@ -569,8 +569,11 @@ static void t_quantizer(void)
 
 /* What the search's step callback saw. */
 typedef struct steps_seen { int n, last_k, layers; double map[64], drop[64]; } steps_seen;
-static void on_step(void *ctx, int k, const int *layers, int n_layers, double map, double drop_pts)
+static void on_step(void *ctx, const yq_max_drop_step *st)
 {
+    int k = st->k, n_layers = st->n_layers;
+    const int *layers = st->layers;
+    double map = st->map, drop_pts = st->drop_pts;
     steps_seen *s = ctx;
     if (s->n < 64) {
         s->map[s->n] = map;
@@ -660,6 +663,7 @@ static void t_quantizer_search(void)
     CHECKF(strstr(t, "head = int8") && strstr(t, "first = int8") && !strstr(t, "skip_layers"), "%s", t);
     free(t);
     yq_qconf_free(a.chosen);
+    yq_max_drop_result_free(&a.r);
 
     /* the sensitivity of the two convs with the lowest SQNR: the impact as defined, most
      * sensitive first, and (b) for a layer is the mAP of a qconfig keeping only it float,
@@ -696,10 +700,24 @@ static void t_quantizer_search(void)
      * steps run (every layer in 4 bits loses mAP on these boxes) */
     CHECKF(yq_qconf_set(qc, "bits", "4", &err) == YQ_OK, "%s", err.msg);
     memset(&ss, 0, sizeof ss);
-    a = (search_ctx){ q, qc, ds, { .budget_pts = 0, .rank = "sqnr", .max_float = 2, .step = on_step, .ctx = &ss },
-                      NULL, { 0 }, YQ_OK };
+    a = (search_ctx){ q, qc, ds, { .budget_pts = 0, .rank = "sqnr", .max_float = 2, .fp32 = &sf, .want_dets = 1,
+                                   .step = on_step, .ctx = &ss }, NULL, { 0 }, YQ_OK };
     run_search(&a);
     CHECKF(a.st == YQ_OK, "%s", err.msg);
+    /* FP32 as given; the answer's detections score its mAP; the float layers as the qconfig lists them */
+    {
+        double s2[YQ_COCO_NSTATS], s3[YQ_COCO_NSTATS];
+        CHECKF(a.r.fp32_map == sf.map && a.r.dets && a.r.all_int8_dets &&
+               yq_coco_eval(ds, a.r.dets, a.r.n_dets, s2, NULL, NULL, &err) == YQ_OK &&
+               yq_coco_eval(ds, a.r.all_int8_dets, a.r.n_all_int8_dets, s3, NULL, NULL, &err) == YQ_OK &&
+               s2[0] == a.r.map && s3[0] == a.r.all_int8_map && a.r.score.map == a.r.map,
+               "FP32 %g (%g); detections %p %p", a.r.fp32_map, sf.map, (void *)a.r.dets, (void *)a.r.all_int8_dets);
+        char sk[256], mine[256] = "";
+        size_t n = 0;
+        for (int k = 0; k < a.r.n_float; k++) n += (size_t)snprintf(mine + n, sizeof mine - n, "%s%d", k ? "," : "", a.r.float_layers[k]);
+        CHECKF(yq_qconf_get(a.chosen, "skip_layers", sk, sizeof sk, &err) == YQ_OK && strlen(sk) == strlen(mine),
+               "skip_layers '%s', float layers '%s'", sk, mine);
+    }
     printf("# max-drop 0, max-float 2: met %d, %d float, %d steps; FP32 %.4f, all int8 %.4f, answer %.4f\n", a.r.met,
            a.r.n_float, a.r.steps, a.r.fp32_map, a.r.all_int8_map, a.r.map);
     CHECKF(a.r.all_int8_map < a.r.fp32_map && a.r.steps >= 1, "4 bits: all int8 %g, FP32 %g, %d steps", a.r.all_int8_map,
@@ -723,6 +741,7 @@ static void t_quantizer_search(void)
     CHECKF(listed == a.r.n_float, "%d float layers, the qconfig lists %d: %s", a.r.n_float, listed, t);
     free(t);
     yq_qconf_free(a.chosen);
+    yq_max_drop_result_free(&a.r);
 
     /* errors */
     a.o.rank = "bogus";
@@ -793,7 +812,7 @@ static void t_quantizer_point(void)
 
     /* a point: the score, the resolved qconfig, the latency callback on the same rewrite */
     lat_seen ls = { 0 };
-    yq_point_opt po = { "cpu", on_latency, &ls };
+    yq_point_opt po = { .device = "cpu", .latency = on_latency, .ctx = &ls };
     yq_point_result r;
     sn.stages = 0;
     CHECKF(yq_quantizer_point(q, qc, ds, &po, &r, &err) == YQ_OK && r.resolved, "%s", err.msg);
@@ -824,14 +843,27 @@ static void t_quantizer_point(void)
     yq_qconf_free(r.resolved);
     yq_qconf_free(res);
     free(plan);
+    /* no qconfig: FP32, as yq_quantizer_score gives it, with its detections when asked */
+    yq_quant_score sf;
+    yq_point_opt pf = { .want_dets = 1 };
+    CHECKF(yq_quantizer_score(q, NULL, ds, NULL, &sf, &err) == YQ_OK &&
+           yq_quantizer_point(q, NULL, ds, &pf, &r, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(r.score.map == sf.map && r.score.map50 == sf.map50 && !r.resolved && r.dets && r.n_dets > 0 &&
+           r.float_convs == 0 && r.int8_convs == 0 && r.latency_ms == -1, "FP32 point: mAP %g (%g), %d dets",
+           r.score.map, sf.map, r.n_dets);
+    double s2[YQ_COCO_NSTATS];
+    CHECKF(yq_coco_eval(ds, r.dets, r.n_dets, s2, NULL, NULL, &err) == YQ_OK && s2[0] == sf.map, "the detections "
+           "score %g, the point %g", s2[0], sf.map);
+    yq_point_result_free(&r);
+    CHECK(!r.dets && !r.resolved);
     /* no callback: no latency */
     CHECKF(yq_quantizer_point(q, q6, ds, NULL, &r, &err) == YQ_OK && r.latency_ms == -1, "%s", err.msg);
     yq_qconf_free(r.resolved);
 
     /* calibration (equalize is on by default: two passes) once for both points above;
      * equalize off: one pass; on again: none */
-    CHECKF(calib1 == 3 && sn.stages == calib1 + 2, "the first point: %d stages (calibrating, recalibrating, "
-           "evaluating expected), then %d more (2 evaluations, no calibration expected)", calib1, sn.stages - calib1);
+    CHECKF(calib1 == 3 && sn.stages == calib1 + 4, "the first point: %d stages (calibrating, recalibrating, "
+           "evaluating expected), then %d more (4 evaluations, no calibration expected)", calib1, sn.stages - calib1);
     int before = sn.stages;
     CHECKF(yq_qconf_set(q6, "equalize", "off", &err) == YQ_OK && yq_quantizer_point(q, q6, ds, NULL, &r, &err) == YQ_OK,
            "%s", err.msg);
