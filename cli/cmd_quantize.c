@@ -377,8 +377,11 @@ int cmd_quantize(int argc, char **argv)
     }
     /* The all-int8 figures, when the qconfig keeps layers in float. */
     char hb[16], fb[16], kb[16];
-    int keeps_float = !strcmp(qget(qc, "head", hb, sizeof hb), "float") || !strcmp(qget(qc, "first", fb, sizeof fb), "float") ||
-                      atoi(qget(qc, "keep_float", kb, sizeof kb)) > 0 || *qget(qc, "skip_layers", kbuf, sizeof kbuf);
+    qget(qc, "head", hb, sizeof hb);
+    qget(qc, "first", fb, sizeof fb);
+    qget(qc, "keep_float", kb, sizeof kb);
+    qget(qc, "skip_layers", kbuf, sizeof kbuf);
+    int keeps_float = !strcmp(hb, "float") || !strcmp(fb, "float") || atoi(kb) > 0 || kbuf[0];
     if (!keeps_float) have_all8 = 0;          /* --max-drop kept none: the package row is all-int8 */
     if (ds && keeps_float && !have_all8) {
         yq_qconf *all = NULL;
