@@ -8,6 +8,7 @@
 #include "runtime/package.h"
 #include "runtime/session.h"
 #include "runtime/tune.h"
+#include "runtime/tuning.h"
 
 struct yq_tuning {
     const yq_model *m;
@@ -61,8 +62,7 @@ static int parse_families(const char *s, unsigned *mask)
     return *mask ? 0 : -1;
 }
 
-/* o checked and turned into the tuner's options (*t), the device index (*dev). */
-static yq_status options(const yq_tuning_opt *o, yq_tune_opt *t, int *dev, yq_error *err)
+yq_status yq_tuning_options(const yq_tuning_opt *o, yq_tune_opt *t, int *dev, yq_error *err)
 {
     *t = yq_tune_defaults();
     if (o->tuner && yq_tuner_parse(o->tuner, &t->tuner))
@@ -91,6 +91,7 @@ static yq_status options(const yq_tuning_opt *o, yq_tune_opt *t, int *dev, yq_er
     t->budget_s = o->budget_s;
     t->seed = o->seed;
     t->retune = o->retune != 0;
+    t->log_path = o->log;
     return YQ_OK;
 }
 
@@ -99,7 +100,7 @@ yq_status yq_tuning_check(const yq_tuning_opt *o, yq_error *err)
     if (!o) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_tuning_check: no options");
     yq_tune_opt t;
     int dev;
-    return options(o, &t, &dev, err);
+    return yq_tuning_options(o, &t, &dev, err);
 }
 
 void yq_tuning_free(yq_tuning *t)
@@ -123,7 +124,7 @@ yq_status yq_tuning_new(const yq_model *m, const yq_tuning_opt *o, yq_tuning **o
     t->uo = *o;
     t->uo.families = t->uo.tuner = t->uo.device = t->uo.log = NULL;   /* (not kept: the tuner's options hold them) */
     int dev = 0;
-    yq_status st = options(o, &t->o, &dev, err);
+    yq_status st = yq_tuning_options(o, &t->o, &dev, err);
     if (st == YQ_OK && o->log && !(t->log = strdup(o->log))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     t->o.log_path = t->log;
     const yq_graph *g = yq_model_graph(m);

@@ -693,6 +693,10 @@ def check_target(d):
     if rc != 0:
         why.append("rc %d: %s" % (rc, se[-300:]))
     else:
+        # the summary line names every setting (the defaults: head float, first conv int8)
+        if not re.search(r"^qconfig: 8 bits, per-channel weights, calib \S+, head float, first conv int8, "
+                         r"equalize (on|off), bias correction \S+$", so, re.M):
+            why.append("the qconfig line: %r" % [l for l in so.splitlines() if l.startswith("qconfig:")])
         j = json.load(open(js))
         if j.get("target") != "cpu" or "CPU" not in j.get("target_engine", ""):
             why.append("target %r / %r" % (j.get("target"), j.get("target_engine")))

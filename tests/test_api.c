@@ -14,6 +14,7 @@
 #include "yq.h"
 #include "yq_data.h"
 #include "yq_quant.h"
+#include "yq_bench.h"
 
 static yq_error err;
 static char tmpdir[64];
@@ -417,6 +418,109 @@ static void t_layer_errors(void)
     yq_quantizer_free(q);
 }
 
+/* include/yq_bench.h on the CPU (and the GPU when there is one): a model's FP32 and int8
+ * timed (median, min, throughput consistent), the profile naming every node, FP16 on the
+ * CPU and FP32 of a package refused as unsupported, bad options named. */
+static void t_bench(void)
+{
+    yq_model_opt mo = yq_model_defaults();
+    mo.weights = "synthetic";
+    yq_model *m = open_model("tests/fixtures/tiny.cfg", &mo);
+    yq_bench *b = NULL;
+    CHECKF(yq_bench_new(m, 1, &b, &err) == YQ_OK, "%s", err.msg);
+    yq_bench_info info;
+    yq_bench_describe(b, &info);
+    yq_model_about ab;
+    yq_model_describe(m, &ab);
+    CHECKF(!info.is_package && info.c == 3 && fabs(info.gflop - ab.flops * 1e-9) < 1e-9 * (1 + ab.flops * 1e-9),
+           "info: package %d, %d channels, %g GFLOP (model %g)", info.is_package, info.c, info.gflop, ab.flops * 1e-9);
+    yq_bench_opt o = yq_bench_defaults();
+    o.device = "cpu";
+    o.runs = 3;
+    o.warmup = 1;
+    o.profile = 1;
+    const char *precs[2] = { "fp32", "int8" };
+    for (int k = 0; k < 2; k++) {
+        yq_bench_result r;
+        o.precision = precs[k];
+        o.batch = 2;
+        CHECKF(yq_bench_run(b, &o, &r, &err) == YQ_OK, "%s: %s", precs[k], err.msg);
+        double sum = 0;
+        for (int i = 0; i < r.n_layers; i++) sum += r.layers[i].us;
+        printf("# %s, batch 2: %.3f ms (min %.3f), layers sum %.1f us, %s\n", r.backend, r.median_ms, r.min_ms, sum,
+               r.profile_kind);
+        CHECKF(!strcmp(r.precision, precs[k]) && r.batch == 2 && r.min_ms > 0 && r.median_ms >= r.min_ms &&
+               r.graph_median_ms < 0 && fabs(r.img_s - 2 / (r.median_ms * 1e-3)) < 1e-6 * r.img_s &&
+               r.n_layers == ab.layers + 1 && !strcmp(r.profile_kind, "clock") && !strcmp(r.layers[1].op, "conv") &&
+               r.layers[1].gflop > 0 && sum > 0,
+               "%s: %d layers (%d + input), kind %s", precs[k], r.n_layers, ab.layers, r.profile_kind);
+        CHECKF(strstr(r.backend, k ? "int8" : "FP32"), "%s", r.backend);
+        yq_bench_result_free(&r);
+        CHECK(!r.layers && !r.n_layers);
+    }
+    struct { const char *dev, *prec, *kernels; int batch; yq_status st; const char *why; } bad[] = {
+        { "cpu", "fp16", NULL, 1, YQ_ERR_UNSUPPORTED, "FP16" },
+        { "cpu", "int4", NULL, 1, YQ_ERR_INVALID_ARG, "int4" },
+        { "tpu", "int8", NULL, 1, YQ_ERR_INVALID_ARG, "tpu" },
+        { "cpu", "int8", NULL, 0, YQ_ERR_INVALID_ARG, "batch" },
+        { "cpu", "int8", "tuned:xyz", 1, YQ_ERR_INVALID_ARG, "tuned:xyz" },
+        { "cpu", "int8", "tuned", 1, YQ_ERR_UNSUPPORTED, "cuda" },
+    };
+    o.profile = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        yq_bench_result r;
+        o.device = bad[i].dev;
+        o.precision = bad[i].prec;
+        o.kernels = bad[i].kernels;
+        o.batch = bad[i].batch;
+        yq_status st = yq_bench_run(b, &o, &r, &err);
+        CHECKF(st == bad[i].st && strstr(err.msg, bad[i].why) && !r.layers, "case %zu: status %d: %s", i, (int)st, err.msg);
+    }
+    o.kernels = NULL;
+    o.batch = 1;
+    if (yq_gpu_count() > 0) {
+        o.device = "cuda";
+        o.runs = 20;
+        o.profile = 1;
+        for (int k = 0; k < 2; k++) {
+            yq_bench_result r;
+            o.precision = k ? "int8" : "fp16";
+            CHECKF(yq_bench_run(b, &o, &r, &err) == YQ_OK, "cuda %s: %s", o.precision, err.msg);
+            printf("# %s: %.3f ms eager, %.3f ms graph, profile %s\n", r.backend, r.median_ms, r.graph_median_ms,
+                   r.profile_kind);
+            CHECKF(r.median_ms > 0 && r.device_bytes > 0 && r.n_layers == ab.layers + 1 &&
+                   !strcmp(r.profile_kind, k ? "isolated" : "events"), "cuda %s", o.precision);
+            yq_bench_result_free(&r);
+        }
+    }
+    yq_bench_free(b);
+    yq_model_free(m);
+    /* a package: int8 only */
+    yq_quantizer *q = quantizer();
+    yq_qconf *qc = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/bench.yqp", tmpdir);
+    CHECK(yq_qconf_new(&qc, &err) == YQ_OK);
+    CHECKF(yq_quantizer_save(q, qc, path, &err) == YQ_OK, "%s", err.msg);
+    m = open_model(path, NULL);
+    CHECKF(yq_bench_new(m, 0, &b, &err) == YQ_OK, "%s", err.msg);
+    yq_bench_describe(b, &info);
+    yq_bench_result r;
+    o = yq_bench_defaults();
+    o.device = "cpu";
+    o.precision = "fp32";
+    o.runs = 1;
+    yq_status st = yq_bench_run(b, &o, &r, &err);
+    CHECKF(info.is_package && st == YQ_ERR_UNSUPPORTED && strstr(err.msg, "int8"), "package fp32: %d %s", (int)st, err.msg);
+    o.precision = "int8";
+    CHECKF(yq_bench_run(b, &o, &r, &err) == YQ_OK && r.median_ms > 0, "package int8: %s", err.msg);
+    yq_bench_result_free(&r);
+    yq_bench_free(b);
+    yq_model_free(m);
+    yq_qconf_free(qc);
+    yq_quantizer_free(q);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_api_XXXXXX");
@@ -431,6 +535,7 @@ int main(void)
     TEST(t_session_evaluate);
     TEST(t_qconf_text);
     TEST(t_layer_errors);
+    TEST(t_bench);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);
