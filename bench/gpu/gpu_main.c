@@ -10,6 +10,7 @@ int yqgpu_test_cuda(void);
 int yqgpu_test_cudnn(void);
 int yqgpu_cudnn_int8(int argc, char **argv);
 int yqgpu_test_tune(void);
+int yqgpu_test_api(void);
 int yqgpu_yquant(int argc, char **argv);
 
 int main(int argc, char **argv)
@@ -19,12 +20,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
     if (!strcmp(cmd, "test_tune")) return yqgpu_test_tune();
+    if (!strcmp(cmd, "test_api")) return yqgpu_test_api();
     if (!strcmp(cmd, "test_cuda")) return yqgpu_test_cuda();
     if (!strcmp(cmd, "test_cudnn")) return yqgpu_test_cudnn();
     if (!strcmp(cmd, "cudnn_int8")) return yqgpu_cudnn_int8(argc - 1, argv + 1);
     fprintf(stderr, "usage: yqgpu yquant COMMAND ARGS | bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune\n"
-                    "             | cudnn_int8 ARGS\n"
+                    "             | test_api | cudnn_int8 ARGS\n"
                     "  (the same as yquant COMMAND (images from IMAGE.rgb sidecars), yquant bench, yquant tune,\n"
-                    "   build/gpu/test_cuda, tests/test_cudnn.c, tests/test_tune.c, bench/gpu/cudnn_int8.c)\n");
+                    "   build/gpu/test_cuda, tests/test_cudnn.c, tests/test_tune.c, tests/test_api.c,\n"
+                    "   bench/gpu/cudnn_int8.c)\n");
     return 2;
 }
