@@ -478,6 +478,18 @@ static void t_bench(void)
     }
     o.kernels = NULL;
     o.batch = 1;
+    /* the tuned rows' tuning: options checked, then the GPU */
+    yq_tuning_opt to = yq_tuning_defaults();
+    yq_bench_tuning bt;
+    int batches[1] = { 1 };
+    to.tuner = "xgb";
+    yq_status tst = yq_bench_tune(b, batches, 1, &to, &bt, &err);
+    CHECKF(tst == YQ_ERR_INVALID_ARG && strstr(err.msg, "xgb"), "tuner xgb: status %d: %s", (int)tst, err.msg);
+    to.tuner = NULL;
+    if (yq_gpu_count() == 0) {
+        tst = yq_bench_tune(b, batches, 1, &to, &bt, &err);
+        CHECKF(tst == YQ_ERR_UNSUPPORTED && strstr(err.msg, "no CUDA device"), "no GPU: status %d: %s", (int)tst, err.msg);
+    }
     if (yq_gpu_count() > 0) {
         o.device = "cuda";
         o.runs = 20;
