@@ -101,6 +101,23 @@ static float neg_rq(yq_act a, double m)
 
 void yq_unquantize_graph(yq_graph *g) { yq_graph_drop_q(g); }
 
+yq_status yq_quantize_uncalibrated(const yq_graph *g, int head_int8, yq_graph **out, yq_error *err)
+{
+    *out = NULL;
+    yq_qconfig *qc = malloc(sizeof *qc);          /* (large: not on the stack) */
+    yq_graph *c = NULL;
+    yq_status st = qc ? yq_graph_clone(g, &c, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st == YQ_OK) {
+        yq_qconfig_defaults(qc);
+        qc->head_float = !head_int8;
+        st = yq_quantize_graph(c, NULL, qc, err);
+    }
+    free(qc);
+    if (st == YQ_OK) *out = c;
+    else yq_graph_free(c);
+    return st;
+}
+
 static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
 {
     yq_node *n = &g->nodes[id];

@@ -12,6 +12,10 @@
 #include "quant/qconfig.h"
 
 yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err);
+/* A copy of FP32 graph g (yq_graph_clone) rewritten into int8 without calibration, the
+ * default qconfig with the head convs int8 or float: for timing and tuning, whose kernels'
+ * speed does not depend on the thresholds.  *out (yq_graph_free) set only on YQ_OK. */
+yq_status yq_quantize_uncalibrated(const yq_graph *g, int head_int8, yq_graph **out, yq_error *err);
 /* Drops g->q (back to FP32) and frees what the rewrite allocated (ir.h: yq_graph_drop_q): a
  * graph quantized again and again stays the same size.  Every pointer into the old int8
  * side (qnodes, their arrays, plans made from it) must be gone first. */

@@ -462,14 +462,7 @@ yq_status yq_bench_new(const yq_model *m, int head_int8, yq_bench **out, yq_erro
     if (!g->q) {
         /* an FP32 model: its int8 side without calibration (the speed does not depend on the
          * thresholds); the FP32 engines read the float weights, which stay */
-        yq_qconfig *qc = malloc(sizeof *qc);
-        st = qc ? yq_graph_clone(g, &b->own, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-        if (st == YQ_OK) {
-            yq_qconfig_defaults(qc);
-            qc->head_float = !head_int8;
-            st = yq_quantize_graph(b->own, NULL, qc, err);
-        }
-        free(qc);
+        st = yq_quantize_uncalibrated(g, head_int8, &b->own, err);
         g = b->own;
     }
     b->g = g;

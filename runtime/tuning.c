@@ -133,15 +133,7 @@ yq_status yq_tuning_new(const yq_model *m, const yq_tuning_opt *o, yq_tuning **o
     if (st == YQ_OK && !g->q) {
         /* an FP32 model: int8 without calibration (the kernels' speed does not depend on the
          * thresholds) */
-        yq_qconfig *qc = malloc(sizeof *qc);
-        if (!qc) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-        if (st == YQ_OK) st = yq_graph_clone(g, &t->own, err);
-        if (st == YQ_OK) {
-            yq_qconfig_defaults(qc);
-            qc->head_float = !o->head_int8;
-            st = yq_quantize_graph(t->own, NULL, qc, err);
-        }
-        free(qc);
+        st = yq_quantize_uncalibrated(g, o->head_int8, &t->own, err);
         g = t->own;
     }
     t->g = g;
