@@ -1,5 +1,5 @@
-/* Shared pieces of the yquant commands, on the public API alone (include/).  The commands
- * not yet moved onto it include cli/internal.h as well. */
+/* Shared pieces of the yquant commands, on the public API alone (include/): every cli/ file
+ * includes public headers and cli/'s own only (tests/cli_boundary_test.py). */
 #ifndef YQ_CLI_H
 #define YQ_CLI_H
 

@@ -1,6 +1,6 @@
 /* The latency engine of `yquant sweep` and `quantize --max-drop`: the GPU with tuned
  * kernels when there is one (runtime/latency.h), else the CPU int8 reference engine,
- * whose per-image times the evaluation measures anyway (cli_eval_timed).  A GPU that
+ * whose per-image times the evaluation measures anyway (yq_quantizer_point).  A GPU that
  * fails turns the engine to the CPU for the rest of the run, with one warning line, so
  * that every figure of a run comes from one engine and says which. */
 #include <stdio.h>

@@ -7,7 +7,7 @@
 
 /* The latency engine of sweep and quantize --max-drop (cli/latency.c): the GPU with tuned
  * kernels (yq.h: yq_model_latency) when there is one, else the CPU int8 reference engine (the
- * per-image times cli_eval_timed measures).  cli_lat_init, the flags, cli_lat_start (which
+ * per-image times yq_quantizer_point's evaluation measures).  cli_lat_init, the flags, cli_lat_start (which
  * decides, and names the engine in tag and label), then cli_lat_measure per int8 graph.
  * A GPU failure turns the engine to the CPU for the rest of the run (one warning line). */
 typedef struct cli_lat {
