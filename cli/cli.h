@@ -86,6 +86,9 @@ int  cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i);   /* as cli
 int  cli_quant_any(const cli_quant_opt *q);               /* a qconfig flag was given */
 const char *cli_quant_calib_dir(const cli_quant_opt *q);  /* --calib, or NULL */
 const yq_qconf *cli_quant_qconf(const cli_quant_opt *q);  /* the flags' qconfig (borrowed) */
+/* A top-level key of qc as the qconfig file writes it (yq_qconf_get) into buf; "" if it cannot
+ * be read.  Returns buf. */
+const char *cli_qconf_get(const yq_qconf *qc, const char *key, char *buf, size_t cap);
 extern const char *cli_quant_help;
 /* The worst top of n per-layer errors (lowest SQNR first), as a table on stdout. */
 void cli_print_layer_errors(const yq_layer_error *r, int n, int images, int top);

@@ -182,7 +182,8 @@ static yq_status tune_all(yq_bench *b, const int *batches, int nb, const yq_tuni
            to->log ? " " : "", to->log ? to->log : "", ts->sum.partial, ts->sum.skipped, ts->sum.trials,
            ts->sum.measured, ts->sum.failed);
     for (int bi = 0; bi < nb; bi++) {
-        double d = ts->default_us[bi], fd = ts->dp4a_us[bi], fm = ts->mma_us[bi], tu = ts->tuned_us[bi];
+        const yq_tuning_sums *s = &ts->sums[bi];
+        double d = s->default_us, fd = s->dp4a_us, fm = s->mma_us, tu = s->tuned_us;
         if (d > 0)
             printf("tuning, batch %d, convs timed alone: default %.1f us, dp4a tuned %.1f us (%.2fx), mma tuned %.1f us "
                    "(%.2fx), tuned %.1f us (%.2fx)\n", batches[bi], d, fd, d / fd, fm, d / fm, tu, d / tu);

@@ -183,13 +183,6 @@ static void default_out(const char *cfg, char *buf, size_t cap)
     snprintf(buf, cap, "%.*s-int8.yqp", dot ? (int)(dot - b) : (int)strlen(b), b);
 }
 
-/* A top-level key of qc as the qconfig writes it ("" if it cannot be read). */
-static const char *qget(const yq_qconf *qc, const char *key, char *buf, size_t cap)
-{
-    yq_error e;
-    if (yq_qconf_get(qc, key, buf, cap, &e) != YQ_OK) buf[0] = 0;
-    return buf;
-}
 
 /* qc with every layer int8: head and first int8, keep_float 0, no layer skipped. */
 static yq_status all_int8(const yq_qconf *qc, yq_qconf **out, yq_error *err)
@@ -277,7 +270,7 @@ int cmd_quantize(int argc, char **argv)
     if (max_float < 0) { rc = cli_usage_error("quantize: --max-float N takes N >= 0"); goto early; }
     if (max_drop >= 0) {
         if (!n_vals) { rc = cli_usage_error("quantize: --max-drop needs a validation set (--val, or the shared sets)"); goto early; }
-        if (*qget(cli_quant_qconf(qo), "skip_layers", kbuf, sizeof kbuf)) {
+        if (*cli_qconf_get(cli_quant_qconf(qo), "skip_layers", kbuf, sizeof kbuf)) {
             rc = cli_usage_error("quantize: --max-drop chooses the float layers itself; drop --skip-layers");
             goto early;
         }
@@ -377,10 +370,10 @@ int cmd_quantize(int argc, char **argv)
     }
     /* The all-int8 figures, when the qconfig keeps layers in float. */
     char hb[16], fb[16], kb[16];
-    qget(qc, "head", hb, sizeof hb);
-    qget(qc, "first", fb, sizeof fb);
-    qget(qc, "keep_float", kb, sizeof kb);
-    qget(qc, "skip_layers", kbuf, sizeof kbuf);
+    cli_qconf_get(qc, "head", hb, sizeof hb);
+    cli_qconf_get(qc, "first", fb, sizeof fb);
+    cli_qconf_get(qc, "keep_float", kb, sizeof kb);
+    cli_qconf_get(qc, "skip_layers", kbuf, sizeof kbuf);
     int keeps_float = !strcmp(hb, "float") || !strcmp(fb, "float") || atoi(kb) > 0 || kbuf[0];
     if (!keeps_float) have_all8 = 0;          /* --max-drop kept none: the package row is all-int8 */
     if (ds && keeps_float && !have_all8) {
@@ -401,12 +394,12 @@ int cmd_quantize(int argc, char **argv)
 
     /* The table. */
     char v[6][64];
-    const char *bc = qget(qc, "bias_correction", v[5], sizeof v[5]);
+    const char *bc = cli_qconf_get(qc, "bias_correction", v[5], sizeof v[5]);
     printf("\n%s  ->  %s\n", about.cfg, out);
     printf("qconfig: %s bits, %s weights, calib %s, head %s, first conv %s, equalize %s, bias correction %s\n",
-           qget(qc, "bits", v[0], sizeof v[0]),
-           !strcmp(qget(qc, "weights", v[1], sizeof v[1]), "per_channel") ? "per-channel" : "per-tensor",
-           qget(qc, "calib", v[2], sizeof v[2]), hb, fb, qget(qc, "equalize", v[3], sizeof v[3]),
+           cli_qconf_get(qc, "bits", v[0], sizeof v[0]),
+           !strcmp(cli_qconf_get(qc, "weights", v[1], sizeof v[1]), "per_channel") ? "per-channel" : "per-tensor",
+           cli_qconf_get(qc, "calib", v[2], sizeof v[2]), hb, fb, cli_qconf_get(qc, "equalize", v[3], sizeof v[3]),
            !strcmp(bc, "data") ? "weights+data" : bc);
     /* What runs in float: the qconfig's choices (head, first, keep_float's measured layers). */
     printf("float convs:");

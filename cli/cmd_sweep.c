@@ -97,18 +97,12 @@ static char *qconfig_line(const yq_qconf *qc)
     return t;
 }
 
-/* A top-level key's value (yq_qconf_get; "" if it cannot be read) and its index in names[]
- * (0 when none matches: the library's first value). */
-static const char *qget(const yq_qconf *q, const char *key, char *buf, size_t cap)
-{
-    yq_error e;
-    if (yq_qconf_get(q, key, buf, cap, &e) != YQ_OK) buf[0] = 0;
-    return buf;
-}
+/* A top-level key's value as an index in names[] (0 when none matches: the library's first
+ * value). */
 static int qcode(const yq_qconf *q, const char *key, const char *const *names, int n)
 {
     char b[64];
-    qget(q, key, b, sizeof b);
+    cli_qconf_get(q, key, b, sizeof b);
     for (int i = 0; i < n; i++) if (!strcmp(b, names[i])) return i;
     return 0;
 }
@@ -122,8 +116,8 @@ static void fill_settings(point *pt, const yq_qconf *request, const yq_point_res
     static const char *bc[] = { "off", "weights", "data" };
     const yq_qconf *q = r->resolved;
     char b[8192];
-    pt->keep_float = atoi(qget(request, "keep_float", b, sizeof b));
-    pt->bits = atoi(qget(q, "bits", b, sizeof b));
+    pt->keep_float = atoi(cli_qconf_get(request, "keep_float", b, sizeof b));
+    pt->bits = atoi(cli_qconf_get(q, "bits", b, sizeof b));
     pt->per_channel = qcode(q, "weights", pc, 2);
     pt->wscale = qcode(q, "weight_scale", sweep_wscale_names, 3);
     pt->round_even = qcode(q, "rounding", rnd, 2);
@@ -131,8 +125,8 @@ static void fill_settings(point *pt, const yq_qconf *request, const yq_point_res
     pt->first_float = qcode(q, "first", int8_float, 2);
     pt->equalize = qcode(q, "equalize", off_on, 2);
     pt->bias_correction = qcode(q, "bias_correction", bc, 3);
-    snprintf(pt->calib, sizeof pt->calib, "%s", qget(q, "calib", b, sizeof b));
-    snprintf(pt->skip, sizeof pt->skip, "%s", qget(q, "skip_layers", b, sizeof b));
+    snprintf(pt->calib, sizeof pt->calib, "%s", cli_qconf_get(q, "calib", b, sizeof b));
+    snprintf(pt->skip, sizeof pt->skip, "%s", cli_qconf_get(q, "skip_layers", b, sizeof b));
     pt->float_convs = r->float_convs;
     pt->int8_convs = r->int8_convs;
     pt->qtext = qconfig_line(q);

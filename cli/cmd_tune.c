@@ -89,27 +89,6 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Sum over the convs of a batch: the default, the fastest of a family (the default
- * where the family had none), the tuned choice. */
-typedef struct fam_sum { double def, dp4a, mma, tuned; int convs, shapes; } fam_sum;
-
-static fam_sum family_sums(const yq_tuning_task *t, int n, int batch)
-{
-    fam_sum s = { 0, 0, 0, 0, 0, 0 };
-    for (int i = 0; i < n; i++) {
-        const yq_tuning_task *x = &t[i];
-        if (x->batch != batch || x->default_us <= 0) continue;
-        double w = x->convs;
-        s.def += w * x->default_us;
-        s.dp4a += w * (x->dp4a_us > 0 ? x->dp4a_us : x->default_us);
-        s.mma += w * (x->mma_us > 0 ? x->mma_us : x->default_us);
-        s.tuned += w * (x->best_us > 0 ? x->best_us : x->default_us);
-        s.convs += x->convs;
-        s.shapes++;
-    }
-    return s;
-}
-
 cli_tune_req cli_tune_defaults(void)
 {
     cli_tune_req r;
@@ -265,12 +244,12 @@ int cli_tune(const cli_tune_req *r)
         if (x->failed) fprintf(out, "%38s (%d candidates failed and were skipped: see the log)\n", "", x->failed);
     }
     for (int b = 0; b < o.n_batches; b++) {
-        fam_sum s = family_sums(tasks, nt, o.batches[b]);
-        if (!s.convs || s.def <= 0) continue;
+        yq_tuning_sums s = yq_tuning_batch_sums(t, o.batches[b]);
+        if (!s.convs || s.default_us <= 0) continue;
         fprintf(out, "\nbatch %d, sum over %d convs (%d shapes), each timed alone:\n", o.batches[b], s.convs, s.shapes);
         fprintf(out, "  untuned default %10.1f us\n  dp4a, tuned     %10.1f us  %.2fx\n  mma, tuned      %10.1f us  %.2fx\n"
-                "  tuned (any)     %10.1f us  %.2fx\n", s.def, s.dp4a, s.def / s.dp4a, s.mma, s.def / s.mma, s.tuned,
-                s.def / s.tuned);
+                "  tuned (any)     %10.1f us  %.2fx\n", s.default_us, s.dp4a_us, s.default_us / s.dp4a_us, s.mma_us,
+                s.default_us / s.mma_us, s.tuned_us, s.default_us / s.tuned_us);
     }
     fprintf(out, "\ntuning: %.1f s, %d tasks (%d tuned, %d from the log, %d cut by the budget, %d skipped), %d trials "
             "(%d measured, %d failed)\n", sum.seconds, sum.tasks, sum.searched, sum.logged, sum.partial, sum.skipped,
@@ -322,14 +301,14 @@ int cli_tune(const cli_tune_req *r)
         }
         cJSON *fs = cJSON_AddArrayToObject(root, "sums");
         for (int b = 0; b < o.n_batches; b++) {
-            fam_sum s = family_sums(tasks, nt, o.batches[b]);
+            yq_tuning_sums s = yq_tuning_batch_sums(t, o.batches[b]);
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "batch", o.batches[b]);
             cJSON_AddNumberToObject(e, "convs", s.convs);
-            cJSON_AddNumberToObject(e, "default_us", s.def);
-            cJSON_AddNumberToObject(e, "dp4a_us", s.dp4a);
-            cJSON_AddNumberToObject(e, "mma_us", s.mma);
-            cJSON_AddNumberToObject(e, "tuned_us", s.tuned);
+            cJSON_AddNumberToObject(e, "default_us", s.default_us);
+            cJSON_AddNumberToObject(e, "dp4a_us", s.dp4a_us);
+            cJSON_AddNumberToObject(e, "mma_us", s.mma_us);
+            cJSON_AddNumberToObject(e, "tuned_us", s.tuned_us);
             cJSON_AddItemToArray(fs, e);
         }
         if (cli_write_json(json, root)) rc = 1;

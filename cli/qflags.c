@@ -34,6 +34,13 @@ int cli_quant_any(const cli_quant_opt *q) { return q->any; }
 const char *cli_quant_calib_dir(const cli_quant_opt *q) { return q->calib_dir; }
 const yq_qconf *cli_quant_qconf(const cli_quant_opt *q) { return q->qc; }
 
+const char *cli_qconf_get(const yq_qconf *qc, const char *key, char *buf, size_t cap)
+{
+    yq_error e;
+    if (yq_qconf_get(qc, key, buf, cap, &e) != YQ_OK) buf[0] = 0;
+    return buf;
+}
+
 /* A key set on q's handle; an error names the flag where the handle says "qconfig". */
 static int set_key(cli_quant_opt *q, const char *flag, const char *key, const char *value)
 {

@@ -100,9 +100,7 @@ typedef struct yq_bench_tuning {
     yq_tune_summary sum;
     int sm;
     int choices[3];               /* tuned, tuned:dp4a, tuned:mma: convs with a choice (0: none of that family) */
-    /* per batch (in the order given): the convs timed alone, summed: the default, the fastest
-     * dp4a, the fastest mma (the default where a family had none), the tuned choice */
-    double default_us[16], dp4a_us[16], mma_us[16], tuned_us[16];
+    yq_tuning_sums sums[16];      /* per batch, in the order given (yq_tune.h) */
 } yq_bench_tuning;
 yq_status yq_bench_tune(yq_bench *b, const int *batches, int n_batches, const yq_tuning_opt *o, yq_bench_tuning *out,
                         yq_error *err);

@@ -96,6 +96,15 @@ typedef struct yq_tuning_task {
 } yq_tuning_task;
 yq_status yq_tuning_task_get(const yq_tuning *t, int i, yq_tuning_task *out, yq_error *err);
 
+/* The convs of one batch, each timed alone and summed (0s: no task at that batch was measured):
+ * the untuned default, the fastest dp4a and mma configurations (the default where a family had
+ * none), the tuned choice; over how many convs and distinct shapes. */
+typedef struct yq_tuning_sums {
+    double default_us, dp4a_us, mma_us, tuned_us;
+    int convs, shapes;
+} yq_tuning_sums;
+yq_tuning_sums yq_tuning_batch_sums(const yq_tuning *t, int batch);
+
 /* The choices yq_tuning_run made (one per int8 conv and batch): how many. */
 int yq_tuning_choices(const yq_tuning *t);
 /* Stores the choices in the package at path, the file m was opened from, merged with those

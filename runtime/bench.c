@@ -654,15 +654,7 @@ yq_status yq_bench_tune(yq_bench *b, const int *batches, int n_batches, const yq
     if (!st) {
         b->tuned = 1;
         for (int k = 0; k < TUNED_KINDS; k++) out->choices[k] = b->n[k];
-        for (int bi = 0; bi < n_batches; bi++)
-            for (int i = 0; i < n; i++) {
-                const yq_tune_task *x = &t[i];
-                if (x->batch != batches[bi] || x->default_us <= 0) continue;
-                out->default_us[bi] += x->n_nodes * x->default_us;
-                out->dp4a_us[bi] += x->n_nodes * (x->family_us[YQ_CONV_DP4A] > 0 ? x->family_us[YQ_CONV_DP4A] : x->default_us);
-                out->mma_us[bi] += x->n_nodes * (x->family_us[YQ_CONV_MMA] > 0 ? x->family_us[YQ_CONV_MMA] : x->default_us);
-                out->tuned_us[bi] += x->n_nodes * (x->best_us > 0 ? x->best_us : x->default_us);
-            }
+        for (int bi = 0; bi < n_batches; bi++) out->sums[bi] = yq_tune_batch_sums(t, n, batches[bi]);
     }
     yq_tune_tasks_free(t);
     return st;

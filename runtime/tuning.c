@@ -240,6 +240,29 @@ yq_status yq_tuning_task_get(const yq_tuning *t, int i, yq_tuning_task *out, yq_
     return YQ_OK;
 }
 
+yq_tuning_sums yq_tune_batch_sums(const yq_tune_task *t, int n, int batch)
+{
+    yq_tuning_sums s = { 0, 0, 0, 0, 0, 0 };
+    for (int i = 0; i < n; i++) {
+        const yq_tune_task *x = &t[i];
+        if (x->batch != batch || x->default_us <= 0) continue;
+        double w = x->n_nodes, d = x->default_us;
+        s.default_us += w * d;
+        s.dp4a_us += w * (x->family_us[YQ_CONV_DP4A] > 0 ? x->family_us[YQ_CONV_DP4A] : d);
+        s.mma_us += w * (x->family_us[YQ_CONV_MMA] > 0 ? x->family_us[YQ_CONV_MMA] : d);
+        s.tuned_us += w * (x->best_us > 0 ? x->best_us : d);
+        s.convs += x->n_nodes;
+        s.shapes++;
+    }
+    return s;
+}
+
+yq_tuning_sums yq_tuning_batch_sums(const yq_tuning *t, int batch)
+{
+    yq_tuning_sums none = { 0, 0, 0, 0, 0, 0 };
+    return t ? yq_tune_batch_sums(t->tasks, t->ntask, batch) : none;
+}
+
 int yq_tuning_choices(const yq_tuning *t) { return t ? t->nk : 0; }
 
 yq_status yq_tuning_save(const yq_tuning *t, const char *path, long long created_unix, int *stored, yq_error *err)
