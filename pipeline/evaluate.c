@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "ir/stats.h"
 #include "pipeline/evaluate.h"
 #include "quant/rewrite.h"
 #include "runtime/evaluate.h"
@@ -19,12 +20,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 #define MAX_HEADS 16
@@ -104,11 +99,9 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
     if (st == YQ_OK && !timed) st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
     if (st == YQ_OK) st = yq_coco_eval(ds, dets, n, r->s, NULL, NULL, err);
     if (st == YQ_OK) {
-        double sum = 0;
-        for (int i = 0; i < timed; i++) sum += ms[i];
-        qsort(ms, (size_t)timed, sizeof *ms, cmp_double);
-        r->ms_median = timed % 2 ? ms[timed / 2] : 0.5 * (ms[timed / 2 - 1] + ms[timed / 2]);
-        r->ms_mean = sum / timed;
+        yq_stats s = yq_stats_of(ms, timed);
+        r->ms_median = s.median;
+        r->ms_mean = s.mean;
         r->ms_wall = 1e3 * wall / timed;
         r->dets = dets;
         r->n = n;

@@ -13,6 +13,7 @@
 #include "kernels/cuda.h"
 #include "kernels/cuda_bench.h"
 #include "kernels/cudnn_fp.h"
+#include "ir/stats.h"
 #include "quant/rewrite.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/plan.h"
@@ -65,39 +66,12 @@ typedef struct result {
 
 /* ---- small helpers ---- */
 
-static int cmp_double(const void *a, const void *b)
+/* A timing's figures; n 0 (no memory for the copy) is an error. */
+static yq_status put_stats(yq_stats s, double *med, double *mean, double *mn, double *p90, yq_error *err)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void stats(const double *v, int n, double *med, double *mean, double *mn, double *p90)
-{
-    double *s = malloc(sizeof *s * (size_t)n);
-    if (!s || n < 1) {
-        free(s);
-        *med = *mean = *mn = *p90 = NAN;
-        return;
-    }
-    memcpy(s, v, sizeof *s * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += s[i];
-    *med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    *mean = sum / n;
-    *mn = s[0];
-    *p90 = s[(int)floor(0.9 * (n - 1))];
-    free(s);
-}
-
-static double fmedian(const float *v, int n)
-{
-    double *d = malloc(sizeof *d * (size_t)(n > 0 ? n : 1)), m, a, b, c;
-    if (!d) return NAN;
-    for (int i = 0; i < n; i++) d[i] = v[i];
-    stats(d, n, &m, &a, &b, &c);
-    free(d);
-    return m;
+    if (s.n < 1) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    *med = s.median, *mean = s.mean, *mn = s.min, *p90 = s.p90;
+    return YQ_OK;
 }
 
 static double now_ms(void)
@@ -158,7 +132,7 @@ static yq_status profile_marks(const yq_graph *g, void *stream, yq_status (*enq)
         if ((st = enq(ctx, err)) || (st = yq_gpu_stream_sync(stream, err))) break;
         for (int i = 0; i < n && !st; i++) st = yq_gpu_marks_ms(marks, i, i + 1, &t[(size_t)i * runs + r], err);
     }
-    for (int i = 0; i < n && !st; i++) rows[i] = (prow){ i, 1e3 * fmedian(&t[(size_t)i * runs], runs) };
+    for (int i = 0; i < n && !st; i++) rows[i] = (prow){ i, 1e3 * yq_stats_of_f(&t[(size_t)i * runs], runs).median };
     free(t);
     return st;
 }
@@ -167,13 +141,9 @@ static yq_status profile_marks(const yq_graph *g, void *stream, yq_status (*enq)
 static yq_status time_gpu(const bopt *o, void *stream, yq_gpu_enqueue_fn fn, void *ctx, result *r, yq_error *err)
 {
     float *ms = malloc(sizeof *ms * (size_t)o->runs);
-    double *d = malloc(sizeof *d * (size_t)o->runs);
-    yq_status st = ms && d ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    yq_status st = ms ? YQ_OK : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     if (!st) st = yq_gpu_time(stream, fn, ctx, NULL, o->warmup, o->runs, ms, err);
-    if (!st) {
-        for (int i = 0; i < o->runs; i++) d[i] = ms[i];
-        stats(d, o->runs, &r->med, &r->mean, &r->min, &r->p90);
-    }
+    if (!st) st = put_stats(yq_stats_of_f(ms, o->runs), &r->med, &r->mean, &r->min, &r->p90, err);
     r->g_med = r->g_min = -1;
     if (!st && o->graph) {
         void *graph = NULL;
@@ -182,18 +152,14 @@ static yq_status time_gpu(const bopt *o, void *stream, yq_gpu_enqueue_fn fn, voi
             snprintf(r->note, sizeof r->note, "no CUDA graph: %.120s", ge.msg);
         } else {
             st = yq_gpu_time(stream, NULL, NULL, graph, o->warmup, o->runs, ms, err);
-            if (!st) {
-                double a, c;
-                for (int i = 0; i < o->runs; i++) d[i] = ms[i];
-                stats(d, o->runs, &r->g_med, &a, &r->g_min, &c);
-            }
+            double a, c;
+            if (!st) st = put_stats(yq_stats_of_f(ms, o->runs), &r->g_med, &a, &r->g_min, &c, err);
             yq_gpu_graph_free(graph);
         }
     }
     double best = r->g_med > 0 && r->g_med < r->med ? r->g_med : r->med;
     r->img_s = r->batch / (best * 1e-3);
     free(ms);
-    free(d);
     return st;
 }
 
@@ -420,7 +386,8 @@ static yq_status bench_cpu(const bopt *o, const yq_graph *g, int batch, int int8
         if (i >= o->warmup) d[i - o->warmup] = now_ms() - t0;
     }
     if (!st) {
-        stats(d, o->runs, &r->med, &r->mean, &r->min, &r->p90);
+        yq_stats sd = yq_stats_of(d, o->runs);
+        r->med = sd.median, r->mean = sd.mean, r->min = sd.min, r->p90 = sd.p90;
         r->g_med = r->g_min = -1;
         r->img_s = batch / (r->med * 1e-3);
     }

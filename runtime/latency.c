@@ -6,6 +6,7 @@
 #include <time.h>
 #include "kernels/cuda.h"
 #include "kernels/cuda_bench.h"
+#include "ir/stats.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/latency.h"
 #include "runtime/session.h"
@@ -49,21 +50,13 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_float(const void *a, const void *b)
+/* Median, min and mean of ms[n] (ir/stats.h); an error only without memory for them. */
+static yq_status stats(const float *ms, int n, double *med, double *mn, double *mean, yq_error *err)
 {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median, min and mean of ms[n] (sorted in place). */
-static void stats(float *ms, int n, double *med, double *mn, double *mean)
-{
-    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)ms[i];
-    *med = n % 2 ? (double)ms[n / 2] : 0.5 * ((double)ms[n / 2 - 1] + (double)ms[n / 2]);
-    *mn = (double)ms[0];
-    *mean = sum / n;
+    yq_stats s = yq_stats_of_f(ms, n);
+    if (s.n < 1) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    *med = s.median, *mn = s.min, *mean = s.mean;
+    return YQ_OK;
 }
 
 /* The kernel choices for g at batch: tuned now (the log's finished shapes reused), or
@@ -184,16 +177,16 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
     /* eager launches first: they warm up, and they are the answer if capture fails */
     if ((st = yq_gpu_time(stream, enqueue, &f, NULL, o.warmup > 2 ? o.warmup : 2, eager_runs, ms, err))) goto done;
     double emed, emin, emean;
-    stats(ms, eager_runs, &emed, &emin, &emean);
+    if ((st = stats(ms, eager_runs, &emed, &emin, &emean, err))) goto done;
     r.eager_ms = emed;
     yq_error ge;
     if (yq_gpu_graph_capture(stream, enqueue, &f, &graph, &ge) == YQ_OK) {
         if ((st = yq_gpu_time(stream, NULL, NULL, graph, o.warmup, o.runs, ms, err))) goto done;
-        stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean);
+        if ((st = stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean, err))) goto done;
         r.graph = 1;
     } else {
         if ((st = yq_gpu_time(stream, enqueue, &f, NULL, 0, o.runs, ms, err))) goto done;
-        stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean);
+        if ((st = stats(ms, o.runs, &r.ms, &r.ms_min, &r.ms_mean, err))) goto done;
     }
     if (!(r.ms > 0) || !isfinite(r.ms))
         st = yq_fail(err, YQ_ERR_CUDA, "the timed forward measured %g ms", r.ms);

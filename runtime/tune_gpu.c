@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <cjson/cJSON.h>
+#include "ir/stats.h"
 #include "runtime/tune_int.h"
 
 /* ---- measurement on the GPU ---------------------------------------------------------- */
@@ -131,12 +132,6 @@ static int device_alive(gpu_ctx *c, char *why, size_t cap)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void gpu_measure(void *ctx, const yq_tune_task *t, yq_conv_cfg cfg, yq_trial *out)
 {
     gpu_ctx *c = ctx;
@@ -206,8 +201,7 @@ static void gpu_measure(void *ctx, const yq_tune_task *t, yq_conv_cfg cfg, yq_tr
         }
         m[k] = 1e3 * (double)ms;
     }
-    qsort(m, 3, sizeof *m, cmp_double);
-    out->us = m[1];
+    out->us = yq_stats_of(m, 3).median;
     out->status = YQ_TRIAL_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "tests/test.h"
 #include "ir/ir.h"
 #include "runtime/plan.h"
+#include "ir/stats.h"
 
 #define FIX "tests/fixtures/"
 
@@ -793,6 +794,27 @@ static void rm_tmpdir(void)
     rmdir(tmpdir);
 }
 
+/* ir/stats.h: the one median of every timing (odd and even counts, sorted in place),
+ * the p90 rank, float input left as it was, and no figures for no values. */
+static void t_stats(void)
+{
+    double v[] = { 5, 1, 4, 2, 3 };
+    yq_stats s = yq_stats_of(v, 5);
+    CHECK(s.n == 5 && s.median == 3 && s.mean == 3 && s.min == 1 && s.max == 5 && s.p90 == 4);
+    CHECK(v[0] == 1 && v[4] == 5);
+    double e[] = { 10, 2, 8, 4 };
+    s = yq_stats_of(e, 4);
+    CHECK(s.median == 6 && s.mean == 6 && s.p90 == 8);
+    const float f[] = { 3.0f, 0.5f, 2.0f, 1.0f, 9.0f, 4.0f };
+    s = yq_stats_of_f(f, 6);
+    CHECK(s.n == 6 && s.median == 2.5 && s.min == 0.5 && s.max == 9 && s.p90 == 4);
+    CHECK(f[0] == 3.0f && f[4] == 9.0f);
+    s = yq_stats_of(v, 0);
+    CHECK(s.n == 0 && isnan(s.median) && isnan(s.mean) && isnan(s.p90));
+    s = yq_stats_of_f(NULL, 3);
+    CHECK(s.n == 0 && isnan(s.min));
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_test_ir.XXXXXX");
@@ -825,6 +847,7 @@ int main(void)
     TEST(t_shape_route_groups);
     TEST(t_shape_upsample);
     TEST(t_yolov3_flops);
+    TEST(t_stats);
     TEST(t_shared_models_load);
     for (size_t i = 0; i < sizeof synth_models / sizeof *synth_models; i++) {
         cur_model = synth_models[i];
