@@ -31,3 +31,19 @@ size_t yq_pack_buffers(yq_buf *bufs, int m, const int *last_use, size_t *off)
     }
     return total;
 }
+
+void yq_buffer_lifetimes(const yq_graph *g, const int *owner, int flags, int *last_use)
+{
+    int n = g->n_nodes;
+    for (int i = 0; i < n; i++) last_use[i] = i;
+    for (int i = 0; i < n; i++) {
+        const yq_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_src; k++) {
+            int o = owner[nd->src[k]];
+            if (last_use[o] < i) last_use[o] = i;
+        }
+        if ((flags & YQ_PLAN_KEEP_ALL) || ((flags & YQ_PLAN_KEEP_HEADS) && yq_op_is_head(nd->op)))
+            last_use[owner[i]] = n;
+    }
+    if (n > 0 && last_use[0] < 1) last_use[0] = 1;
+}

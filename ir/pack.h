@@ -5,6 +5,7 @@
 #define YQ_PACK_H
 
 #include <stddef.h>
+#include "ir/ir.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +34,14 @@ typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that ow
  * [id, last_use[id]] overlaps its own.  off and last_use are indexed by node id.
  * Returns the arena size in bytes. */
 size_t yq_pack_buffers(yq_buf *bufs, int m, const int *last_use, size_t *off);
+
+/* The lifetimes every planner packs by, from its own choice of aliases: owner[i] is the
+ * node whose buffer holds node i's output (i itself, or an earlier node an alias or view
+ * shares).  last_use[o] of each owner o becomes the last node that reads it, n (past the
+ * run) where flags keep it readable (YQ_PLAN_KEEP_ALL; a head's under YQ_PLAN_KEEP_HEADS),
+ * and at least 1 for the input (written before the run starts); last_use[i] = i for a
+ * node that owns a buffer no one reads. */
+void yq_buffer_lifetimes(const yq_graph *g, const int *owner, int flags, int *last_use);
 
 #ifdef __cplusplus
 }

@@ -942,22 +942,9 @@ extern "C" yq_status yq_cudnn_plan_new(const yq_graph *g, int batch, const yq_cu
         }
     }
 
-    /* Liveness, as runtime/plan.c: aliases share their source's buffer. */
-    for (int i = 0; i < n; i++) {
-        p->owner[i] = i > 0 && is_alias(g, i) ? p->owner[g->nodes[i].src[0]] : i;
-        p->last_use[i] = i;
-    }
-    for (int i = 0; i < n; i++) {
-        const yq_node *nd = &g->nodes[i];
-        for (int k = 0; k < nd->n_src; k++) {
-            int ow = p->owner[nd->src[k]];
-            if (p->last_use[ow] < i) p->last_use[ow] = i;
-        }
-        if ((p->flags & YQ_PLAN_KEEP_ALL) ||
-            ((p->flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
-            p->last_use[p->owner[i]] = n;
-    }
-    if (p->last_use[0] < 1) p->last_use[0] = 1;
+    /* Liveness (ir/pack.h, as every planner): aliases share their source's buffer. */
+    for (int i = 0; i < n; i++) p->owner[i] = i > 0 && is_alias(g, i) ? p->owner[g->nodes[i].src[0]] : i;
+    yq_buffer_lifetimes(g, p->owner, p->flags, p->last_use);
     {
         int m = 0;
         for (int i = 0; i < n; i++)

@@ -286,26 +286,19 @@ yq_status yq_cuda_plan_new_flags(const yq_graph *g, int batch, int device, int f
         /* a fused shortcut's output lives in its conv's buffer, from the conv's time on */
         if (nd->op == YQ_OP_SHORTCUT && p->fuse[i] >= 0) p->owner[i] = p->owner[p->fuse[i]];
         if (views) find_views(p, i);
-        p->last_use[i] = i;
     }
+    yq_buffer_lifetimes(g, p->owner, flags, p->last_use);
     size_t scratch = 0;
     for (int i = 0; i < n; i++) {
         const yq_node *nd = &g->nodes[i];
         size_t need = 0;
-        for (int k = 0; k < nd->n_src; k++) {
-            int o = p->owner[nd->src[k]];
-            if (p->last_use[o] < i) p->last_use[o] = i;
+        for (int k = 0; k < nd->n_src; k++)
             if (needs_s8(g, i, k)) {
                 yq_shape s = g->nodes[nd->src[k]].out;
                 need += up(yq_dlayout_bytes(YQ_S8, s.c, s.h, s.w) * (size_t)batch);
             }
-        }
         if (need > scratch) scratch = need;
-        if ((flags & YQ_PLAN_KEEP_ALL) ||
-            ((flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
-            p->last_use[p->owner[i]] = n;
     }
-    if (p->last_use[0] < 1) p->last_use[0] = 1;
 
     int m = 0;
     for (int i = 0; i < n; i++)

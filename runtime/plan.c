@@ -53,22 +53,8 @@ yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq
     p->off = malloc((size_t)n * sizeof *p->off);
     if (!p->owner || !p->last_use || !p->off) goto nomem;
 
-    for (int i = 0; i < n; i++) {
-        p->owner[i] = is_alias(p, i) ? p->owner[g->nodes[i].src[0]] : i;
-        p->last_use[i] = i;
-    }
-    for (int i = 0; i < n; i++) {
-        const yq_node *nd = &g->nodes[i];
-        for (int k = 0; k < nd->n_src; k++) {
-            int o = p->owner[nd->src[k]];
-            if (p->last_use[o] < i) p->last_use[o] = i;
-        }
-        if ((flags & YQ_PLAN_KEEP_ALL) ||
-            ((flags & YQ_PLAN_KEEP_HEADS) && (yq_op_is_head(nd->op))))
-            p->last_use[p->owner[i]] = n;
-    }
-    /* The input is written before the run starts. */
-    if (p->last_use[0] < 1) p->last_use[0] = 1;
+    for (int i = 0; i < n; i++) p->owner[i] = i > 0 && is_alias(p, i) ? p->owner[g->nodes[i].src[0]] : i;
+    yq_buffer_lifetimes(g, p->owner, flags, p->last_use);
 
     /* Greedy by size: each buffer goes at the lowest offset that does not collide
      * with a placed buffer whose lifetime overlaps. */
