@@ -41,7 +41,7 @@ static const char *help =
     "                       for a MODEL yquant-tune.jsonl)\n"
     "  --seed N             for random and ga (default 1)\n"
     "  --families LIST      only these kernel families: dp4a, mma, cutlass, halo, img,\n"
-    "                       wgmma, wgh (default all)\n"
+    "                       wgmma, wgh, wg1 (default all)\n"
     "  --retune             search shapes the log has finished again (its trials are reused)\n"
     "  --no-write           leave PKG as it is (the log still records everything)\n"
     "  --json FILE          the results as JSON ('-': stdout, the table then goes nowhere)\n"
@@ -141,7 +141,7 @@ int cmd_tune(int argc, char **argv)
             if (check_opt(&req.o, a, argv[i], "grid, random, ga or model")) return 2;
         } else if (!strcmp(a, "--families") && has) {
             req.o.families = argv[++i];
-            if (check_opt(&req.o, a, argv[i], "a list of dp4a, mma, cutlass, halo, img, wgmma, wgh")) return 2;
+            if (check_opt(&req.o, a, argv[i], "a list of dp4a, mma, cutlass, halo, img, wgmma, wgh, wg1")) return 2;
         } else if (!strcmp(a, "--head") && has) {
             const char *h = argv[++i];
             if (!strcmp(h, "int8")) req.o.head_int8 = 1;

@@ -103,9 +103,12 @@ typedef enum yq_conv_variant {
                           a multiple of 64, int8 in and out, sm_90 only */,
     YQ_CONV_WGH        /* stride-1 3x3 convs on wgmma with each channel chunk of a tile's
                           padded input window staged once (kernels/cuda_wgmma.cu): pad 1,
-                          channels a multiple of 128, int8 in and out, sm_90 only */
+                          channels a multiple of 128, int8 in and out, sm_90 only */,
+    YQ_CONV_WG1        /* stride-1 1x1 convs on wgmma, a block's filters resident in shared
+                          memory and its pixel tiles streamed through one ring
+                          (kernels/cuda_wgmma.cu): int8 in and out, sm_90 only */
 } yq_conv_variant;
-#define YQ_CONV_LAST YQ_CONV_WGH
+#define YQ_CONV_LAST YQ_CONV_WG1
 
 /* Uploads a conv node's parameters: int8 weights repacked to [filters][k][k][c4]
  * (zero padded), bias and requantize tables; float weights when q is NULL or

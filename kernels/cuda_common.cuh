@@ -24,6 +24,21 @@ extern "C" {
 
 static inline unsigned yq_blocks(long n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+/* A family's set-up (raising its kernels' shared-memory limits: attributes of the current
+ * device) once per device: *done has bit d set once device d is prepared; prepare() is
+ * called again on a later device, or after it failed.  Plans (which call this) are built
+ * outside stream capture, one thread at a time. */
+template <class F>
+static inline yq_status yq_once_per_device(unsigned *done, yq_error *err, F prepare)
+{
+    int d = 0;
+    YQ_CUDA_TRY(cudaGetDevice(&d));
+    if (d < 32 && (*done >> d & 1)) return YQ_OK;
+    yq_status st = prepare();
+    if (st == YQ_OK && d < 32) *done |= 1u << d;
+    return st;
+}
+
 /* The pixel stride in bytes of a 1-byte tensor (yq_dt_ps, for device code). */
 __host__ __device__ __forceinline__ long yq_ps(const yq_dtensor &t) { return t.ps ? t.ps : ((t.c + 3) & ~3); }
 

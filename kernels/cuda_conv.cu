@@ -1791,7 +1791,7 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
                 c->halo |= yq_halo_shape_ok(t, c4, k, cp->stride, cp->groups, F);
             if (c->halo && (st = yq_halo_prepare(err))) goto fail;
             c->wg = mma_ok(c) && c->out_t == YQ_S8 && is.c % 64 == 0 && F % 16 == 0 && c->arch == 90 && yq_wg_built();
-            if (c->wg && ((st = yq_wg_prepare(err)) || (st = yq_wgh_prepare(err)))) goto fail;
+            if (c->wg && ((st = yq_wg_prepare(err)) || (st = yq_wgh_prepare(err)) || (st = yq_wg1_prepare(err)))) goto fail;
             c->img = !c->float_op && c->out_t == YQ_S8 && yq_img_shape_ok(is.c, k, cp->stride, cp->groups, F) &&
                      c->arch >= 80 && yq_img_built();
         } else if (cp->groups == is.c && F == is.c) {
@@ -1912,7 +1912,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     cudaStream_t s = YQ_STREAM(stream);
     yq_conv_cfg cfg = c->cfg.family == YQ_CONV_AUTO ? yq_cuda_conv_default_cfg(c, batch) : c->cfg;
     if ((cfg.family == YQ_CONV_MMA || cfg.family == YQ_CONV_CUTLASS || cfg.family == YQ_CONV_HALO ||
-         cfg.family == YQ_CONV_WGMMA || cfg.family == YQ_CONV_WGH) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
+         cfg.family == YQ_CONV_WGMMA || cfg.family == YQ_CONV_WGH || cfg.family == YQ_CONV_WG1) && a.u8) {   /* the uint8 image: the dp4a kernels read it */
         cfg = { YQ_CONV_DP4A, 0, 1, 0 };
         cfg.tile = yq_cuda_conv_default_cfg(c, batch).tile;
         if (c->var != YQ_CONV_DP4A) {
@@ -1952,6 +1952,12 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     case YQ_CONV_WGH: {
         /* tensors it cannot take (views not 16-byte aligned): as the CUTLASS family */
         yq_status st = yq_wgh_ok(a, cfg.tile) ? yq_wgh_launch(a, cfg.tile, s, err) : yq_mma_launch(a, 3, 1, NULL, s, err);
+        if (st) return st;
+        break;
+    }
+    case YQ_CONV_WG1: {
+        /* tensors it cannot take (views not 16-byte aligned): as the CUTLASS family */
+        yq_status st = yq_wg1_ok(a, cfg.tile) ? yq_wg1_launch(a, cfg.tile, c->sms, s, err) : yq_mma_launch(a, 3, 1, NULL, s, err);
         if (st) return st;
         break;
     }
@@ -2141,6 +2147,8 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
         return g.split_k == 1 || (yq_wg_can_split(g.tile, g.split_k) && tc_split_ok(c, yq_wg_tiles[g.tile], g.split_k, batch));
     case YQ_CONV_WGH:
         return c->wg && g.split_k == 1 && yq_wgh_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F, c->ow);
+    case YQ_CONV_WG1:
+        return c->wg && g.split_k == 1 && yq_wg1_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F);
     case YQ_CONV_MMA:
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         return g.split_k == 1 || tc_split_ok(c, yq_mma_tiles[g.tile], g.split_k, batch);
@@ -2169,6 +2177,7 @@ extern "C" int yq_cuda_conv_candidates(const yq_cuda_conv *c, int batch, yq_conv
     for (int t = 0; t < YQ_WG_TILES; t++)
         for (unsigned k = 0; k < YQ_SPLIT_OPTS; k++) add(YQ_CONV_WGMMA, t, yq_split_opts[k]);
     for (int t = 0; t < YQ_WGH_TILES; t++) add(YQ_CONV_WGH, t, 1);
+    for (int t = 0; t < YQ_WG1_TILES; t++) add(YQ_CONV_WG1, t, 1);
     add(YQ_CONV_IMG, 0, 1);
     for (int t = 0; t < YQ_DP4A_TILES; t++) add(YQ_CONV_DP4A, t, 1);
     for (int t = 0; t < YQ_DW_TILES; t++) add(YQ_CONV_DW, t, 1);
@@ -2227,13 +2236,25 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
          * (on the H200 it beat the CUTLASS and MMA tiles on every YOLOv3 shape at batch 8
          * and 32, 1x1s included: bench/results/int8_gpu_wgmma_2026-12-02.md) */
         if (c->wg) {
+            /* stride-1 1x1s of at most 64 filters over at most 128 channels (bound by
+             * memory): the streaming 1x1 tile of their width where there are half as many
+             * tiles as multiprocessors or more (on the H200, YOLOv3's 64 -> 32 at 208x208
+             * and 128 -> 64 at 104x104, batch 8 and 32: 1.34-1.73x the best other tile;
+             * bench/results/int8_gpu_wg1_2026-12-05.md) */
+            yq_conv_cfg w1 = { YQ_CONV_WG1, (uint8_t)(c->F <= 32 ? 0 : 1), 1, 0 };
+            if (c->F <= 64 && c->cin <= 128 && (M + 127) / 128 * 2 >= c->sms && cfg_ok(c, w1, batch)) return w1;
             /* stride-1 3x3 over multiples of 128 channels: the halo tile of 256 pixels where
              * its grid fills most multiprocessors (on the H200 it beat every other tile on
              * YOLOv3's 52x52 and 26x26 layers at batch 8 to 128, by up to 1.25x:
-             * bench/results/int8_gpu_wgh_2026-12-05.md) */
-            yq_conv_cfg h = { YQ_CONV_WGH, 0, 1, 0 };
+             * bench/results/int8_gpu_wgh_2026-12-05.md); over 128 channels (one halo slot)
+             * the 128-pixel tile of two blocks a multiprocessor (YOLOv3's 52x52 layers at
+             * batch 8 and 32: 1.03-1.19x the 256-pixel one) */
+            yq_conv_cfg h = { YQ_CONV_WGH, 0, 1, 0 }, h2 = { YQ_CONV_WGH, 3, 1, 0 };
             long tiles = ((long)c->oh * (c->ow + 2) + yq_wgh_tiles[0].bm - 1) / yq_wgh_tiles[0].bm;
-            if (batch * tiles * ((c->F + 127) / 128) * 10 >= 7L * c->sms && cfg_ok(c, h, batch)) return h;
+            if (batch * tiles * ((c->F + 127) / 128) * 10 >= 7L * c->sms) {
+                if (c->cin == 128 && cfg_ok(c, h2, batch)) return h2;
+                if (cfg_ok(c, h, batch)) return h;
+            }
             yq_conv_cfg w = { YQ_CONV_WGMMA, (uint8_t)(c->cin % 128 == 0 ? 0 : 3), 1, 0 };
             if (((M + 127) / 128) * ((nout + 127) / 128) >= c->sms && cfg_ok(c, w, batch)) return w;
         }

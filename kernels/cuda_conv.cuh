@@ -194,14 +194,24 @@ yq_status yq_wg_prepare(yq_error *err);
  * multiple of 128, filters of 16, int8 in and out, sm_90), each 128-channel chunk of a
  * tile's padded input window staged once, a descriptor per tap into it; BM rows, 128
  * filters, STAGES-deep ring of filter tiles. */
-#define YQ_WGH_TILES 3
-struct yq_wgh_tile { int bm, stages; };
+#define YQ_WGH_TILES 4
+struct yq_wgh_tile { int bm, stages, minb; };   /* minb: blocks a multiprocessor (registers capped) */
 extern const yq_wgh_tile yq_wgh_tiles[YQ_WGH_TILES];
 /* Whether tile t can run the shape (its shared memory grows with the width W). */
 int yq_wgh_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int W);
 int yq_wgh_ok(const ConvK &a, int tile);         /* ... and these tensors (16-byte aligned) */
 yq_status yq_wgh_prepare(yq_error *err);
 yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
+/* The streaming 1x1 family (kernels/cuda_wgmma.cu): stride-1 1x1 convs (channels a
+ * multiple of BK, filters of 16, int8 in and out, sm_90), a block's BN filters resident in
+ * shared memory, its 128-pixel tiles walked with the loads running across tiles. */
+#define YQ_WG1_TILES 4
+struct yq_wg1_tile { int bn, bk, stages, minb; };
+extern const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES];
+int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F);
+int yq_wg1_ok(const ConvK &a, int tile);         /* ... and these tensors (16-byte aligned) */
+yq_status yq_wg1_prepare(yq_error *err);
+yq_status yq_wg1_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err);
 /* Whether tile t has a K split of `split` parts (tiles of 128 filters; 1: every tile). */
 int yq_wg_can_split(int tile, int split);
 /* Launches tile t with split_k parts (ws: int32 scratch of split_k x M x F4 words when > 1). */

@@ -34,7 +34,13 @@ extern "C" void yq_conv_cfg_name(yq_conv_cfg g, char *buf, size_t cap)
     }
     case YQ_CONV_WGH: {
         const yq_wgh_tile *t = g.tile < YQ_WGH_TILES ? &yq_wgh_tiles[g.tile] : NULL;
-        n = t ? snprintf(buf, cap, "wgh_%dx128x128_s%d", t->bm, t->stages) : snprintf(buf, cap, "wgh_?");
+        n = t ? snprintf(buf, cap, t->minb > 1 ? "wgh_%dx128x128_s%d_b%d" : "wgh_%dx128x128_s%d", t->bm, t->stages, t->minb)
+              : snprintf(buf, cap, "wgh_?");
+        break;
+    }
+    case YQ_CONV_WG1: {
+        const yq_wg1_tile *t = g.tile < YQ_WG1_TILES ? &yq_wg1_tiles[g.tile] : NULL;
+        n = t ? snprintf(buf, cap, "wg1_128x%dx%d_s%d", t->bn, t->bk, t->stages) : snprintf(buf, cap, "wg1_?");
         break;
     }
     case YQ_CONV_HALO: {
@@ -55,6 +61,7 @@ extern "C" int yq_conv_cfg_parse(const char *name, yq_conv_cfg *out)
     for (int fam = YQ_CONV_AUTO; fam <= YQ_CONV_LAST; fam++)
         for (int t = 0; t < (fam == YQ_CONV_MMA ? YQ_MMA_TILES : fam == YQ_CONV_CUTLASS ? YQ_CUT_TILES
                              : fam == YQ_CONV_WGMMA ? YQ_WG_TILES : fam == YQ_CONV_WGH ? YQ_WGH_TILES
+                             : fam == YQ_CONV_WG1 ? YQ_WG1_TILES
                              : fam == YQ_CONV_HALO ? YQ_HALO_TILES : fam == YQ_CONV_DP4A ? YQ_DP4A_TILES
                              : fam == YQ_CONV_DW ? YQ_DW_TILES : fam == YQ_CONV_F32 ? YQ_F32_TILES : 1); t++)
             for (unsigned k = 0; k < YQ_SPLIT_OPTS; k++) {

@@ -409,18 +409,15 @@ int yq_cut_ok(const ConvK &a, int tile)
 
 yq_status yq_cut_prepare(yq_error *err)
 {
-    static unsigned done;                  /* bit d: device d (the attribute is per device) */
-    int d = 0;
-    YQ_CUDA_TRY(cudaGetDevice(&d));
-    if (d < 32 && (done >> d & 1)) return YQ_OK;
-    for (int t = 0; t < YQ_CUT_TILES; t++) {
-        for (int v = 0; v < 4; v++) {
-            yq_status st = dispatch(t, v & 1, v >> 1, [&](auto r) { return decltype(r)::prepare(err); });
-            if (st) return st;
-        }
-    }
-    if (d < 32) done |= 1u << d;
-    return YQ_OK;
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        for (int t = 0; t < YQ_CUT_TILES; t++)
+            for (int v = 0; v < 4; v++) {
+                yq_status st = dispatch(t, v & 1, v >> 1, [&](auto r) { return decltype(r)::prepare(err); });
+                if (st) return st;
+            }
+        return YQ_OK;
+    });
 }
 
 yq_status yq_cut_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)

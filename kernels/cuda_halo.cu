@@ -324,21 +324,20 @@ int yq_halo_ok(const ConvK &a, int tile)
 
 yq_status yq_halo_prepare(yq_error *err)
 {
-    static unsigned done;                  /* bit d: device d (the attribute is per device) */
-    int d = 0;
-    YQ_CUDA_TRY(cudaGetDevice(&d));
-    if (d < 32 && (done >> d & 1)) return YQ_OK;
-    int optin = max_optin_smem();
-    static const int c4s[] = { 16, 32, 64 };
-    for (int t = 0; t < YQ_HALO_TILES; t++)
-        for (int c = 0; c < 3; c++)
-            for (int s = 1; s <= 2; s++)
-                for (int v = 0; v < 4; v++) {
-                    yq_status st = pick(t, c4s[c], s, v & 1, v >> 1, [&](auto h) { return decltype(h)::prepare(optin, err); });
-                    if (st) return st;
-                }
-    if (d < 32) done |= 1u << d;
-    return YQ_OK;
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        int optin = max_optin_smem();
+        static const int c4s[] = { 16, 32, 64 };
+        for (int t = 0; t < YQ_HALO_TILES; t++)
+            for (int c = 0; c < 3; c++)
+                for (int s = 1; s <= 2; s++)
+                    for (int v = 0; v < 4; v++) {
+                        yq_status st = pick(t, c4s[c], s, v & 1, v >> 1,
+                                            [&](auto h) { return decltype(h)::prepare(optin, err); });
+                        if (st) return st;
+                    }
+        return YQ_OK;
+    });
 }
 
 yq_status yq_halo_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err)

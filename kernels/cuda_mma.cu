@@ -327,18 +327,16 @@ static yq_status prepare(yq_error *err)
  * capture: conv objects are made (and this called) when a plan is built. */
 yq_status yq_mma_prepare(yq_error *err)
 {
-    static unsigned done;                  /* bit d: device d */
-    int d = 0;
-    YQ_CUDA_TRY(cudaGetDevice(&d));
-    if (d < 32 && (done >> d & 1)) return YQ_OK;
-    yq_status st;
-    if ((st = prepare<128, 128, 64, 64, 32, 4>(err)) || (st = prepare<128, 64, 64, 64, 32, 4>(err)) ||
-        (st = prepare<64, 128, 64, 32, 64, 4>(err)) || (st = prepare<64, 64, 64, 32, 32, 4>(err)) ||
-        (st = prepare<128, 256, 64, 64, 64, 3>(err)) || (st = prepare<128, 128, 128, 64, 32, 3>(err)) ||
-        (st = prepare<64, 64, 128, 32, 32, 3>(err)) || (st = prepare<32, 64, 128, 32, 16, 3>(err)))
-        return st;
-    if (d < 32) done |= 1u << d;
-    return YQ_OK;
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        yq_status st;
+        if ((st = prepare<128, 128, 64, 64, 32, 4>(err)) || (st = prepare<128, 64, 64, 64, 32, 4>(err)) ||
+            (st = prepare<64, 128, 64, 32, 64, 4>(err)) || (st = prepare<64, 64, 64, 32, 32, 4>(err)) ||
+            (st = prepare<128, 256, 64, 64, 64, 3>(err)) || (st = prepare<128, 128, 128, 64, 32, 3>(err)) ||
+            (st = prepare<64, 64, 128, 32, 32, 3>(err)) || (st = prepare<32, 64, 128, 32, 16, 3>(err)))
+            return st;
+        return YQ_OK;
+    });
 }
 
 yq_status yq_mma_launch(const ConvK &a, int tile, int split_k, int32_t *ws, cudaStream_t s, yq_error *err)

@@ -106,6 +106,37 @@ __device__ __forceinline__ void wg_hold(int *d)
 template <int N>
 __device__ __forceinline__ void wgmma_s8(int *d, uint64_t da, uint64_t db);
 
+template <> __device__ __forceinline__ void wgmma_s8<32>(int *d, uint64_t da, uint64_t db)
+{
+#if YQ_WG_ARCH
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15 "
+        "}, %16, %17, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+        : "l"(da), "l"(db), "r"(1));
+#endif
+}
+
+template <> __device__ __forceinline__ void wgmma_s8<64>(int *d, uint64_t da, uint64_t db)
+{
+#if YQ_WG_ARCH
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
+        "}, %32, %33, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+          "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+          "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+          "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+#endif
+}
+
 template <> __device__ __forceinline__ void wgmma_s8<128>(int *d, uint64_t da, uint64_t db)
 {
 #if YQ_WG_ARCH
@@ -254,6 +285,7 @@ conv_wg(ConvK a, int32_t *ws, int n_split)
     float *pp = (float *)(pb + BN), *pn = pp + BN;
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    auto pixel = [&](int r) { return m0 + r < a.M ? m0 + r : -1; };
     const int Cb = a.C4w * 4, Ktot = a.K4 * 4, ohw = a.OH * a.OW;
     int kbeg = 0, kend = Ktot;        /* Ktot is k x k x Cb: whole BK steps */
     if (SPLIT) yq_split_range(Ktot, BK, n_split, blockIdx.z, &kbeg, &kend);
@@ -358,8 +390,7 @@ conv_wg(ConvK a, int32_t *ws, int n_split)
         return;
     }
     __syncthreads();                  /* the ring is free: it stages the outputs */
-    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, [&](int r) { return m0 + r < a.M ? m0 + r : -1; },
-                                                        n0);
+    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, pixel, n0);
 #else
     __trap();   /* not sm_90a code: fail, never a silent wrong answer */
 #endif
@@ -390,7 +421,7 @@ conv_wg(ConvK a, int32_t *ws, int n_split)
  *
  * A tile never spans two images (grid.x = images x tiles an image); tile rows past the
  * image, and the two padding columns of each row, are computed and not stored. */
-template <int BM, int STAGES>
+template <int BM, int STAGES, int MINB>
 struct WghCfg {
     static constexpr int BN = 128, BK = 128;
     static constexpr int THREADS = BM / 64 * 128;
@@ -405,25 +436,39 @@ struct WghCfg {
     /* halo rows and the bytes of one slot (whole 1024-byte units: the next slot stays aligned) */
     static __host__ __device__ int rows(int W) { return BM + 2 * (W + 2) + 2; }
     static __host__ __device__ int slot(int W) { return (rows(W) * BK + 1023) & ~1023; }
-    static int smem(int W) { return FIXED + 2 * slot(W); }
+    /* slots: two where there are several channel chunks, one for a single chunk */
+    static __host__ __device__ int slots(int nc) { return nc > 1 ? 2 : 1; }
+    /* bytes for W-wide images of nc chunks */
+    static int smem(int W, int nc) { return FIXED + slots(nc) * slot(W); }
+    /* MINB 2: only where two blocks fit a multiprocessor (228 KB, 1 KB reserved a block) */
+    static bool fits(int W, int nc)
+    {
+        const int b = smem(W, nc);
+        return MINB == 1 ? b <= MAX_SMEM : 2 * (b + 1024) <= 228 * 1024;
+    }
 };
 
-template <int BM, int STAGES, bool LUT, bool RES>
-__global__ void __launch_bounds__(WghCfg<BM, STAGES>::THREADS, 1)
+template <int BM, int STAGES, int MINB, bool LUT, bool RES>
+__global__ void __launch_bounds__(WghCfg<BM, STAGES, MINB>::THREADS, MINB)
 conv_wgh(ConvK a, int tiles)
 {
 #if YQ_WG_ARCH
-    typedef WghCfg<BM, STAGES> C;
+    typedef WghCfg<BM, STAGES, MINB> C;
     constexpr int BN = C::BN, BK = C::BK;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
     const int Wp = a.OW + 2, HR = C::rows(a.OW), HS = C::slot(a.OW);
+    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, NC = Cb / BK, T = 9 * NC;
     unsigned char *halo = smem + STAGES * C::B_BYTES;
-    int32_t *pb = (int32_t *)(halo + 2 * HS);
+    int32_t *pb = (int32_t *)(halo + C::slots(NC) * HS);
     float *pp = (float *)(pb + BN), *pn = pp + BN;
     const int tid = threadIdx.x, wg = tid >> 7;
     const int img = blockIdx.x / tiles, m0 = (blockIdx.x - img * tiles) * BM, n0 = blockIdx.y * BN;
-    const int Cb = a.C4w * 4, Ktot = a.K4 * 4, NC = Cb / BK, T = 9 * NC;
+    const int ohw = a.OH * a.OW, mi = a.OH * Wp;
+    auto pixel = [&](int r) {
+        int q = m0 + r, oy = q / Wp, ox = q - oy * Wp;
+        return q < mi && ox < a.OW ? img * ohw + oy * a.OW + ox : -1;
+    };
 
     for (int i = tid; i < BN; i += C::THREADS) {
         int o = n0 + i;
@@ -488,11 +533,135 @@ conv_wgh(ConvK a, int tiles)
     wg_hold<BN / 2>(d);
     cp_wait<0>();
     __syncthreads();
-    const int ohw = a.OH * a.OW, mi = a.OH * Wp;
-    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, [&](int r) {
-        int q = m0 + r, oy = q / Wp, ox = q - oy * Wp;
-        return q < mi && ox < a.OW ? img * ohw + oy * a.OW + ox : -1;
-    }, n0);
+    wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, smem, pb, pp, pn, a, pixel, n0);
+#else
+    __trap();   /* not sm_90a code: fail, never a silent wrong answer */
+#endif
+}
+
+/* ---- the streaming 1x1 family (wg1): memory-bound 1x1 convs ----------------------- *
+ *
+ * A stride-1 1x1 conv is a plain GEMM over the pixels (an A row is an input pixel) and,
+ * on YOLO's short K (64 -> 32 at 208x208 ... 384 -> 128 at 52x52), one bound by memory.
+ * In conv_wg a block's loads, wgmmas and stores follow each other and the next tile's
+ * loads wait for a new block.  Here a block keeps its BN filters' whole K (BN x C bytes,
+ * loaded once) resident in shared memory and walks the M tiles blockIdx.x, + gridDim.x,
+ * ..., its ring of A stages running across tile boundaries: the next tile's rows are in
+ * flight while this tile's epilogue requantizes and stores (from a staging area of its
+ * own, not the ring).  Rows of BK bytes, swizzled as in conv_wg (B slot kt: the BN x BK
+ * filter bytes of K step kt).  Two warpgroups, 128 rows a tile.
+ *
+ * The steps g = 0, 1, ... of a block are (tile g / KT, K step g % KT); step g's loads go
+ * into slot (g + STAGES - 2) % STAGES as in conv_wg, whose wgmmas (step g - 2's) are
+ * done by then (wait_group 1 after each step; 0 after a tile's last). */
+template <int BN, int BK, int STAGES, int MINB>
+struct Wg1Cfg {
+    static constexpr int BM = 128, THREADS = 256;
+    static constexpr int CPR = BK / 16;                     /* 16-byte chunks per row */
+    static constexpr int RSTEP = THREADS / CPR, A_IT = BM / RSTEP;
+    static constexpr int A_BYTES = BM * BK, B_SLOT = BN * BK;
+    static constexpr int PITCH = BN + 16;
+    static constexpr int MAX_SMEM = 227 * 1024;
+    static constexpr int FIXED = 1024 + STAGES * A_BYTES + BM * PITCH + BN * 12;
+    static_assert(BK == 64 || BK == 128, "the 64- or 128-byte swizzle");
+    static_assert(B_SLOT % 1024 == 0, "every slot on the swizzle period");
+    static_assert(STAGES >= 4, "two steps in flight besides the one multiplied");
+    /* bytes for C channels: the resident filters first (1024-aligned), then the ring */
+    static int smem(int C) { return FIXED + BN * C; }
+    static bool fits(int C) { return smem(C) <= MAX_SMEM; }
+    /* blocks a multiprocessor (228 KB, 1 KB reserved a block; at most MINB: registers) */
+    static int per_sm(int C)
+    {
+        int n = 228 * 1024 / (smem(C) + 1024);
+        return n < 1 ? 1 : n > MINB ? MINB : n;
+    }
+};
+
+template <int BN, int BK, int STAGES, int MINB, bool LUT, bool RES>
+__global__ void __launch_bounds__(256, MINB)
+conv_wg1(ConvK a, int tiles)
+{
+#if YQ_WG_ARCH
+    typedef Wg1Cfg<BN, BK, STAGES, MINB> C;
+    constexpr int BM = C::BM;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+    const int Cb = a.C4w * 4, KT = Cb / BK, Ktot = a.K4 * 4;   /* 1x1: Ktot is Cb */
+    unsigned char *ringp = smem + BN * Cb;
+    unsigned char *stg = ringp + STAGES * C::A_BYTES;
+    int32_t *pb = (int32_t *)(stg + BM * C::PITCH);
+    float *pp = (float *)(pb + BN), *pn = pp + BN;
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const int n0 = blockIdx.y * BN;
+    const int mine = (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    const int G = mine * KT;
+
+    for (int i = tid; i < BN; i += C::THREADS) {
+        int o = n0 + i;
+        bool ok = o < a.F;
+        pb[i] = ok ? __ldg(a.bq + o) : 0;
+        pp[i] = ok ? __ldg(a.pos + o) : 0.0f;
+        pn[i] = ok ? __ldg(a.neg + o) : 0.0f;
+    }
+
+    const int col = tid % C::CPR, row0 = tid / C::CPR;
+    auto swz = [](int r) { return BK == 128 ? (r & 7) : ((r >> 1) & 3); };
+    const unsigned bres = smem_addr(smem), ring = smem_addr(ringp);
+    const int8_t *in = (const int8_t *)a.in + col * 16;
+    const int8_t *w = (const int8_t *)a.w32;
+    /* the filters, every K step, once (in the first group) */
+    for (int i = tid; i < BN * Cb / 16; i += C::THREADS) {
+        const int kt = i / (BN * C::CPR), rem = i - kt * (BN * C::CPR), r = rem / C::CPR, c = rem - r * C::CPR;
+        const int f = n0 + r;
+        const bool v = f < a.F;
+        cp16(bres + kt * C::B_SLOT + r * BK + ((c ^ swz(r)) << 4), v ? w + (long)f * Ktot + kt * BK + c * 16 : w, v);
+    }
+    const unsigned soff = (unsigned)(row0 * BK + ((col ^ swz(row0)) << 4));
+    auto load = [&](int g) {
+        const int q = (int)blockIdx.x + (g / KT) * (int)gridDim.x, kt = g - (g / KT) * KT;
+        const unsigned sa = ring + (g % STAGES) * C::A_BYTES + soff;
+#pragma unroll
+        for (int i = 0; i < C::A_IT; i++) {
+            const int p = q * BM + row0 + i * C::RSTEP;
+            const bool v = p < a.M;
+            cp16(sa + i * C::RSTEP * BK, v ? in + (long)p * (a.IPW * 4) + kt * BK : in, v);
+        }
+    };
+    int d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) d[i] = 0;
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if (s < G) load(s);
+        cp_commit();
+    }
+    int m0 = (int)blockIdx.x * BM;
+    auto pixel = [&](int r) { return m0 + r < a.M ? m0 + r : -1; };
+    for (int g = 0, kt = 0; g < G; g++) {
+        cp_wait<STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        if (g + STAGES - 2 < G) load(g + STAGES - 2);
+        cp_commit();
+        const uint64_t da = wg_desc(ring + (g % STAGES) * C::A_BYTES + wg * 64 * BK, BK);
+        const uint64_t db = wg_desc(bres + kt * C::B_SLOT, BK);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BK / 32; ks++) wgmma_s8<BN>(d, da + 2 * ks, db + 2 * ks);
+        wg_commit();
+        if (++kt < KT) {
+            wg_wait<1>();
+            continue;
+        }
+        kt = 0;                       /* the tile's last step: its epilogue, the loads run on */
+        wg_wait<0>();
+        wg_hold<BN / 2>(d);
+        wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, stg, pb, pp, pn, a, pixel, n0);
+        m0 += (int)gridDim.x * BM;
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) d[i] = 0;
+    }
+    cp_wait<0>();
 #else
     __trap();   /* not sm_90a code: fail, never a silent wrong answer */
 #endif
@@ -593,31 +762,30 @@ int yq_wg_ok(const ConvK &a, int tile)
 
 yq_status yq_wg_prepare(yq_error *err)
 {
-    static unsigned done;             /* bit d: device d (the attribute is per device) */
-    int d = 0;
-    YQ_CUDA_TRY(cudaGetDevice(&d));
-    if (d < 32 && (done >> d & 1)) return YQ_OK;
-    for (int t = 0; t < YQ_WG_TILES; t++) {
-        yq_status st = dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
-        if (st) return st;
-    }
-    if (d < 32) done |= 1u << d;
-    return YQ_OK;
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        for (int t = 0; t < YQ_WG_TILES; t++) {
+            yq_status st = dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
+            if (st) return st;
+        }
+        return YQ_OK;
+    });
 }
 
 /* ---- the halo family --------------------------------------------------------------- */
 
-const yq_wgh_tile yq_wgh_tiles[YQ_WGH_TILES] = { { 256, 4 }, { 128, 4 }, { 128, 6 } };
+/* { BM, STAGES, blocks a multiprocessor the registers are capped for } */
+const yq_wgh_tile yq_wgh_tiles[YQ_WGH_TILES] = { { 256, 4, 1 }, { 128, 4, 1 }, { 128, 6, 1 }, { 128, 4, 2 } };
 
 namespace {
 
-template <int BM, int STAGES>
+template <int BM, int STAGES, int MINB>
 struct WghTile {
-    typedef WghCfg<BM, STAGES> C;
+    typedef WghCfg<BM, STAGES, MINB> C;
     template <bool L, bool R>
     static yq_status attr(yq_error *err)
     {
-        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wgh<BM, STAGES, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wgh<BM, STAGES, MINB, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          C::MAX_SMEM));
         return YQ_OK;
     }
@@ -629,26 +797,28 @@ struct WghTile {
             return st;
         return YQ_OK;
     }
-    static bool fits(int W) { return C::smem(W) <= C::MAX_SMEM; }
+    static bool fits(int W, int nc) { return C::fits(W, nc); }
     static yq_status launch(const ConvK &a, cudaStream_t s, yq_error *err)
     {
         const int tiles = yq_blocks((long)a.OH * (a.OW + 2), BM), n = a.M / (a.OH * a.OW);
+        const int nc = a.C4w * 4 / C::BK;
         dim3 grid(n * tiles, yq_blocks(a.F, C::BN));
-        auto kern = a.res ? (a.lut ? conv_wgh<BM, STAGES, true, true> : conv_wgh<BM, STAGES, false, true>)
-                          : (a.lut ? conv_wgh<BM, STAGES, true, false> : conv_wgh<BM, STAGES, false, false>);
-        kern<<<grid, C::THREADS, C::smem(a.OW), s>>>(a, tiles);
+        auto kern = a.res ? (a.lut ? conv_wgh<BM, STAGES, MINB, true, true> : conv_wgh<BM, STAGES, MINB, false, true>)
+                          : (a.lut ? conv_wgh<BM, STAGES, MINB, true, false> : conv_wgh<BM, STAGES, MINB, false, false>);
+        kern<<<grid, C::THREADS, C::smem(a.OW, nc), s>>>(a, tiles);
         YQ_CUDA_LAUNCHED();
         return YQ_OK;
     }
 };
 
 template <class F>
-static auto wgh_dispatch(int tile, F f) -> decltype(f(WghTile<256, 4>()))
+static auto wgh_dispatch(int tile, F f) -> decltype(f(WghTile<256, 4, 1>()))
 {
     switch (tile) {
-    case 0: return f(WghTile<256, 4>());
-    case 1: return f(WghTile<128, 4>());
-    default: return f(WghTile<128, 6>());
+    case 0: return f(WghTile<256, 4, 1>());
+    case 1: return f(WghTile<128, 4, 1>());
+    case 2: return f(WghTile<128, 6, 1>());
+    default: return f(WghTile<128, 4, 2>());
     }
 }
 
@@ -658,7 +828,7 @@ int yq_wgh_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, i
 {
     if (tile < 0 || tile >= YQ_WGH_TILES || k != 3 || stride != 1 || pad != 1 || groups != 1 || cin % 128 || F % 16)
         return 0;
-    return wgh_dispatch(tile, [&](auto t) { return decltype(t)::fits(W); });
+    return wgh_dispatch(tile, [&](auto t) { return decltype(t)::fits(W, cin / 128); });
 }
 
 int yq_wgh_ok(const ConvK &a, int tile)
@@ -671,22 +841,108 @@ int yq_wgh_ok(const ConvK &a, int tile)
 
 yq_status yq_wgh_prepare(yq_error *err)
 {
-    static unsigned done;             /* bit d: device d */
-    int d = 0;
-    YQ_CUDA_TRY(cudaGetDevice(&d));
-    if (d < 32 && (done >> d & 1)) return YQ_OK;
-    for (int t = 0; t < YQ_WGH_TILES; t++) {
-        yq_status st = wgh_dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
-        if (st) return st;
-    }
-    if (d < 32) done |= 1u << d;
-    return YQ_OK;
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        for (int t = 0; t < YQ_WGH_TILES; t++) {
+            yq_status st = wgh_dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
+            if (st) return st;
+        }
+        return YQ_OK;
+    });
 }
 
 yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
 {
     if (!yq_wgh_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma halo conv: tile %d cannot run this conv", tile);
     return wgh_dispatch(tile, [&](auto w) { return decltype(w)::launch(a, s, err); });
+}
+
+/* ---- the streaming 1x1 family ------------------------------------------------------ */
+
+/* { BN, BK, STAGES, blocks a multiprocessor the registers are capped for } */
+const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES] = { { 32, 64, 8, 3 }, { 64, 64, 8, 2 }, { 128, 64, 6, 2 }, { 128, 128, 4, 1 } };
+
+namespace {
+
+template <int BN, int BK, int STAGES, int MINB>
+struct Wg1Tile {
+    typedef Wg1Cfg<BN, BK, STAGES, MINB> C;
+    template <bool L, bool R>
+    static yq_status attr(yq_error *err)
+    {
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg1<BN, BK, STAGES, MINB, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         C::MAX_SMEM));
+        return YQ_OK;
+    }
+    static yq_status prepare(yq_error *err)
+    {
+        yq_status st;
+        if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
+            (st = attr<true, true>(err)))
+            return st;
+        return YQ_OK;
+    }
+    static bool fits(int cin) { return cin % BK == 0 && C::fits(cin); }
+    static yq_status launch(const ConvK &a, int sms, cudaStream_t s, yq_error *err)
+    {
+        const int cb = a.C4w * 4, tiles = yq_blocks(a.M, C::BM), ny = yq_blocks(a.F, BN);
+        int nx = sms * C::per_sm(cb) / ny;
+        nx = nx < 1 ? 1 : nx > tiles ? tiles : nx;
+        /* the same number of tiles for every block where a few more blocks allow it */
+        nx = yq_blocks(tiles, yq_blocks(tiles, nx));
+        auto kern = a.res ? (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, true> : conv_wg1<BN, BK, STAGES, MINB, false, true>)
+                          : (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, false> : conv_wg1<BN, BK, STAGES, MINB, false, false>);
+        kern<<<dim3(nx, ny), C::THREADS, C::smem(cb), s>>>(a, tiles);
+        YQ_CUDA_LAUNCHED();
+        return YQ_OK;
+    }
+};
+
+template <class F>
+static auto wg1_dispatch(int tile, F f) -> decltype(f(Wg1Tile<32, 64, 8, 3>()))
+{
+    switch (tile) {
+    case 0: return f(Wg1Tile<32, 64, 8, 3>());
+    case 1: return f(Wg1Tile<64, 64, 8, 2>());
+    case 2: return f(Wg1Tile<128, 64, 6, 2>());
+    default: return f(Wg1Tile<128, 128, 4, 1>());
+    }
+}
+
+} // namespace
+
+int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F)
+{
+    if (tile < 0 || tile >= YQ_WG1_TILES || k != 1 || stride != 1 || pad != 0 || groups != 1 || F % 16) return 0;
+    /* a filter block mostly padding: the narrower tiles serve it */
+    if (F <= yq_wg1_tiles[tile].bn / 2) return 0;
+    return wg1_dispatch(tile, [&](auto t) { return decltype(t)::fits(cin); });
+}
+
+int yq_wg1_ok(const ConvK &a, int tile)
+{
+    if (a.fout || a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C) return 0;
+    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
+    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    return yq_wg1_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F);
+}
+
+yq_status yq_wg1_prepare(yq_error *err)
+{
+    static unsigned done;
+    return yq_once_per_device(&done, err, [&]() -> yq_status {
+        for (int t = 0; t < YQ_WG1_TILES; t++) {
+            yq_status st = wg1_dispatch(t, [&](auto w) { return decltype(w)::prepare(err); });
+            if (st) return st;
+        }
+        return YQ_OK;
+    });
+}
+
+yq_status yq_wg1_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err)
+{
+    if (!yq_wg1_ok(a, tile)) return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma 1x1 conv: tile %d cannot run this conv", tile);
+    return wg1_dispatch(tile, [&](auto w) { return decltype(w)::launch(a, sms, s, err); });
 }
 
 int yq_wg_can_split(int tile, int split)

@@ -154,7 +154,8 @@ static geom cfg_geom(yq_conv_cfg c)
     if (sscanf(name, "mma_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4 ||
         sscanf(name, "cutlass_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4 ||
         sscanf(name, "wgmma_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4 ||
-        sscanf(name, "wgh_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4) {
+        sscanf(name, "wgh_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4 ||
+        sscanf(name, "wg1_%dx%dx%d_s%d", &bm, &bn, &bk, &st) == 4) {
         g.bm = bm; g.bn = bn; g.bk = bk; g.stages = st;
     } else if (sscanf(name, "halo_%dx%dx%d", &th, &tw, &bn) == 3) {
         /* th x tw pixels x bn filters; the whole K from shared memory, no pipeline to fill */
@@ -180,7 +181,8 @@ double yq_tune_model_us(const yq_tune_task *t, yq_conv_cfg cfg, int sms)
      * ~15 T/s, dp4a ~1 T/s per SM) times a family efficiency (CUTLASS's main loop measured
      * 1.7-2x ours on the H200) */
     /* (the wgmma halo family loads about half the operand bytes of the plain one) */
-    double peak = g.fam == YQ_CONV_WGH ? 15.0e6 * 1.3 : g.fam == YQ_CONV_WGMMA ? 15.0e6
+    /* (the streaming 1x1 family: its filters loaded once a block, its loads never drained) */
+    double peak = g.fam == YQ_CONV_WGH || g.fam == YQ_CONV_WG1 ? 15.0e6 * 1.3 : g.fam == YQ_CONV_WGMMA ? 15.0e6
                 : g.fam == YQ_CONV_CUTLASS || g.fam == YQ_CONV_HALO ? 15.0e6 * 0.9
                 : g.fam == YQ_CONV_MMA ? 15.0e6 * 0.55 : 1.0e6 * 0.6;
     double M = (double)t->batch * t->oh * t->ow;

@@ -44,7 +44,7 @@ static int parse_families(const char *s, unsigned *mask)
 {
     static const struct { const char *name; int v; } fam[] = {
         { "dp4a", YQ_CONV_DP4A }, { "mma", YQ_CONV_MMA }, { "cutlass", YQ_CONV_CUTLASS }, { "halo", YQ_CONV_HALO },
-        { "img", YQ_CONV_IMG },   { "wgmma", YQ_CONV_WGMMA }, { "wgh", YQ_CONV_WGH },
+        { "img", YQ_CONV_IMG },   { "wgmma", YQ_CONV_WGMMA }, { "wgh", YQ_CONV_WGH }, { "wg1", YQ_CONV_WG1 },
     };
     *mask = 0;
     for (const char *p = s; *p; ) {

@@ -187,6 +187,7 @@ static long n_f32px_runs, n_f32dw_runs; /* the exact FP32 family's pixel and dep
 static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores) */
 static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
 static long n_wgh_runs;    /* and the wgmma halo family's */
+static long n_wg1_runs;    /* and the streaming 1x1 family's */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -397,7 +398,7 @@ static void conv_one(const conv_case *cc)
             yq_dtensor tov = cc->out_t == YQ_F32 ? (yq_dtensor){ gbuf_new(&gb, ob), YQ_F32, os.c, os.h, os.w, 0, 0, 0, 0 }
                                                  : view_out(&vo, YQ_S8, os.c, os.h, os.w, B, ops,
                                                             fam == YQ_CONV_CUTLASS || fam == YQ_CONV_WGMMA ||
-                                                                    fam == YQ_CONV_WGH ? 16 : 8);
+                                                                    fam == YQ_CONV_WGH || fam == YQ_CONV_WG1 ? 16 : 8);
             tov.scale = q[1].scale;
             rs = yq_cuda_conv_run(c, &tiv, &tov, B, NULL, &err);
             view_free(&vi);
@@ -421,6 +422,7 @@ static void conv_one(const conv_case *cc)
         n_img_runs += fam == YQ_CONV_IMG;
         n_wg_runs += fam == YQ_CONV_WGMMA;
         n_wgh_runs += fam == YQ_CONV_WGH;
+        n_wg1_runs += fam == YQ_CONV_WG1;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -522,17 +524,28 @@ static void t_conv_mma(void)
         { 128, 30, 23, 144, 3, 1, 1, 3, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 384, 14, 17, 128, 3, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
         { 256, 9, 1, 32, 3, 1, 1, 5, YQ_S8, YQ_S8, YQ_ACT_LINEAR, 0 },
+        /* the streaming 1x1 family (besides the 1x1s above, one tile a block): more tiles
+         * than blocks, so that blocks walk several and their loads cross tile boundaries,
+         * with 3 K steps a tile and 80 filters (three, two and one filter blocks), and
+         * with the 128-byte K steps (2 a tile) */
+        { 192, 100, 100, 80, 1, 1, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
+        { 256, 30, 30, 128, 1, 1, 1, 36, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
     };
-    long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs;
+    long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs, wg1_before = n_wg1_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     CHECKF(yq_cuda_arch() < 80 || n_halo_runs - halo_before >= 12, "sm_%d: %ld halo-family configurations ran",
            yq_cuda_arch(), n_halo_runs - halo_before);
     /* every tile on at least the 128-channel shapes (two 128-byte-K tiles, three 64-byte) */
     CHECKF(yq_cuda_arch() != 90 || n_wg_runs - wg_before >= 30, "sm_%d: %ld wgmma configurations ran", yq_cuda_arch(),
            n_wg_runs - wg_before);
-    /* its three tiles on each of the 7 shapes it takes */
-    CHECKF(yq_cuda_arch() != 90 || n_wgh_runs - wgh_before >= 21, "sm_%d: %ld wgmma halo configurations ran",
+    /* its four tiles on each of the 7 shapes it takes (the two-block tile fits each of
+     * them) */
+    CHECKF(yq_cuda_arch() != 90 || n_wgh_runs - wgh_before >= 28, "sm_%d: %ld wgmma halo configurations ran",
            yq_cuda_arch(), n_wgh_runs - wgh_before);
+    /* its tiles on the 1x1s they take: 96 filters over 64 channels (3 tiles), 128 and
+     * 144 over 256 and 128 (4 each), 64 (2), 32 (1), and the two above (3 and 4) */
+    CHECKF(yq_cuda_arch() != 90 || n_wg1_runs - wg1_before >= 21, "sm_%d: %ld streaming 1x1 configurations ran",
+           yq_cuda_arch(), n_wg1_runs - wg1_before);
     printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS and halo tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());

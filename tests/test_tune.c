@@ -207,7 +207,7 @@ static const char *K1 = "c256x26x26-f512-k3s1p1-g1-s8s8-b1";
 static void t_cfg_names(void)
 {
     char name[64];
-    int n = 0, mma = 0, cut = 0, halo = 0, wg = 0, wgh = 0;
+    int n = 0, mma = 0, cut = 0, halo = 0, wg = 0, wgh = 0, wg1 = 0;
     for (int fam = YQ_CONV_DP4A; fam <= YQ_CONV_LAST; fam++)
         for (int tile = 0; tile < 32; tile++) {
             static const int splits[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
@@ -216,7 +216,7 @@ static void t_cfg_names(void)
                 name_of(c, name);
                 int float_fam = fam == YQ_CONV_F32 || fam == YQ_CONV_F16;   /* one tile, K splits */
                 int tiled = fam == YQ_CONV_MMA || fam == YQ_CONV_DP4A || fam == YQ_CONV_CUTLASS || fam == YQ_CONV_HALO ||
-                            fam == YQ_CONV_WGMMA || fam == YQ_CONV_WGH;
+                            fam == YQ_CONV_WGMMA || fam == YQ_CONV_WGH || fam == YQ_CONV_WG1;
                 if (strchr(name, '?') || (!tiled && (tile || (splits[k] > 1 && !float_fam))))
                     continue;
                 CHECKF(yq_conv_cfg_parse(name, &back) == 0, "%s does not parse", name);
@@ -227,10 +227,11 @@ static void t_cfg_names(void)
                 halo += fam == YQ_CONV_HALO && splits[k] == 1;
                 wg += fam == YQ_CONV_WGMMA && splits[k] == 1;
                 wgh += fam == YQ_CONV_WGH && splits[k] == 1;
+                wg1 += fam == YQ_CONV_WG1 && splits[k] == 1;
             }
         }
-    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8 && wgh == 3,
-           "%d names, %d mma, %d cutlass, %d halo, %d wgmma, %d wgh", n, mma, cut, halo, wg, wgh);
+    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8 && wgh == 4 && wg1 == 4,
+           "%d names, %d mma, %d cutlass, %d halo, %d wgmma, %d wgh, %d wg1", n, mma, cut, halo, wg, wgh, wg1);
     yq_conv_cfg c;
     CHECK(yq_conv_cfg_parse("cutlass_128x128x64_s3", &c) == 0 && c.family == YQ_CONV_CUTLASS && c.tile == 0);
     CHECK(yq_conv_cfg_parse("halo_16x16x64", &c) == 0 && c.family == YQ_CONV_HALO && c.tile == 1);
@@ -244,6 +245,9 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("wgmma_128x128x64_s6", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 3);
     CHECK(yq_conv_cfg_parse("wgmma_64x128x64_s6_k4", &c) == 0 && c.family == YQ_CONV_WGMMA && c.tile == 7 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("wgh_256x128x128_s4", &c) == 0 && c.family == YQ_CONV_WGH && c.tile == 0);
+    CHECK(yq_conv_cfg_parse("wgh_128x128x128_s4_b2", &c) == 0 && c.family == YQ_CONV_WGH && c.tile == 3);
+    CHECK(yq_conv_cfg_parse("wg1_128x32x64_s8", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 0);
+    CHECK(yq_conv_cfg_parse("wg1_128x128x128_s4", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 3);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);
