@@ -271,7 +271,8 @@ endif
 # has it), with HDF5, libpng and zlib static (.yqp packages; the sweep's PNG chart) and
 # cJSON's shared library copied beside it (rpath $ORIGIN).  Everything but the mains comes
 # from one archive, the library without OpenCV, so only what a command reaches is linked.
-# bench/gpu/run_gpu.sh and bench/gpu/sweep_gpu.sh run it there.
+# bench/gpu/run_gpu.sh and bench/gpu/sweep_gpu.sh run it there; bench/gpu/verify_gpu.sh runs
+# every GPU test (this, build/gpu/test_cuda's and build/gpu/test_session's) under one time budget.
 #   make gpu-bench NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"   (H200 only: faster)
 GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/cmd_tune.o $(B)/cli/common.o \
                   $(B)/runtime/package.o $(B)/runtime/h5mem.o $(B)/runtime/h5util.o $(B)/runtime/tune.o $(B)/runtime/tune_log.o $(B)/runtime/tune_gpu.o $(B)/runtime/tune_apply.o $(B)/runtime/latency.o
