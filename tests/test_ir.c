@@ -17,6 +17,7 @@
 #include "ir/ir.h"
 #include "runtime/plan.h"
 #include "ir/stats.h"
+#include "ir/pack.h"
 
 #define FIX "tests/fixtures/"
 
@@ -815,6 +816,39 @@ static void t_stats(void)
     CHECK(s.n == 0 && isnan(s.min));
 }
 
+/* ir/pack.h yq_buffer_lifetimes, the one liveness pass of the three planners: a buffer
+ * lives to its last reader through aliases (a dropout reading conv 1 keeps conv 1's
+ * buffer alive for the dropout's readers), KEEP_HEADS keeps what feeds a head past the
+ * run, KEEP_ALL every buffer, the input lives at least to node 1. */
+static void t_buffer_lifetimes(void)
+{
+    static yq_node nodes[6];
+    memset(nodes, 0, sizeof nodes);
+    /* 0 input; 1 conv(0); 2 dropout(1) (an alias of 1); 3 conv(2); 4 shortcut(3, 2); 5 yolo(4) */
+    const yq_op ops[6] = { YQ_OP_INPUT, YQ_OP_CONV, YQ_OP_DROPOUT, YQ_OP_CONV, YQ_OP_SHORTCUT, YQ_OP_YOLO };
+    const int srcs[6][2] = { { -1, -1 }, { 0, -1 }, { 1, -1 }, { 2, -1 }, { 3, 2 }, { 4, -1 } };
+    for (int i = 0; i < 6; i++) {
+        nodes[i].op = ops[i];
+        for (int k = 0; k < 2 && srcs[i][k] >= 0; k++) nodes[i].src[nodes[i].n_src++] = srcs[i][k];
+    }
+    yq_graph g;
+    memset(&g, 0, sizeof g);
+    g.nodes = nodes;
+    g.n_nodes = 6;
+    const int owner[6] = { 0, 1, 1, 3, 4, 4 };   /* the dropout and the head alias their source */
+    int lu[6];
+    yq_buffer_lifetimes(&g, owner, 0, lu);
+    CHECKF(lu[0] == 1 && lu[1] == 4 && lu[3] == 4 && lu[4] == 5, "plain: %d %d %d %d", lu[0], lu[1], lu[3], lu[4]);
+    yq_buffer_lifetimes(&g, owner, YQ_PLAN_KEEP_HEADS, lu);
+    CHECKF(lu[1] == 4 && lu[4] == 6, "keep heads: %d %d", lu[1], lu[4]);
+    yq_buffer_lifetimes(&g, owner, YQ_PLAN_KEEP_ALL, lu);
+    CHECKF(lu[0] == 6 && lu[1] == 6 && lu[3] == 6 && lu[4] == 6, "keep all: %d %d %d %d", lu[0], lu[1], lu[3], lu[4]);
+    /* an input nobody reads still lives to node 1 (it is written before the run) */
+    nodes[1].n_src = 0;
+    yq_buffer_lifetimes(&g, owner, 0, lu);
+    CHECK(lu[0] == 1);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/yq_test_ir.XXXXXX");
@@ -848,6 +882,7 @@ int main(void)
     TEST(t_shape_upsample);
     TEST(t_yolov3_flops);
     TEST(t_stats);
+    TEST(t_buffer_lifetimes);
     TEST(t_shared_models_load);
     for (size_t i = 0; i < sizeof synth_models / sizeof *synth_models; i++) {
         cur_model = synth_models[i];
