@@ -118,30 +118,17 @@ static int attr_open(hid_t loc, const char *name, H5T_class_t cls, hid_t *a, hid
     return ok ? 1 : -1;
 }
 
-/* A string attribute, fixed-length or variable-length (as h5py writes them). */
+/* A string attribute (runtime/h5util.h's reader) into buf: 1 read, 0 absent, -1 not one
+ * string, longer than cap - 1 bytes or unreadable. */
 static int attr_get_str(hid_t loc, const char *name, char *buf, size_t cap)
 {
-    hid_t a, t, mt = H5I_INVALID_HID;
+    hid_t a, t;
     int r = attr_open(loc, name, H5T_STRING, &a, &t);
     if (r != 1) return r;
-    r = -1;
-    if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL;
-        mt = H5Tcopy(H5T_C_S1);
-        if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Aread(a, mt, &s) >= 0 && s) {
-            if (strlen(s) < cap) { memcpy(buf, s, strlen(s) + 1); r = 1; }
-        }
-        if (s) H5free_memory(s);
-    } else {
-        size_t sz = H5Tget_size(t);
-        mt = H5Tcopy(H5T_C_S1);
-        if (sz > 0 && sz < cap && mt >= 0 && H5Tset_size(mt, sz + 1) >= 0 &&
-            H5Tset_strpad(mt, H5T_STR_NULLTERM) >= 0 && H5Aread(a, mt, buf) >= 0) {
-            buf[sz] = 0;
-            r = 1;
-        }
-    }
-    h5_close(&mt);
+    char *s = NULL;
+    r = yq_h5_str_read(a, 1, 0, cap - 1, &s) == 1 ? 1 : -1;
+    if (r == 1) memcpy(buf, s, strlen(s) + 1);
+    free(s);
     h5_close(&t);
     h5_close(&a);
     return r;

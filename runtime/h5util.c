@@ -1,5 +1,6 @@
 /* HDF5 and digest helpers shared by the package and the calibration cache (h5util.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "runtime/h5util.h"
 
@@ -101,4 +102,52 @@ int yq_hex_decode(const char *s, uint8_t *b, int n)
         if (hexval(s[i]) < 0) return 0;
     for (int i = 0; i < n; i++) b[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
     return 1;
+}
+
+int yq_h5_str_read(hid_t obj, int is_attr, int scalar_only, size_t max, char **out)
+{
+    hid_t t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    hid_t s = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    hid_t m = H5I_INVALID_HID;
+    int r = YQ_H5_NOT_STR;
+    *out = NULL;
+    if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING ||
+        (scalar_only ? H5Sget_simple_extent_type(s) != H5S_SCALAR : H5Sget_simple_extent_npoints(s) != 1))
+        goto done;
+    m = H5Tcopy(H5T_C_S1);
+    if (H5Tis_variable_str(t) > 0) {
+        char *p = NULL;
+        if (m < 0 || H5Tset_size(m, H5T_VARIABLE) < 0 ||
+            (is_attr ? H5Aread(obj, m, &p) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p)) < 0) {
+            r = YQ_H5_UNREAD;
+            goto done;
+        }
+        size_t n = p ? strlen(p) : 0;
+        if (n > max) r = YQ_H5_TOO_LONG;
+        else r = (*out = strdup(p ? p : "")) ? 1 : YQ_H5_NOMEM;
+        if (p) H5free_memory(p);
+    } else {
+        size_t n = H5Tget_size(t);
+        if (n == 0 || n > max) {
+            r = YQ_H5_TOO_LONG;
+            goto done;
+        }
+        if (!(*out = calloc(n + 1, 1))) {
+            r = YQ_H5_NOMEM;
+            goto done;
+        }
+        if (m < 0 || H5Tset_size(m, n) < 0 || H5Tset_strpad(m, H5T_STR_NULLPAD) < 0 ||
+            (is_attr ? H5Aread(obj, m, *out) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out)) < 0) {
+            free(*out);
+            *out = NULL;
+            r = YQ_H5_UNREAD;
+            goto done;
+        }
+        r = 1;
+    }
+done:
+    if (m >= 0) H5Tclose(m);
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    return r;
 }

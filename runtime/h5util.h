@@ -30,6 +30,14 @@ int yq_h5_attr_put_str(hid_t loc, const char *name, const char *s, char why[YQ_H
  * not one integer or unreadable. */
 int yq_h5_attr_get_int(hid_t loc, const char *name, int *v);
 
+/* The string of attribute (is_attr) or dataset obj: one value (a scalar dataspace, or any
+ * one-element one where scalar_only is 0), fixed-length or variable-length (as h5py
+ * writes them), into *out (malloc'd, NUL-terminated).  Returns 1; or YQ_H5_NOT_STR (not one
+ * string), YQ_H5_TOO_LONG (empty fixed-length type, or more than max bytes), YQ_H5_UNREAD
+ * (HDF5 cannot read it: damaged), YQ_H5_NOMEM; *out is NULL then. */
+enum { YQ_H5_NOT_STR = -1, YQ_H5_TOO_LONG = -2, YQ_H5_UNREAD = -3, YQ_H5_NOMEM = -4 };
+int yq_h5_str_read(hid_t obj, int is_attr, int scalar_only, size_t max, char **out);
+
 /* n bytes as 2n lowercase hex digits and a NUL. */
 void yq_hex_encode(const uint8_t *b, int n, char *out);
 /* 1 when s is exactly 2n hex digits (either case), decoded into b; else 0 (b unchanged). */

@@ -817,46 +817,13 @@ static yq_status package_write(const char *path, const yq_graph *g, const yq_pac
 /* A string attribute (is_attr) or scalar dataset; *out malloc'd. */
 static yq_status r_str(rctx *r, hid_t obj, int is_attr, const char *what, char **out)
 {
-    hid_t t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
-    hid_t s = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
-    hid_t m = -1;
-    yq_status st = YQ_OK;
-    *out = NULL;
-    if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_type(s) != H5S_SCALAR) {
-        st = RFAIL(YQ_ERR_FORMAT, "%s: %s is not a string", r->path, what);
-        goto done;
+    switch (yq_h5_str_read(obj, is_attr, 1, (size_t)MAX_TEXT, out)) {
+    case 1: return YQ_OK;
+    case YQ_H5_NOT_STR: return RFAIL(YQ_ERR_FORMAT, "%s: %s is not a string", r->path, what);
+    case YQ_H5_TOO_LONG: return RFAIL(YQ_ERR_FORMAT, "%s: %s is empty or over %ld bytes", r->path, what, (long)MAX_TEXT);
+    case YQ_H5_NOMEM: return RFAIL(YQ_ERR_NOMEM, "%s: out of memory reading %s", r->path, what);
+    default: return RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, what);
     }
-    m = H5Tcopy(H5T_C_S1);
-    if (H5Tis_variable_str(t) > 0) {
-        char *p = NULL;
-        if (m < 0 || H5Tset_size(m, H5T_VARIABLE) < 0 ||
-            (is_attr ? H5Aread(obj, m, &p) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p)) < 0) {
-            st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, what);
-            goto done;
-        }
-        *out = strdup(p ? p : "");
-        if (p) H5free_memory(p);
-    } else {
-        size_t n = H5Tget_size(t);
-        if (n == 0 || n > (size_t)MAX_TEXT) {
-            st = RFAIL(YQ_ERR_FORMAT, "%s: %s has %zu bytes", r->path, what, n);
-            goto done;
-        }
-        *out = calloc(n + 1, 1);
-        if (*out && (m < 0 || H5Tset_size(m, n) < 0 || H5Tset_strpad(m, H5T_STR_NULLPAD) < 0 ||
-                     (is_attr ? H5Aread(obj, m, *out) : H5Dread(obj, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out)) < 0)) {
-            free(*out);
-            *out = NULL;
-            st = RFAIL(YQ_ERR_FORMAT, "%s: cannot read %s (damaged)", r->path, what);
-            goto done;
-        }
-    }
-    if (!*out) st = RFAIL(YQ_ERR_NOMEM, "%s: out of memory reading %s", r->path, what);
-done:
-    if (m >= 0) H5Tclose(m);
-    if (t >= 0) H5Tclose(t);
-    if (s >= 0) H5Sclose(s);
-    return st;
 }
 
 /* A string attribute of loc; absent: "" when optional, else an error. */
