@@ -48,11 +48,15 @@ void yq_sim_free(yq_sim *s)
     free(s);
 }
 
-yq_status yq_sim_sync(yq_sim *s, yq_error *err)
+yq_status yq_sim_sync(yq_sim *s, yq_graph *g, yq_error *err)
 {
-    yq_graph *g = s->g;
-    int N = g->n_nodes;
     if (!g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "simulation: not an int8 graph");
+    if (g != s->g) {
+        yq_status st = yq_plan_rebind(s->p, g, err);
+        if (st != YQ_OK) return st;
+        s->g = g;
+    }
+    int N = g->n_nodes;
     int *readers = calloc((size_t)N, sizeof *readers), *int8_readers = calloc((size_t)N, sizeof *int8_readers);
     if (!readers || !int8_readers) {
         free(readers);
@@ -209,7 +213,7 @@ yq_status yq_sim_new(yq_graph *g, const float *inputs, int n, yq_sim **out, yq_e
             else memcpy(s->ref[i] + start * sz, h, sizeof(float) * (size_t)(sz * cnt));
         }
     }
-    if (st == YQ_OK) st = yq_sim_sync(s, err);
+    if (st == YQ_OK) st = yq_sim_sync(s, g, err);
     if (st != YQ_OK) {
         yq_sim_free(s);
         return st;

@@ -12,12 +12,12 @@
  * a search can ask "this tensor alone at this scale" without a rewrite.
  *
  *     yq_sim *s;
- *     yq_sim_new(g, inputs, n, &s, &err);   // g->q set; the FP32 heads are computed once
+ *     yq_sim_new(g, inputs, n, &s, &err);   // g an int8 graph; the FP32 heads are computed once
  *     yq_head_err e;
  *     yq_sim_run(s, &e, &err);              // the int8 graph as it is
  *     yq_sim_round(s, id, 0);               // node id's output left in float
  *     yq_sim_set_scale(s, id, 0.5f * g->q[id].scale);
- *     yq_sim_sync(s, &err);                 // after a rewrite: everything as g->q says again
+ *     yq_sim_sync(s, g2, &err);             // a new rewrite g2 of the same FP32 graph from here on
  *     yq_sim_free(s);
  *
  * yq_sim_run points the int8 convs' w and b at the dequantized copies while it runs and
@@ -32,8 +32,10 @@ typedef struct yq_sim yq_sim;
 /* inputs: n network inputs (C x H x W floats each), borrowed until yq_sim_free. */
 yq_status yq_sim_new(yq_graph *g, const float *inputs, int n, yq_sim **out, yq_error *err);
 void yq_sim_free(yq_sim *s);                          /* NULL is a no-op */
-/* Roundings, scales and dequantized weights from g->q as it is now. */
-yq_status yq_sim_sync(yq_sim *s, yq_error *err);
+/* Roundings, scales and dequantized weights from g->q as it is now; g: the graph s was made
+ * on, or another rewrite of the same FP32 graph (yq_rewrite), which s simulates from then
+ * on (the one before may then be freed). */
+yq_status yq_sim_sync(yq_sim *s, yq_graph *g, yq_error *err);
 int   yq_sim_rounds(const yq_sim *s, int id);         /* node id's output is rounded */
 void  yq_sim_round(yq_sim *s, int id, int on);        /* on: only where the int8 graph rounds */
 float yq_sim_scale(const yq_sim *s, int id);

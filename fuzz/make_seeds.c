@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ir/ir.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/package.h"
 
 #define TINY "tests/fixtures/tiny.cfg"
@@ -52,7 +52,7 @@ static void write_variant(const char *dir, const variant *v)
     yq_qconfig_defaults(&qc);
     for (int k = 0; k < 2; k++)
         if (v->key[k] && yq_qconfig_set(&qc, v->key[k], v->val[k], "make_seeds", &err) != YQ_OK) die(v->file, &err);
-    if (yq_quantize_graph(g, NULL, &qc, &err) != YQ_OK) die(v->file, &err);
+    if (test_rewrite(&g, NULL, &qc, &err) != YQ_OK) die(v->file, &err);
     char *qtext = yq_qconfig_text(&qc);
     if (!qtext) die("out of memory", NULL);
 

@@ -42,7 +42,6 @@ static void *arena_alloc(yq_arena *a, size_t bytes)
 }
 
 void *yq_arena_alloc(yq_graph *g, size_t bytes) { return arena_alloc(g->arena, bytes); }
-void *yq_qarena_alloc(yq_graph *g, size_t bytes) { return arena_alloc(g->qarena, bytes); }
 
 static void arena_clear(yq_arena *a)
 {
@@ -61,23 +60,14 @@ static size_t arena_bytes(const yq_arena *a)
     return n;
 }
 
-size_t yq_graph_bytes(const yq_graph *g) { return arena_bytes(g->arena) + arena_bytes(g->qarena); }
-
-void yq_graph_drop_q(yq_graph *g)
-{
-    g->q = NULL;
-    arena_clear(g->qarena);
-}
+size_t yq_graph_bytes(const yq_graph *g) { return arena_bytes(g->arena); }
 
 yq_graph *yq_graph_new(void)
 {
     yq_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->arena = calloc(1, sizeof *g->arena);
-    g->qarena = calloc(1, sizeof *g->qarena);
-    if (!g->arena || !g->qarena) {
-        free(g->arena);
-        free(g->qarena);
+    if (!g->arena) {
         free(g);
         return NULL;
     }
@@ -88,11 +78,33 @@ void yq_graph_free(yq_graph *g)
 {
     if (!g) return;
     arena_clear(g->arena);
-    arena_clear(g->qarena);
     free(g->arena);
-    free(g->qarena);
     free(g->nodes);
+    yq_graph_free(g->owned_base);
     free(g);
+}
+
+yq_status yq_graph_view(const yq_graph *g, yq_graph **out, yq_error *err)
+{
+    *out = NULL;
+    if (g->q) return yq_fail(err, YQ_ERR_INVALID_ARG, "%s: only an FP32 graph is rewritten (this one is quantized)", g->cfg_path);
+    yq_graph *v = yq_graph_new();
+    if (v) v->nodes = malloc(sizeof *v->nodes * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    if (!v || !v->nodes) {
+        yq_graph_free(v);
+        return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    }
+    memcpy(v->nodes, g->nodes, sizeof *v->nodes * (size_t)g->n_nodes);
+    v->n_nodes = v->cap_nodes = g->n_nodes;
+    v->base = g;
+    v->letter_box = g->letter_box;
+    v->class_names = g->class_names;
+    v->n_class_names = g->n_class_names;
+    memcpy(v->cfg_path, g->cfg_path, sizeof v->cfg_path);
+    memcpy(v->weights_path, g->weights_path, sizeof v->weights_path);
+    memcpy(v->model_sha256, g->model_sha256, sizeof v->model_sha256);
+    *out = v;
+    return YQ_OK;
 }
 
 yq_status yq_graph_clone(const yq_graph *g, yq_graph **out, yq_error *err)

@@ -133,7 +133,10 @@ typedef struct yq_graph {
     int n_nodes, cap_nodes;
     yq_node *nodes;
     yq_arena *arena;
-    yq_arena *qarena;             /* the rewrite's int8 side (yq_qarena_alloc), freed by yq_graph_drop_q */
+    /* A view (yq_graph_view; what a rewrite returns): the FP32 graph whose weights and class
+     * names its nodes point to, borrowed (it outlives the view) unless owned_base is it too. */
+    const struct yq_graph *base;
+    struct yq_graph *owned_base;  /* freed with this graph (NULL: none) */
     int letter_box;               /* [net] letter_box=1 */
     char cfg_path[512], weights_path[512];
     char **class_names;           /* NULL, or classes entries (from a .names file) */
@@ -150,12 +153,13 @@ void      yq_graph_free(yq_graph *g);                 /* NULL is a no-op */
 yq_status yq_graph_clone(const yq_graph *g, yq_graph **out, yq_error *err);
 yq_node  *yq_graph_add(yq_graph *g, yq_op op, yq_error *err); /* NULL on NOMEM */
 void     *yq_arena_alloc(yq_graph *g, size_t bytes);  /* zeroed, 64-byte aligned; NULL on NOMEM */
-/* The same from the graph's second arena, which holds what a rewrite (quant/rewrite.c) adds:
- * yq_graph_drop_q frees it and clears g->q, so that quantizing a graph again and again (a
- * sweep) reuses the memory instead of growing. */
-void     *yq_qarena_alloc(yq_graph *g, size_t bytes);
-void      yq_graph_drop_q(yq_graph *g);
-size_t    yq_graph_bytes(const yq_graph *g);          /* bytes allocated in both arenas */
+/* A new graph over FP32 graph g's weights: its own node array (a copy), arena and paths,
+ * the weights, biases and class names g's (borrowed: g must outlive it and not change
+ * them meanwhile).  What a rewrite fills (quant/rewrite.h) and its owner frees
+ * (yq_graph_free, which leaves g whole), so that an FP32 graph is never modified by
+ * quantizing it and a sweep's memory is the live points' only.  A quantized g is refused. */
+yq_status yq_graph_view(const yq_graph *g, yq_graph **out, yq_error *err);
+size_t    yq_graph_bytes(const yq_graph *g);          /* bytes allocated in its arena */
 int       yq_graph_find(const yq_graph *g, const char *name);  /* node id or -1 */
 const char *yq_op_name(yq_op op);
 const char *yq_act_name(yq_act a);

@@ -269,9 +269,9 @@ yq_status yq_quantizer_check(const yq_quantizer *q, const yq_qconf *qc, yq_error
     return yq_qconfig_validate(&qc->qc, q->g, err);
 }
 
-/* The graph qc calibrates for (*w), rewritten into int8 as qc directs; *resolved (malloc'd
- * when asked) the qconfig with keep_float's and thresh_search's choices written in.  The
- * caller undoes the rewrite (yq_unquantize_graph(*w)) when done. */
+/* *w: the graph qc calibrates for, rewritten into int8 as qc directs (a new graph: the
+ * caller frees it, yq_graph_free); *resolved (malloc'd when asked) the qconfig with
+ * keep_float's and thresh_search's choices written in. */
 static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **resolved, yq_graph **w, yq_error *err)
 {
     calib_state *s;
@@ -288,7 +288,8 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     int known = q->rq && q->rq_for && !strcmp(text, q->rq_for);
     yq_pipe_calib c = calib_req(q);
     yq_graph *g = work_graph(q, s);
-    st = yq_pipe_quantize(&c, known ? q->rq : &qc->qc, work, g, s->cs, q->letterbox, &q->io, err);
+    yq_graph *qg = NULL;
+    st = yq_pipe_quantize(&c, known ? q->rq : &qc->qc, work, g, s->cs, q->letterbox, &q->io, &qg, err);
     if (st == YQ_OK && !known) {          /* remember this resolution */
         yq_qconfig *keep = malloc(sizeof *keep);
         if (keep) {
@@ -303,8 +304,7 @@ static yq_status quantize(yq_quantizer *q, const yq_qconf *qc, yq_qconfig **reso
     free(text);
     if (st == YQ_OK && resolved) *resolved = work;
     else free(work);
-    if (st != YQ_OK) yq_unquantize_graph(g);
-    else *w = g;
+    if (st == YQ_OK) *w = qg;
     return st;
 }
 
@@ -331,7 +331,7 @@ yq_status yq_quantizer_evaluate(yq_quantizer *q, const yq_qconf *qc, const yq_da
         map[0] = s[0];
         map[1] = s[1];
     }
-    if (w) yq_unquantize_graph(w);
+    if (w) yq_graph_free(w);
     yq_coco_dets_free(dets);
     return st;
 }
@@ -358,7 +358,7 @@ yq_status yq_quantizer_layer_errors(yq_quantizer *q, const yq_qconf *qc, int n_i
     if (st == YQ_OK) m = yq_pipe_layer_rows(g, e, r);
     free(inputs);
     free(e);
-    yq_unquantize_graph(g);
+    yq_graph_free(g);
     if (st != YQ_OK) {
         free(r);
         return st;
@@ -423,7 +423,7 @@ yq_status yq_quantizer_point(yq_quantizer *q, const yq_qconf *qc, const yq_datas
     free(h);
     free(rq);
     yq_pipe_eval_free(&r);
-    if (w) yq_unquantize_graph(w);
+    if (w) yq_graph_free(w);
     return st;
 }
 
@@ -506,7 +506,6 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
                                .ctx = &dc };
         yq_pipe_calib c = calib_req(q);
         st = yq_pipe_max_drop(&c, &out->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp_stats, &r, &q->io, &res, err);
-        yq_unquantize_graph(work_graph(q, cal));
     }
     if (st == YQ_OK) {
         yq_max_drop_result *R = result;
@@ -577,7 +576,6 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq
                                .rank_sqnr = o->rank_sqnr != 0 };
         yq_pipe_calib c = calib_req(q);
         st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
-        yq_unquantize_graph(work_graph(q, cal));
     }
     if (st == YQ_OK && !(*rows = malloc(sizeof **rows * (size_t)(res.n ? res.n : 1))))
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -605,7 +603,7 @@ yq_status yq_quantizer_resolve(yq_quantizer *q, const yq_qconf *qc, yq_qconf **r
     yq_status st = quantize(q, qc, &rq, &w, err);
     if (st != YQ_OK) return st;
     char *plan = plan_json ? yq_pipe_plan_json(w, &qc->qc, rq) : NULL;
-    yq_unquantize_graph(w);
+    yq_graph_free(w);
     if (plan_json && !plan) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     yq_qconf *h = NULL;
     if (st == YQ_OK && resolved && !(h = malloc(sizeof *h))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -647,7 +645,7 @@ static yq_status package(yq_quantizer *q, const yq_qconf *qc, const char *acc, c
     free(req);
     free(plan);
     free(resolved);
-    yq_unquantize_graph(g);
+    yq_graph_free(g);
     return st;
 }
 

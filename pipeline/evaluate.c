@@ -140,16 +140,6 @@ yq_status yq_pipe_eval_or_cpu(const yq_graph *g, const yq_dataset *ds, int lette
     return st;
 }
 
-yq_status yq_pipe_point(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
-                        const yq_calib_stats *cs, const yq_dataset *ds, int letterbox, int *device, const yq_pipe_io *io,
-                        yq_pipe_eval *r, yq_error *err)
-{
-    memset(r, 0, sizeof *r);
-    yq_unquantize_graph(g);
-    yq_status st = yq_pipe_quantize(c, request, resolved, g, cs, letterbox, io, err);
-    return st == YQ_OK ? yq_pipe_eval_or_cpu(g, ds, letterbox, device, io, r, err) : st;
-}
-
 void yq_pipe_eval_free(yq_pipe_eval *r)
 {
     if (!r) return;

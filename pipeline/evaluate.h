@@ -38,12 +38,6 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
  * for good: one io->warn line, *device = -1, and the CPU evaluates. */
 yq_status yq_pipe_eval_or_cpu(const yq_graph *g, const yq_dataset *ds, int letterbox, int *device, const yq_pipe_io *io,
                               yq_pipe_eval *r, yq_error *err);
-/* One point of a sweep: g (FP32, calibrated: cs) rewritten as request directs (*resolved,
- * may be NULL: the request with the measured choices written in, as yq_pipe_quantize),
- * then evaluated as yq_pipe_eval_or_cpu.  g is left rewritten. */
-yq_status yq_pipe_point(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
-                        const yq_calib_stats *cs, const yq_dataset *ds, int letterbox, int *device, const yq_pipe_io *io,
-                        yq_pipe_eval *r, yq_error *err);
 /* Frees r's detections (r->dets NULL after; NULL r is a no-op). */
 void yq_pipe_eval_free(yq_pipe_eval *r);
 /* A copy of a's detections into *b (b = a otherwise). */

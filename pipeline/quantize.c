@@ -211,12 +211,26 @@ yq_status yq_pipe_load_inputs(const yq_graph *g, const char *dir, int max, int l
 /* GFLOP of simulated runs for keep_float and thresh_search: below it, 16 images. */
 #define SIM_GFLOP_BUDGET 800.0
 
+/* A new rewrite of *q's FP32 graph with qc in place of *q (freed), which sim (if any)
+ * simulates from then on. */
+static yq_status rewrite_again(yq_graph **q, const yq_calib_stats *cs, const yq_qconfig *qc, yq_sim *sim, yq_error *err)
+{
+    yq_graph *n;
+    yq_status st = yq_rewrite((*q)->base, cs, qc, &n, err);
+    if (st == YQ_OK && sim && (st = yq_sim_sync(sim, n, err)) != YQ_OK) yq_graph_free(n);
+    if (st != YQ_OK) return st;
+    yq_graph_free(*q);
+    *q = n;
+    return YQ_OK;
+}
+
 /* keep_float and thresh_search: measured on the calibration images through simulated
  * int8 (quant/select.h); the choices go into qc (per-layer skips and thresholds, so the
- * package records them) and g is rewritten with them. */
-static yq_status choose_measured(yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs, const float *inputs, int n,
+ * package records them) and *qg (an int8 graph) is replaced by the rewrite with them. */
+static yq_status choose_measured(yq_qconfig *qc, yq_graph **qg, const yq_calib_stats *cs, const float *inputs, int n,
                                  yq_error *err)
 {
+    yq_graph *g = *qg;
     yq_sim *sim = NULL;
     double *e = malloc(sizeof *e * (size_t)g->n_nodes);
     uint8_t *want = malloc((size_t)g->n_nodes);
@@ -253,19 +267,14 @@ static yq_status choose_measured(yq_qconfig *qc, yq_graph *g, const yq_calib_sta
     if (st == YQ_OK && qc->keep_float > 0) {
         st = yq_select_float(g, e, qc->keep_float, qc, &chosen, err);
         qc->keep_float = 0;         /* done: the choice now lives in the per-layer skips */
-        if (st == YQ_OK && chosen) {
-            yq_unquantize_graph(g);
-            st = yq_quantize_graph(g, cs, qc, err);
-            if (st == YQ_OK) st = yq_sim_sync(sim, err);
-        }
+        if (st == YQ_OK && chosen && (st = rewrite_again(qg, cs, qc, sim, err)) == YQ_OK) g = *qg;
     }
     if (st == YQ_OK && qc->thresh_search > 0) {
         st = yq_search_thresholds(sim, g, cs, e, qc->thresh_search, qc, &changed, err);
         qc->thresh_search = 0;      /* done: the choice now lives in the per-layer thresholds */
-        if (st == YQ_OK && changed) {
-            yq_unquantize_graph(g);
-            st = yq_quantize_graph(g, cs, qc, err);
-        }
+        yq_sim_free(sim);           /* (it simulates the graph the rewrite replaces) */
+        sim = NULL;
+        if (st == YQ_OK && changed) st = rewrite_again(qg, cs, qc, NULL, err);
     }
     yq_sim_free(sim);
     free(picked);
@@ -274,21 +283,25 @@ static yq_status choose_measured(yq_qconfig *qc, yq_graph *g, const yq_calib_sta
     return st;
 }
 
-yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
-                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_error *err)
+yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, const yq_graph *g,
+                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_graph **out, yq_error *err)
 {
+    *out = NULL;
     yq_qconfig *qc = resolved ? resolved : malloc(sizeof *qc);   /* (large: not on the stack) */
     if (!qc) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     if (qc != request) *qc = *request;
-    yq_status st = yq_quantize_graph(g, cs, qc, err);
+    yq_graph *q = NULL;
+    yq_status st = yq_rewrite(g, cs, qc, &q, err);
     float *inputs = NULL;
     int got = 0, choose = qc->keep_float > 0 || qc->thresh_search > 0;
     if (st == YQ_OK && (choose || qc->bias_correction == 2))
-        st = yq_pipe_load_inputs(g, c->images, 16, letterbox, io, &inputs, &got, err);
-    if (st == YQ_OK && choose && got > 0) st = choose_measured(qc, g, cs, inputs, got, err);
-    if (st == YQ_OK && qc->bias_correction == 2) st = yq_bias_correct_data(g, inputs, got, err);
+        st = yq_pipe_load_inputs(q, c->images, 16, letterbox, io, &inputs, &got, err);
+    if (st == YQ_OK && choose && got > 0) st = choose_measured(qc, &q, cs, inputs, got, err);
+    if (st == YQ_OK && qc->bias_correction == 2) st = yq_bias_correct_data(q, inputs, got, err);
     free(inputs);
     if (qc != resolved) free(qc);
+    if (st == YQ_OK) *out = q;
+    else yq_graph_free(q);
     return st;
 }
 

@@ -12,7 +12,7 @@
  *     yq_graph *eq;                        // equalize on: g's equalized copy; else NULL
  *     yq_pipe_calibrate(&cal, &qc, g, letterbox, &io, &eq, &cs, &err);
  *     yq_graph *w = eq ? eq : g;           // the graph to rewrite
- *     yq_pipe_quantize(&cal, &qc, &resolved, w, cs, letterbox, &io, &err);   // w->q set
+ *     yq_pipe_quantize(&cal, &qc, &resolved, w, cs, letterbox, &io, &q, &err);   // q: int8, w as it was
  */
 #ifndef YQ_PIPELINE_QUANTIZE_H
 #define YQ_PIPELINE_QUANTIZE_H
@@ -51,14 +51,15 @@ typedef struct yq_pipe_calib {
 yq_status yq_pipe_calibrate(const yq_pipe_calib *c, const yq_qconfig *qc, const yq_graph *g, int letterbox,
                             const yq_pipe_io *io, yq_graph **eq, yq_calib_stats **cs, yq_error *err);
 
-/* g rewritten into int8 (g->q) as the request directs, from cs.  The request is not
- * changed: *resolved (may be NULL: not wanted; never the request itself) receives it with
- * the measured choices written in: keep_float and thresh_search are measured on up to 16
- * of c->images through simulated int8 and become per-layer skips and thresholds (the two
- * keys then 0), so that a rewrite with *resolved reproduces g; bias_correction data
- * measures on the same images. */
-yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, yq_graph *g,
-                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_error *err);
+/* *out: FP32 graph g rewritten into int8 as the request directs, from cs (a new graph that
+ * borrows g's weights: quant/rewrite.h yq_rewrite; yq_graph_free; set only on YQ_OK; g is
+ * not changed).  The request is not changed: *resolved (may be NULL: not wanted; never the
+ * request itself) receives it with the measured choices written in: keep_float and
+ * thresh_search are measured on up to 16 of c->images through simulated int8 and become
+ * per-layer skips and thresholds (the two keys then 0), so that a rewrite with *resolved
+ * reproduces *out; bias_correction data measures on the same images. */
+yq_status yq_pipe_quantize(const yq_pipe_calib *c, const yq_qconfig *request, yq_qconfig *resolved, const yq_graph *g,
+                           const yq_calib_stats *cs, int letterbox, const yq_pipe_io *io, yq_graph **out, yq_error *err);
 
 /* The decisions of the rewrite g holds (made from request, resolved as yq_pipe_quantize
  * gave it), as compact JSON (malloc'd; NULL when out of memory or g is not quantized):

@@ -11,7 +11,8 @@
 typedef struct sens {
     const yq_pipe_calib *c;
     const yq_qconfig *base;       /* bits, calibration method, weights ... */
-    yq_graph *g;
+    const yq_graph *g;            /* the FP32 graph */
+    yq_graph *q;                  /* its rewrite with work (rewrite(); NULL before the first) */
     const yq_calib_stats *cs;
     const yq_dataset *ds;
     int letterbox;
@@ -25,7 +26,7 @@ typedef struct sens {
     int eval_dev;                 /* the mAP on GPU eval_dev (>= 0), else on the CPU int8 reference */
 } sens;
 
-static yq_status sens_init(sens *S, const yq_pipe_calib *c, const yq_qconfig *base, yq_graph *g,
+static yq_status sens_init(sens *S, const yq_pipe_calib *c, const yq_qconfig *base, const yq_graph *g,
                            const yq_calib_stats *cs, const yq_dataset *ds, int letterbox, const yq_pipe_io *io,
                            yq_error *err)
 {
@@ -49,6 +50,7 @@ static void sens_free(sens *S)
     free(S->inputs);
     free(S->list);
     free(S->work);
+    yq_graph_free(S->q);
 }
 
 static void stage(const sens *S, const char *label)
@@ -96,17 +98,18 @@ static yq_status make_config(sens *S, const int *layers, int n, int except, yq_e
 /* The evaluation on S's engine (progress through io, may be the quiet one). */
 static yq_status eval_on(sens *S, const yq_pipe_io *io, yq_pipe_eval *r, yq_error *err)
 {
-    return yq_pipe_eval_or_cpu(S->g, S->ds, S->letterbox, &S->eval_dev, io, r, err);
+    return yq_pipe_eval_or_cpu(S->q, S->ds, S->letterbox, &S->eval_dev, io, r, err);
 }
 
-/* S->g rewritten with S->work (after make_config). */
+/* S->q: S->g rewritten with S->work (after make_config), in place of the rewrite before. */
 static yq_status rewrite(sens *S, yq_error *err)
 {
-    yq_unquantize_graph(S->g);
-    return yq_pipe_quantize(S->c, S->work, NULL, S->g, S->cs, S->letterbox, &S->quiet, err);
+    yq_graph_free(S->q);
+    S->q = NULL;
+    return yq_pipe_quantize(S->c, S->work, NULL, S->g, S->cs, S->letterbox, &S->quiet, &S->q, err);
 }
 
-/* Rewrites S->g with S->work, then evaluates (r != NULL) and/or measures the head SQNR
+/* Rewrites S->g with S->work (S->q), then evaluates (r != NULL) and/or measures the head SQNR
  * (head_db != NULL; the per-layer errors go to *le when le != NULL). */
 static yq_status measure(sens *S, yq_pipe_eval *r, double *head_db, yq_layer_err **le, yq_error *err)
 {
@@ -114,9 +117,9 @@ static yq_status measure(sens *S, yq_pipe_eval *r, double *head_db, yq_layer_err
     if (st == YQ_OK && r) st = eval_on(S, &S->quiet, r, err);
     if (st == YQ_OK && head_db) {
         yq_layer_err *e = NULL;
-        st = yq_compare_layers(S->g, S->inputs, S->n_inputs, &e, err);
+        st = yq_compare_layers(S->q, S->inputs, S->n_inputs, &e, err);
         if (st == YQ_OK) {
-            *head_db = yq_pipe_head_sqnr(S->g, e);
+            *head_db = yq_pipe_head_sqnr(S->q, e);
             if (le) *le = e;
             else free(e);
         }
@@ -160,7 +163,7 @@ static int by_db(const void *x, const void *y)
     return a->db < b->db ? -1 : a->db > b->db ? 1 : a->id - b->id;
 }
 
-yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, yq_graph *g, const yq_calib_stats *cs,
+yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, const yq_graph *g, const yq_calib_stats *cs,
                               const yq_dataset *ds, int letterbox, const double *fp_stats, const yq_pipe_sens_req *r,
                               const yq_pipe_io *io, yq_pipe_sens_res *res, yq_error *err)
 {
@@ -185,7 +188,7 @@ yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, yq
     }
     int n = 0;
     if (st == YQ_OK) {
-        n = int8_convs(g, ids);
+        n = int8_convs(S.q, ids);
         for (int k = 0; k < n; k++) order[k] = (idsq){ ids[k], e_all[ids[k]].sqnr_db };
         if (r->max_layers > 0 && r->max_layers < n) {
             qsort(order, (size_t)n, sizeof *order, by_db);       /* the worst by SQNR */
@@ -257,13 +260,13 @@ static int by_key_desc(const void *x, const void *y)
     return a->key > b->key ? -1 : a->key < b->key ? 1 : a->id - b->id;
 }
 
-/* YQ_RANK_TENSOR: on the all-int8 graph S->g holds, each scale class's error at the
+/* YQ_RANK_TENSOR: on the all-int8 rewrite S->q, each scale class's error at the
  * detection outputs alone (calib/simulate.c, quant/select.c, as keep_float ranks them),
  * then the float sets keep_float's choice makes with a budget of 1, 2, ... convs: each set
  * that grows is a step, order[step_at[k] .. step_at[k + 1]) the layers it adds. */
 static yq_status tensor_steps(sens *S, int *order, int *step_at, int *n_steps, yq_error *err)
 {
-    yq_graph *g = S->g;
+    yq_graph *g = S->q;
     int N = g->n_nodes, m = 0, placed = 0;
     *n_steps = 0;
     step_at[0] = 0;
@@ -322,7 +325,7 @@ static double lat_of(const yq_pipe_drop_req *r, const yq_graph *g)
     return r->latency && r->latency(r->ctx, g, &v) ? v : -1;
 }
 
-yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
+yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_graph *g, const yq_calib_stats *cs,
                            const yq_dataset *ds, int letterbox, const double *fp_stats, const yq_pipe_drop_req *r,
                            const yq_pipe_io *io, yq_pipe_drop_res *res, yq_error *err)
 {
@@ -340,7 +343,7 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
     yq_qconfig *base = malloc(sizeof *base);     /* the caller's qconfig: S.base while qc changes */
     yq_layer_err *e_all = NULL;
     yq_pipe_eval *all8 = &res->all8, *final = &res->final, cur = { 0 }, best = { 0 };
-    int n_chosen = 0, last_k = -1;      /* last_k: float layers of the rewrite g holds (-1: none yet) */
+    int n_chosen = 0;
     if (st != YQ_OK) goto done;
     if (!cd || !ids || !chosen || !order || !step_at || !base) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     *base = *qc;
@@ -355,14 +358,13 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
     stage(&S, "all int8");
     if ((st = rewrite(&S, err)) != YQ_OK) goto done;
     if ((st = eval_on(&S, S.io, all8, err)) != YQ_OK) goto done;
-    last_k = 0;
     double cur_gpu = -1, best_gpu = -1;
-    res->all8_gpu = lat_of(r, g);
+    res->all8_gpu = lat_of(r, S.q);
     if (mode != YQ_RANK_MAP) {
-        if ((st = yq_compare_layers(g, S.inputs, S.n_inputs, &e_all, err)) != YQ_OK) goto done;
-        head_all = yq_pipe_head_sqnr(g, e_all);
+        if ((st = yq_compare_layers(S.q, S.inputs, S.n_inputs, &e_all, err)) != YQ_OK) goto done;
+        head_all = yq_pipe_head_sqnr(S.q, e_all);
     }
-    int n = int8_convs(g, ids);
+    int n = int8_convs(S.q, ids);
     double drop = 100 * (fp - all8->s[YQ_COCO_AP]);
     res->met = drop <= r->budget_pts;
     emit(r, 0, NULL, 0, all8, fp, res->all8_gpu, res->met, S.eval_dev >= 0);
@@ -371,10 +373,7 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
         res->best_drop = drop;
     } else {
         /* Rank. */
-        if (mode == YQ_RANK_HEAD || mode == YQ_RANK_MAP) {
-            stage(&S, "ranking");
-            last_k = -1;                 /* the ranking rewrites g */
-        }
+        if (mode == YQ_RANK_HEAD || mode == YQ_RANK_MAP) stage(&S, "ranking");
         for (int k = 0; k < n && mode != YQ_RANK_TENSOR; k++) {
             cd[k] = (cand){ ids[k], g->nodes[ids[k]].layer, 0 };
             if (mode == YQ_RANK_SQNR) { cd[k].key = -e_all[ids[k]].sqnr_db; continue; }
@@ -411,9 +410,8 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
             while (n_chosen < step_at[k + 1]) chosen[n_chosen] = order[n_chosen], n_chosen++;
             if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
             if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
-            last_k = n_chosen;
             res->steps++;
-            cur_gpu = lat_of(r, g);
+            cur_gpu = lat_of(r, S.q);
             drop = 100 * (fp - cur.s[YQ_COCO_AP]);
             res->met = drop <= r->budget_pts;
             emit(r, k + 1, order + step_at[k], step_at[k + 1] - step_at[k], &cur, fp, cur_gpu, res->met, S.eval_dev >= 0);
@@ -443,7 +441,6 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, 
     /* The decision, into the caller's qconfig (and so into the package). */
     if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
     *qc = *S.work;
-    if (n_chosen != last_k && (st = rewrite(&S, err)) != YQ_OK) goto done;   /* g holds the last rewrite: make it this config's */
     if (!(res->float_layers = malloc(sizeof *res->float_layers * (size_t)(n_chosen ? n_chosen : 1)))) {
         st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
         goto done;

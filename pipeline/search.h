@@ -46,8 +46,8 @@ typedef struct yq_pipe_sens_res {
 /* The table for g (FP32, calibrated: cs) with the base qconfig's bits, calibration method
  * and so on; fp_stats: FP32's COCO stats on ds.  io->note gets one summary line once the
  * all-int8 graph is measured; io->stage("layers") and io->progress the layer loop.  g is
- * left rewritten with the last configuration measured. */
-yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, yq_graph *g, const yq_calib_stats *cs,
+ * not changed (each configuration measured is a rewrite of its own, freed after). */
+yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, const yq_graph *g, const yq_calib_stats *cs,
                               const yq_dataset *ds, int letterbox, const double *fp_stats, const yq_pipe_sens_req *r,
                               const yq_pipe_io *io, yq_pipe_sens_res *res, yq_error *err);
 void yq_pipe_sens_free(yq_pipe_sens_res *res);
@@ -101,9 +101,8 @@ typedef struct yq_pipe_drop_res {
  * r->rank) one step at a time until the drop against fp_stats is within the budget on ds,
  * or max_float layers are float.  Sets *qc to the answer (head and first int8, keep_float
  * 0, skip_layers the chosen layers: when the budget is not met, those of the step with the
- * lowest drop) and leaves g rewritten with it.  io->stage/progress: "all int8" and
- * "ranking". */
-yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, yq_graph *g, const yq_calib_stats *cs,
+ * lowest drop); g is not changed.  io->stage/progress: "all int8" and "ranking". */
+yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_graph *g, const yq_calib_stats *cs,
                            const yq_dataset *ds, int letterbox, const double *fp_stats, const yq_pipe_drop_req *r,
                            const yq_pipe_io *io, yq_pipe_drop_res *res, yq_error *err);
 void yq_pipe_drop_free(yq_pipe_drop_res *res);

@@ -99,22 +99,36 @@ static float neg_rq(yq_act a, double m)
     return yq_rq_encode(m);
 }
 
-void yq_unquantize_graph(yq_graph *g) { yq_graph_drop_q(g); }
+static yq_status rewrite_into(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err);
+
+yq_status yq_rewrite(const yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_graph **out, yq_error *err)
+{
+    *out = NULL;
+    yq_graph *v;
+    yq_status st = yq_graph_view(g, &v, err);
+    if (st == YQ_OK && (st = rewrite_into(v, cs, qc, err)) != YQ_OK) yq_graph_free(v);
+    if (st == YQ_OK) *out = v;
+    return st;
+}
 
 yq_status yq_quantize_uncalibrated(const yq_graph *g, int head_int8, yq_graph **out, yq_error *err)
 {
     *out = NULL;
     yq_qconfig *qc = malloc(sizeof *qc);          /* (large: not on the stack) */
-    yq_graph *c = NULL;
+    yq_graph *c = NULL, *v = NULL;
     yq_status st = qc ? yq_graph_clone(g, &c, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     if (st == YQ_OK) {
         yq_qconfig_defaults(qc);
         qc->head_float = !head_int8;
-        st = yq_quantize_graph(c, NULL, qc, err);
+        st = yq_rewrite(c, NULL, qc, &v, err);
     }
     free(qc);
-    if (st == YQ_OK) *out = c;
-    else yq_graph_free(c);
+    if (st == YQ_OK) {
+        v->owned_base = c;         /* the copy lives as long as its rewrite */
+        *out = v;
+    } else {
+        yq_graph_free(c);
+    }
     return st;
 }
 
@@ -127,19 +141,19 @@ static yq_status quant_conv(yq_graph *g, int id, const yq_calib_stats *cs, const
     long per = n->n_w / F;
     int qmax_w = (1 << (yq_qc_bits(qc, L) - 1)) - 1;
     float s_in = g->q[src].scale;
-    q->wq = yq_qarena_alloc(g, (size_t)n->n_w);
-    q->bq = yq_qarena_alloc(g, sizeof(int32_t) * (size_t)F);
-    q->w_scale = yq_qarena_alloc(g, sizeof(float) * (size_t)F);
-    q->rq_pos = yq_qarena_alloc(g, sizeof(float) * (size_t)F);
-    q->rq_neg = yq_qarena_alloc(g, sizeof(float) * (size_t)F);
-    q->deq = yq_qarena_alloc(g, sizeof(float) * (size_t)F);
+    q->wq = yq_arena_alloc(g, (size_t)n->n_w);
+    q->bq = yq_arena_alloc(g, sizeof(int32_t) * (size_t)F);
+    q->w_scale = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_pos = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->rq_neg = yq_arena_alloc(g, sizeof(float) * (size_t)F);
+    q->deq = yq_arena_alloc(g, sizeof(float) * (size_t)F);
     if (!q->wq || !q->bq || !q->w_scale || !q->rq_pos || !q->rq_neg || !q->deq)
         return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
     /* An int8 output with a table activation: the requantize lands on the table's grid. */
     double step_pos = 0, step_neg = 0;
     q->lut = NULL;
     if (q->dtype == YQ_S8 && yq_act_is_table(n->act)) {
-        if (!(q->lut = yq_qarena_alloc(g, YQ_LUT_N))) return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
+        if (!(q->lut = yq_arena_alloc(g, YQ_LUT_N))) return yq_fail(err, YQ_ERR_NOMEM, "out of memory quantizing layer %d", L);
         yq_status st = yq_act_table(n->act, q->scale, q->qmin, q->qmax, q->lut, &step_pos, &step_neg, err);
         if (st != YQ_OK) return st;
     }
@@ -201,7 +215,7 @@ static yq_status float_conv_weights(yq_graph *g, int i, const yq_qconfig *qc, yq
     if (!qc->float_fp16w || n->p.conv.groups != 1) return YQ_OK;
     for (long k = 0; k < n->n_w; k++)
         if (!(fabsf(n->w[k]) <= 65504.f)) return YQ_OK;
-    float *w = yq_qarena_alloc(g, sizeof *w * (size_t)(n->n_w ? n->n_w : 1));
+    float *w = yq_arena_alloc(g, sizeof *w * (size_t)(n->n_w ? n->n_w : 1));
     if (!w) return yq_fail(err, YQ_ERR_NOMEM, "layer %d: out of memory", n->layer);
     for (long k = 0; k < n->n_w; k++) w[k] = yq_round_fp16(n->w[k]);
     q->wf = w;
@@ -255,13 +269,13 @@ const char *yq_float_why_name(yq_float_why w)
     return (unsigned)w < sizeof names / sizeof *names ? names[w] : "?";
 }
 
-yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
+static yq_status rewrite_into(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err)
 {
     int N = g->n_nodes;
     if (cs && cs->n_nodes != N) return yq_fail(err, YQ_ERR_INVALID_ARG, "calibration statistics are for another graph");
     yq_status st = yq_qconfig_validate(qc, g, err);
     if (st != YQ_OK) return st;
-    yq_qnode *q = yq_qarena_alloc(g, sizeof *q * (size_t)N);
+    yq_qnode *q = yq_arena_alloc(g, sizeof *q * (size_t)N);
     int *par = malloc(sizeof *par * (size_t)N);
     int *consumers_int8 = calloc((size_t)N, sizeof *consumers_int8);
     int *consumers = calloc((size_t)N, sizeof *consumers);

@@ -1,9 +1,14 @@
-/* The rewrite: an FP32 graph plus calibration statistics plus a qconfig become
- * an int8 graph (g->q filled in place; the float weights stay for layers kept in
- * float and for per-layer reports).
+/* The rewrite: an FP32 graph plus calibration statistics plus a qconfig become a new
+ * int8 graph (a view of the FP32 one, ir.h yq_graph_view: its own nodes and int8 side,
+ * q set; the FP32 weights borrowed, for the layers kept in float and per-layer reports).
+ * The FP32 graph is never modified: rewrite it as often as wanted, each result freed by
+ * its owner.
  *
- *     yq_quantize_graph(g, stats, &qc, &err);
- *     yq_plan_new(g, 1, 0, &p, &err);  yq_exec_int8(p, input, ...);
+ *     yq_graph *q;
+ *     yq_rewrite(g, stats, &qc, &q, &err);
+ *     yq_plan_new(q, 1, 0, &p, &err);  yq_exec_int8(p, input, ...);
+ *     ...
+ *     yq_plan_free(p);  yq_graph_free(q);      // g as it was
  */
 #ifndef YQ_REWRITE_H
 #define YQ_REWRITE_H
@@ -11,18 +16,18 @@
 #include "calib/observe.h"
 #include "quant/qconfig.h"
 
-yq_status yq_quantize_graph(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_error *err);
+/* *out: FP32 graph g (not quantized) rewritten as qc directs with cs's thresholds (cs NULL:
+ * every threshold 1, for tests and timing), a new graph that borrows g's weights (g must
+ * outlive it); yq_graph_free.  Set only on YQ_OK. */
+yq_status yq_rewrite(const yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc, yq_graph **out, yq_error *err);
 /* A copy of FP32 graph g (yq_graph_clone) rewritten into int8 without calibration, the
  * default qconfig with the head convs int8 or float: for timing and tuning, whose kernels'
- * speed does not depend on the thresholds.  *out (yq_graph_free) set only on YQ_OK. */
+ * speed does not depend on the thresholds.  *out owns the copy (independent of g);
+ * yq_graph_free; set only on YQ_OK. */
 yq_status yq_quantize_uncalibrated(const yq_graph *g, int head_int8, yq_graph **out, yq_error *err);
-/* Drops g->q (back to FP32) and frees what the rewrite allocated (ir.h: yq_graph_drop_q): a
- * graph quantized again and again stays the same size.  Every pointer into the old int8
- * side (qnodes, their arrays, plans made from it) must be gone first. */
-void yq_unquantize_graph(yq_graph *g);
 
 /* Why each node runs in float under qc, or YQ_WHY_INT8 (why[0], the input, too): the
- * rewrite's own decision (yq_quantize_graph sets float_op from it).  A node listed in
+ * rewrite's own decision (yq_rewrite sets float_op from it).  A node listed in
  * skip_layers is YQ_WHY_SKIP whatever else holds; a data-movement op or head whose inputs
  * are all float is YQ_WHY_INPUTS.  why: g->n_nodes entries. */
 typedef enum yq_float_why {

@@ -14,13 +14,13 @@
  * Both write their decision into the qconfig (layer.N.skip, layer.N.thresh), so the
  * package records it and a rewrite with that qconfig reproduces it.
  *
- *     yq_quantize_graph(g, cs, &qc, &err);
+ *     yq_rewrite(fp, cs, &qc, &g, &err);
  *     yq_sim_new(g, inputs, 16, &sim, &err);
  *     double *e = malloc(...);                        // g->n_nodes
  *     yq_class_errors(sim, g, NULL, e, &err);          // every class
  *     yq_select_float(g, e, qc.keep_float, &qc, &n, &err);
- *     yq_unquantize_graph(g); yq_quantize_graph(g, cs, &qc, &err); yq_sim_sync(sim, &err);
- *     yq_search_thresholds(sim, g, cs, e, qc.thresh_search, &qc, &n, &err);
+ *     yq_rewrite(fp, cs, &qc, &g2, &err); yq_sim_sync(sim, g2, &err); yq_graph_free(g);
+ *     yq_search_thresholds(sim, g2, cs, e, qc.thresh_search, &qc, &n, &err);
  */
 #ifndef YQ_QUANT_SELECT_H
 #define YQ_QUANT_SELECT_H

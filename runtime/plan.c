@@ -121,6 +121,14 @@ const float *yq_plan_tensor(const yq_plan *p, int id)
 float *yq_plan_input(yq_plan *p) { return p->input; }
 const yq_graph *yq_plan_graph(const yq_plan *p) { return p->g; }
 int yq_plan_quantized(const yq_plan *p) { return p->quant; }
+
+yq_status yq_plan_rebind(yq_plan *p, const yq_graph *g, yq_error *err)
+{
+    if (!(p->flags & YQ_PLAN_FLOAT) || !g->base || g->base != p->g->base || g->n_nodes != p->g->n_nodes)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "a plan moves only between float plans of rewrites of one FP32 graph");
+    p->g = g;
+    return YQ_OK;
+}
 int yq_plan_flags(const yq_plan *p) { return p->flags; }
 float *yq_plan_work(const yq_plan *p) { return p->work; }
 

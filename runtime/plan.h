@@ -22,6 +22,10 @@ typedef struct yq_plan yq_plan;
 
 yq_status yq_plan_new(const yq_graph *g, int batch, int flags, yq_plan **out, yq_error *err);
 void      yq_plan_free(yq_plan *p);
+/* A float plan (YQ_PLAN_FLOAT) of one rewrite of an FP32 graph moved to another rewrite of
+ * the same graph (g->base the same: the same nodes and shapes, so the same layout); the
+ * plan reads g from then on. */
+yq_status yq_plan_rebind(yq_plan *p, const yq_graph *g, yq_error *err);
 int       yq_plan_batch(const yq_plan *p);
 size_t    yq_plan_bytes(const yq_plan *p);            /* the one activation allocation */
 /* Borrowed: valid until the next run.  NULL if the node's memory was reused

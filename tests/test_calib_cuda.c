@@ -28,7 +28,7 @@
 #include "kernels/cudnn_fp.h"
 #include "ir/requant.h"
 #include "quant/equalize.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "tests/test.h"
 
 static yq_error err;
@@ -304,8 +304,8 @@ static void t_observe_exact(void)
             yq_qconfig qc;
             yq_qconfig_defaults(&qc);
             qc.keep_float = 0;
-            yq_status st = yq_quantize_graph(g[0], cs[0], &qc, &err);
-            if (st == YQ_OK) st = yq_quantize_graph(g[1], cs[1], &qc, &err);
+            yq_status st = test_rewrite(&g[0], cs[0], &qc, &err);
+            if (st == YQ_OK) st = test_rewrite(&g[1], cs[1], &qc, &err);
             CHECKF(st == YQ_OK, "%s: quantize: %s", md->cfg, err.msg);
             if (st == YQ_OK && same_int8(g[0], g[1], md->cfg)) {
                 done++;

@@ -13,7 +13,7 @@
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
 #include "kernels/cuda.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
@@ -1158,7 +1158,7 @@ static void model_case(const char *label, const char *cfg, const char *weights, 
                     snprintf(key, sizeof key, "layer.%d.skip", g->nodes[i].layer);
                     OK(yq_qconfig_set(&qc, key, "1", "test", &err));
                 }
-        yq_status st = yq_quantize_graph(g, NULL, &qc, &err);
+        yq_status st = test_rewrite(&g, NULL, &qc, &err);
         if (st) yq_graph_free(g);
         CHECKF(st == YQ_OK, "quantize %s: %s", label, err.msg);
         char l2[128];

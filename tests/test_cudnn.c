@@ -15,7 +15,7 @@
 #include "ir/ir.h"
 #include "kernels/cuda.h"
 #include "kernels/cudnn_fp.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
 
@@ -247,7 +247,7 @@ static void t_int8_graph_and_determinism(void)
     OK(yq_darknet_load(mp.cfg, mp.weights, &opt, &g, &err));
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
-    yq_status st = yq_quantize_graph(g, NULL, &qc, &err);
+    yq_status st = test_rewrite(&g, NULL, &qc, &err);
     char why[700] = "";
     if (st) snprintf(why, sizeof why, "quantize: %s", err.msg);
     rng_state = 21;

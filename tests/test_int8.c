@@ -15,7 +15,7 @@
 #include "calib/observe.h"
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/plan.h"
 
 /* ---- requantize ---------------------------------------------------------- */
@@ -364,9 +364,11 @@ static void observe_hook(void *ctx, const yq_graph *g, int id, const void *data,
         }
 }
 
-/* Calibrates g on `batch` random inputs and quantizes it. */
-static void calibrate_quantize(yq_graph *g, const float *in, int batch, const yq_qconfig *qc)
+/* Calibrates FP32 graph *gp on `batch` random inputs and replaces it by its rewrite (which
+ * owns it: tests/test_rewrite.h). */
+static void calibrate_quantize(yq_graph **gp, const float *in, int batch, const yq_qconfig *qc)
 {
+    yq_graph *g = *gp;
     yq_error err;
     yq_calib_stats *cs;
     CHECK(yq_calib_stats_new(g->n_nodes, g, &cs, &err) == YQ_OK);
@@ -375,7 +377,7 @@ static void calibrate_quantize(yq_graph *g, const float *in, int batch, const yq
     obs o = { cs };
     CHECKF(yq_exec_fp32(p, in, observe_hook, &o, &err) == YQ_OK, "%s", err.msg);
     yq_plan_free(p);
-    CHECKF(yq_quantize_graph(g, cs, qc, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(test_rewrite(gp, cs, qc, &err) == YQ_OK, "%s", err.msg);
     yq_calib_stats_free(cs);
 }
 
@@ -397,7 +399,7 @@ static void ops_vs_float_sim(const char *cfg, int n_nodes, int min_checked)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.head_float = 0;
-    calibrate_quantize(g, in, B, &qc);
+    calibrate_quantize(&g, in, B, &qc);
     yq_error err;
     yq_plan *p;
     CHECK(yq_plan_new(g, B, YQ_PLAN_KEEP_ALL | YQ_PLAN_REFERENCE, &p, &err) == YQ_OK);
@@ -521,7 +523,7 @@ static void t_table_vs_float_sim(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.head_float = 0;
-    calibrate_quantize(g, in, B, &qc);
+    calibrate_quantize(&g, in, B, &qc);
     int tables = 0;
     for (int i = 1; i < g->n_nodes; i++)
         if (g->nodes[i].op == YQ_OP_CONV && yq_act_is_table(g->nodes[i].act)) {
@@ -531,9 +533,9 @@ static void t_table_vs_float_sim(void)
     CHECK(tables == 4);
     same_on_both_paths(g, B, in);
     /* act_table off: those convs stay in float */
-    yq_unquantize_graph(g);
+    test_unrewrite(&g);
     qc.act_table = 0;
-    calibrate_quantize(g, in, B, &qc);
+    calibrate_quantize(&g, in, B, &qc);
     for (int i = 1; i < g->n_nodes; i++)
         if (g->nodes[i].op == YQ_OP_CONV && yq_act_is_table(g->nodes[i].act))
             CHECKF(g->q[i].float_op && !g->q[i].lut, "node %d: act_table off, yet int8", i);
@@ -541,8 +543,9 @@ static void t_table_vs_float_sim(void)
     yq_graph_free(g);
 }
 
-/* Quantized again and again (a sweep's points): the graph's memory stays that of one rewrite
- * (yq_unquantize_graph frees the int8 side), and the rewrite is the same each time. */
+/* Quantized again and again (a sweep's points): each rewrite is a graph of its own, the
+ * same size and the same bytes each time, and the FP32 graph is never touched (its memory,
+ * its q, its weights). */
 static void t_requantize_memory(void)
 {
     yq_graph *g = small_graph(5);
@@ -553,27 +556,31 @@ static void t_requantize_memory(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     size_t fp32 = yq_graph_bytes(g), first = 0;
+    long nw = g->nodes[1].n_w;
+    float *w0 = malloc(sizeof *w0 * (size_t)nw);
+    memcpy(w0, g->nodes[1].w, sizeof *w0 * (size_t)nw);
     unsigned char *ref = NULL;
     size_t len = 0;
     for (int k = 0; k < 30; k++) {
-        if (k) yq_unquantize_graph(g);
-        CHECK(g->q == NULL);
-        calibrate_quantize(g, in, B, &qc);
+        calibrate_quantize(&g, in, B, &qc);
+        CHECK(g->q && g->base && !g->base->q && g->nodes[1].w == g->base->nodes[1].w);
         size_t l2;
         unsigned char *out = run_all(g, B, 0, in, &l2);
+        size_t bytes = yq_graph_bytes(g);
+        test_unrewrite(&g);
+        CHECK(g->q == NULL && yq_graph_bytes(g) == fp32 && !memcmp(g->nodes[1].w, w0, sizeof *w0 * (size_t)nw));
         if (!k) {
-            first = yq_graph_bytes(g);
+            first = bytes;
             ref = out;
             len = l2;
             continue;
         }
         CHECK(l2 == len && !memcmp(out, ref, len));
         free(out);
-        CHECKF(yq_graph_bytes(g) == first, "round %d: %zu bytes, %zu after the first rewrite", k, yq_graph_bytes(g), first);
+        CHECKF(bytes == first, "round %d: the rewrite holds %zu bytes, %zu the first time", k, bytes, first);
     }
-    printf("# 30 rewrites: the graph holds %zu bytes after each (FP32: %zu; a rewrite adds %zu)\n", first, fp32, first - fp32);
-    yq_unquantize_graph(g);
-    CHECKF(yq_graph_bytes(g) == fp32, "unquantized: %zu bytes, %zu before any rewrite", yq_graph_bytes(g), fp32);
+    printf("# 30 rewrites: each holds %zu bytes of its own (the FP32 graph %zu, untouched)\n", first, fp32);
+    free(w0);
     free(ref);
     free(in);
     yq_graph_free(g);
@@ -608,7 +615,7 @@ static void t_deterministic_and_blas(void)
     fill_input(in, in_n, 5);
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
-    calibrate_quantize(g, in, B, &qc);
+    calibrate_quantize(&g, in, B, &qc);
     same_on_both_paths(g, B, in);
     free(in);
     yq_graph_free(g);
@@ -632,7 +639,7 @@ static void blas_vs_ref_model(const char *rel, int synthetic, int size, int head
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.head_float = head_float;
-    calibrate_quantize(g, in, 1, &qc);
+    calibrate_quantize(&g, in, 1, &qc);
     size_t l1, l2;
     unsigned char *a = run_all(g, 1, YQ_PLAN_REFERENCE, in, &l1);
     unsigned char *b = run_all(g, 1, 0, in, &l2);
@@ -695,7 +702,7 @@ static void t_float_precision(void)
         yq_error err;
         CHECK(yq_qconfig_set(&qc, "skip_layers", "0,1", "t", &err) == YQ_OK);   /* conv 0 and the dw conv in float */
         CHECK(yq_qconfig_set(&qc, "float_precision", fp16w ? "fp16w" : "fp32", "t", &err) == YQ_OK);
-        calibrate_quantize(g, in, 1, &qc);
+        calibrate_quantize(&g, in, 1, &qc);
         const yq_node *n = &g->nodes[conv0];
         const yq_qnode *q = &g->q[conv0];
         CHECK(q->float_op && q->fp16w == fp16w && g->q[2].float_op && g->q[2].fp16w == 0);   /* grouped: fp32 */

@@ -274,7 +274,7 @@ static void t_clone(void)
     CHECK(c->nodes[k].w[0] == w0 + 1.0f && !strcmp(c->class_names[0], "person"));
     /* a quantized graph is not cloned */
     yq_graph *d = (yq_graph *)1;
-    c->q = (yq_qnode *)yq_qarena_alloc(c, sizeof(yq_qnode) * (size_t)c->n_nodes);
+    c->q = (yq_qnode *)yq_arena_alloc(c, sizeof(yq_qnode) * (size_t)c->n_nodes);
     CHECKF(yq_graph_clone(c, &d, &err) == YQ_ERR_INVALID_ARG && d == NULL && strstr(err.msg, "quantized"), "%s", err.msg);
     yq_graph_free(c);
 }

@@ -20,7 +20,7 @@
 #include "ir/half.h"
 #include "ir/requant.h"
 #include "ir/ir.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/h5mem.h"
 #include "runtime/h5util.h"
 #include "runtime/package.h"
@@ -220,7 +220,7 @@ static yq_graph *make_graph(const variant *v)
     yq_qconfig_defaults(&qc);
     for (int k = 0; k < 2; k++)
         if (v->key[k]) CHECKF(yq_qconfig_set(&qc, v->key[k], v->val[k], "test", &err) == YQ_OK, "%s", err.msg);
-    CHECKF(yq_quantize_graph(g, NULL, &qc, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(test_rewrite(&g, NULL, &qc, &err) == YQ_OK, "%s", err.msg);
     yq_qconfig_str(&qc, qtext, sizeof qtext);
     char **names = yq_arena_alloc(g, 2 * sizeof *names);
     CHECK(names);
@@ -1028,7 +1028,7 @@ static void t_real_models(void)
         CHECKF(yq_darknet_load(mp.cfg, mp.synthetic ? NULL : mp.weights, &opt, &g, &err) == YQ_OK, "%s", err.msg);
         static yq_qconfig qc;
         yq_qconfig_defaults(&qc);
-        CHECKF(yq_quantize_graph(g, NULL, &qc, &err) == YQ_OK, "%s", err.msg);
+        CHECKF(test_rewrite(&g, NULL, &qc, &err) == YQ_OK, "%s", err.msg);
         const char *p = tpath("real.yqp");
         CHECKF(yq_package_write(p, g, NULL, &err) == YQ_OK, "%s", err.msg);
         CHECKF(yq_package_load(p, &h, NULL, &err) == YQ_OK, "%s", err.msg);

@@ -12,7 +12,7 @@
 #include "tests/test.h"
 #include "calib/observe.h"
 #include "pipeline/quantize.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "yq_quant.h"
 #include "calib/hist.h"
 #include "datasets/image.h"
@@ -203,6 +203,7 @@ static void t_quantize(void)
     CHECK(qc);
     yq_qconfig_defaults(qc);
     qc->keep_float = 2;
+    qc->thresh_search = 3;   /* both measured choices: the search runs on keep_float's rewrite */
     yq_pipe_calib c = { .images = samples, .no_cache = 1, .device = "cpu" };
     yq_calib_stats *cs = NULL;
     yq_graph *eq = NULL;
@@ -218,8 +219,13 @@ static void t_quantize(void)
     yq_qconfig *rq = malloc(sizeof *rq), *before = malloc(sizeof *before);
     CHECK(rq && before);
     *before = *qc;
-    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, 0, NULL, &err) == YQ_OK, "%s", err.msg);
-    CHECK(g->q != NULL);
+    yq_graph *q8 = NULL;
+    double fp_sum = graph_sum(g);
+    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, 0, NULL, &q8, &err) == YQ_OK, "%s", err.msg);
+    /* a new graph: the one given is as it was (FP32, the same weights) */
+    CHECK(q8 && q8 != g && q8->q != NULL && q8->base == g && g->q == NULL && graph_sum(g) == fp_sum);
+    q8->owned_base = g;
+    g = q8;
     CHECKF(!memcmp(before, qc, sizeof *qc), "the request changed");
     int skipped = 0, convs = 0, agree = 1, asked = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -231,7 +237,8 @@ static void t_quantize(void)
             if (sk && !g->q[i].float_op) agree = 0;
         }
     printf("# yolo-fastest-1.1, keep_float 2: %d of %d convs kept float\n", skipped, convs);
-    CHECKF(rq->keep_float == 0 && qc->keep_float == 2 && asked == 0 && skipped >= 1 && skipped <= 2 && agree,
+    CHECKF(rq->keep_float == 0 && rq->thresh_search == 0 && qc->keep_float == 2 && asked == 0 && skipped >= 1 &&
+           skipped <= 2 && agree,
            "keep_float %d (asked %d), %d of %d convs skipped (%d asked)%s", rq->keep_float, qc->keep_float, skipped, convs,
            asked, agree ? "" : ", not all float in the graph");
     /* the plan: the chosen convs as keep_float's, every conv's dtype as the graph runs it */
@@ -269,8 +276,8 @@ static void t_quantize(void)
     uint8_t *fl = malloc((size_t)g->n_nodes);
     CHECK(fl);
     for (int i = 0; i < g->n_nodes; i++) fl[i] = g->q[i].float_op;
-    yq_unquantize_graph(g);
-    CHECKF(yq_quantize_graph(g, cs, rq, &err) == YQ_OK, "%s", err.msg);
+    test_unrewrite(&g);
+    CHECKF(test_rewrite(&g, cs, rq, &err) == YQ_OK, "%s", err.msg);
     for (int i = 0; i < g->n_nodes; i++) CHECKF(fl[i] == g->q[i].float_op, "node %d", i);
     free(fl);
     yq_calib_stats_free(cs);
@@ -451,7 +458,10 @@ static void t_quantizer(void)
     }
     yq_qconfig *rq = malloc(sizeof *rq);
     CHECK(rq);
-    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, g->letter_box, NULL, &err) == YQ_OK, "%s", err.msg);
+    yq_graph *q8 = NULL;
+    CHECKF(yq_pipe_quantize(&c, qc, rq, g, cs, g->letter_box, NULL, &q8, &err) == YQ_OK, "%s", err.msg);
+    q8->owned_base = g;
+    g = q8;
     char *text = yq_qconfig_text(rq), *req = yq_qconfig_text(qc), *plan = yq_pipe_plan_json(g, qc, rq), method[128];
     yq_calib_method_str(&rq->calib, method, sizeof method);
     yq_package_meta meta = { .qconfig_text = text, .request_text = req, .plan_json = plan, .calib_method = method,
@@ -477,7 +487,7 @@ static void t_quantizer(void)
     CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, h8, NULL, NULL, &err) == YQ_OK,
            "%s", err.msg);
     yq_coco_dets_free(d);
-    yq_unquantize_graph(g);
+    test_unrewrite(&g);
     yq_graph_free(g);                   /* (the equalized copy) the FP32 model, fresh */
     g = load_folder(dir);
     CHECKF(yq_eval_detect(g, ds, &eo, &d, &n, &sk, &err) == YQ_OK && yq_coco_eval(ds, d, n, hf, NULL, NULL, &err) == YQ_OK,

@@ -19,7 +19,7 @@
 #include "calib/observe.h"
 #include "calib/simulate.h"
 #include "kernels/cpu_ref.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "quant/select.h"
 #include "runtime/plan.h"
 
@@ -108,11 +108,20 @@ static yq_calib_stats *calibrate(yq_graph *g, const float *in, int batch)
     return cs;
 }
 
-static void requantize(yq_graph *g, const yq_calib_stats *cs, const yq_qconfig *qc)
+/* *g (FP32, or a rewrite that owns its FP32 graph) rewritten with qc: a new rewrite that
+ * owns the FP32 graph, the one before freed; s (when not NULL) simulates the new one. */
+static void requantize(yq_graph **g, yq_sim *s, const yq_calib_stats *cs, const yq_qconfig *qc)
 {
     yq_error err;
-    yq_unquantize_graph(g);
-    CHECKF(yq_quantize_graph(g, cs, qc, &err) == YQ_OK, "%s", err.msg);
+    yq_graph *old = (*g)->q ? *g : NULL, *fp = old ? old->owned_base : *g, *n;
+    CHECKF(yq_rewrite(fp, cs, qc, &n, &err) == YQ_OK, "%s", err.msg);
+    if (s) CHECKF(yq_sim_sync(s, n, &err) == YQ_OK, "%s", err.msg);
+    n->owned_base = fp;
+    if (old) {
+        old->owned_base = NULL;
+        yq_graph_free(old);
+    }
+    *g = n;
 }
 
 static double sim_nsr(yq_sim *s)
@@ -184,7 +193,7 @@ static void t_sim_vs_exact(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.keep_float = 0;
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     yq_error err;
     yq_sim *s = NULL;
     CHECK(yq_sim_new(g, in, 0, &s, &err) == YQ_ERR_INVALID_ARG && !s);
@@ -199,7 +208,7 @@ static void t_sim_vs_exact(void)
     yq_head_err e;
     CHECK(yq_sim_run(s, &e, &err) == YQ_OK);
     CHECKF(e.conf_noise == 0 && e.box_noise == 0 && e.conf_sig > 0, "FP32 against itself: noise %g %g", e.conf_noise, e.box_noise);
-    CHECK(yq_sim_sync(s, &err) == YQ_OK);
+    CHECK(yq_sim_sync(s, g, &err) == YQ_OK);
     yq_sim_weights(s, 1);
     int rounded = 0;
     for (int i = 0; i < g->n_nodes; i++) rounded += yq_sim_rounds(s, i);
@@ -272,7 +281,7 @@ static void t_thresh_sets_class(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.keep_float = 0;
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     /* the maxpool (layer 5, node 6) shares the shortcut's (layer 4, node 5) scale */
     CHECK(g->q[6].scale == g->q[5].scale);
     float t = 0.5f * g->q[5].thresh;
@@ -280,7 +289,7 @@ static void t_thresh_sets_class(void)
     snprintf(v, sizeof v, "%.9g", (double)t);
     yq_error err;
     CHECK(yq_qconfig_set(&qc, "layer.5.thresh", v, "t", &err) == YQ_OK);
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     CHECKF(g->q[5].thresh == t && g->q[6].thresh == t, "class threshold %g %g, set %g", (double)g->q[5].thresh,
            (double)g->q[6].thresh, (double)t);
     CHECK(g->q[5].scale == t / 127 && g->q[6].scale == g->q[5].scale);
@@ -300,7 +309,7 @@ static void t_select_float(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.keep_float = 0;
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     /* Candidates: one conv's output read only by convs and heads: layers 0, 2 and 6 (the
      * shortcut reads layers 1 and 3). */
     uint8_t want[16];
@@ -311,7 +320,7 @@ static void t_select_float(void)
     snprintf(v, sizeof v, "%.9g", (double)g->q[3].thresh / 64);
     yq_error err;
     CHECK(yq_qconfig_set(&qc, "layer.2.thresh", v, "t", &err) == YQ_OK);
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     yq_sim *s;
     CHECKF(yq_sim_new(g, in, n, &s, &err) == YQ_OK, "%s", err.msg);
     double before = sim_nsr(s);
@@ -359,9 +368,9 @@ static void t_select_float(void)
     CHECK(yq_select_float(g, e, 2, &q2, &chosen, &err) == YQ_OK);
     CHECK(chosen == 2);
     for (int L = 0; L < 9; L++) CHECKF(yq_qc_skip(&q2, L) == (L == 2 || L == 3), "layer %d skip %d", L, yq_qc_skip(&q2, L));
-    requantize(g, cs, &q2);
+    requantize(&g, s, cs, &q2);
     CHECK(g->q[3].float_op && g->q[4].float_op && !g->q[5].float_op);
-    CHECK(yq_sim_sync(s, &err) == YQ_OK);
+    CHECK(yq_sim_sync(s, g, &err) == YQ_OK);
     CHECK(!yq_sim_rounds(s, 3) && yq_sim_rounds(s, 4));          /* float to float; float read by int8 */
     double after = sim_nsr(s);
     CHECKF(after < 0.5 * before, "head error %g with the spoiled tensor float, %g before", after, before);
@@ -380,13 +389,13 @@ static void t_search_thresholds(void)
     yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.keep_float = 0;
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     float t_cal = g->q[3].thresh, t_bad = t_cal / 4;
     char v[32];
     snprintf(v, sizeof v, "%.9g", (double)t_bad);
     yq_error err;
     CHECK(yq_qconfig_set(&qc, "layer.2.thresh", v, "t", &err) == YQ_OK);
-    requantize(g, cs, &qc);
+    requantize(&g, NULL, cs, &qc);
     CHECK(g->q[3].thresh == t_bad);
     yq_sim *s;
     CHECKF(yq_sim_new(g, in, n, &s, &err) == YQ_OK, "%s", err.msg);
@@ -398,9 +407,9 @@ static void t_search_thresholds(void)
     CHECKF(changed == 1 && t_new > t_bad, "changed %d, threshold %g (was %g, calibrated %g)", changed, (double)t_new,
            (double)t_bad, (double)t_cal);
     for (int L = 0; L < 9; L++) if (L != 2) CHECK(yq_qc_thresh(&qc, L) == 0);
-    requantize(g, cs, &qc);
+    requantize(&g, s, cs, &qc);
     CHECK(g->q[3].thresh == t_new);
-    CHECK(yq_sim_sync(s, &err) == YQ_OK);
+    CHECK(yq_sim_sync(s, g, &err) == YQ_OK);
     double after = sim_nsr(s);
     CHECKF(after < before, "head error %g after the search, %g before", after, before);
     yq_sim_free(s);

@@ -24,7 +24,7 @@
 #include "kernels/cuda.h"
 #include "kernels/cuda_post.h"
 #include "calib/observe.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/detector.h"
 #include "runtime/gpu_post.h"
 #include "runtime/package.h"
@@ -86,7 +86,7 @@ static const char *package(void)
     yq_calib_stats *cs = NULL;
     yq_status st = yq_calib_observe(g, (char *const *)samples, N_SAMPLES, g->letter_box, NULL, NULL, NULL, NULL, &cs,
                                     &err);
-    if (!st) st = yq_quantize_graph(g, cs, &qc, &err);
+    if (!st) st = test_rewrite(&g, cs, &qc, &err);
     yq_calib_stats_free(cs);
     if (!st) st = yq_package_write(pkg_path, g, NULL, &err);
     yq_model_free(m);

@@ -29,7 +29,7 @@
 #include "ir/ir.h"
 #include "kernels/cuda.h"
 #include "quant/qconfig.h"
-#include "quant/rewrite.h"
+#include "tests/test_rewrite.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/latency.h"
 #include "runtime/package.h"
@@ -725,7 +725,7 @@ static yq_graph *load_quantized(const char *cfg, int size, int head_int8)
     static yq_qconfig qc;
     yq_qconfig_defaults(&qc);
     qc.head_float = !head_int8;
-    if (yq_quantize_graph(g, NULL, &qc, &err)) {
+    if (test_rewrite(&g, NULL, &qc, &err)) {
         yq_graph_free(g);
         return NULL;
     }
