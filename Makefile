@@ -336,11 +336,12 @@ $(B)/gpu/yqgpu: $(B)/bench/gpu/gpu_main.o $(YQGPU_MAINS) $(GPU_BENCH_OBJS) $(B)/
 GPU_SESSION_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c) calib/hist.c calib/methods.c \
                       calib/compare.c $(wildcard calib/simulate.c) \
                       calib/observe.c runtime/plan.c runtime/exec_int8.c runtime/exec_cuda.c runtime/package.c runtime/h5mem.c runtime/h5util.c runtime/session.c \
-                      runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
+                      runtime/engine.c runtime/tune_apply.c runtime/gpu_post.c runtime/postproc.c runtime/detector.c datasets/image.c datasets/image_jpeg.c \
                       datasets/image_png.c datasets/fileio.c) \
                     $(patsubst %.cu,$(B)/%.cu.o,kernels/cuda_util.cu kernels/cuda_conv.cu kernels/cuda_conv_names.cu kernels/cuda_cutlass.cu kernels/cuda_mma.cu \
                       kernels/cuda_halo.cu kernels/cuda_img.cu kernels/cuda_wgmma.cu \
-                      kernels/cuda_f16.cu kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu) $(B)/gen/onnx.pb-c.o
+                      kernels/cuda_f16.cu kernels/cuda_ops.cu kernels/cuda_post.cu kernels/cuda_post_rt.cu kernels/cudnn_fp.cu) \
+                    $(B)/gen/onnx.pb-c.o
 GPU_SESSION_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lpng16 -lz -ljpeg -Wl,-Bdynamic \
                     $(GPU_TEST_LIBS)
 
@@ -366,7 +367,7 @@ $(B)/gpu/test_session: $(B)/tests/test_session.o $(B)/gpu/libyq_session.a
 #   make gpu-calib NVCC_ARCHS="-gencode arch=compute_90,code=sm_90"
 GPU_CALIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c kernels/*.c) calib/hist.c calib/methods.c \
                     calib/observe.c calib/observe_cuda.c runtime/plan.c runtime/exec_int8.c runtime/detector.c \
-                    runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/image_png.c datasets/fileio.c \
+                    runtime/engine.c runtime/exec_cuda.c runtime/postproc.c datasets/image.c datasets/image_jpeg.c datasets/image_png.c datasets/fileio.c \
                     quant/equalize.c quant/qconfig.c quant/rewrite.c quant/table.c) \
                   $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu))
 

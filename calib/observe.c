@@ -7,6 +7,7 @@
 #include "calib/observe.h"
 #include "kernels/cuda_hist.h"
 #include "runtime/detector.h"
+#include "runtime/engine.h"
 
 yq_status yq_calib_stats_new(int n_nodes, const yq_graph *g, yq_calib_stats **out, yq_error *err)
 {
@@ -117,12 +118,13 @@ int yq_calib_stats_cmp(const yq_calib_stats *a, const yq_calib_stats *b, const y
     return 0;
 }
 
-typedef struct obs { yq_calib_stats *cs; } obs;
+typedef struct obs { yq_calib_stats *cs; const yq_graph *g; } obs;
 
-static void hook(void *ctx, const yq_graph *g, int id, const void *data, int batch)
+static void hook(void *ctx, int id, const void *data, int batch, void *stream)
 {
+    (void)stream;
     obs *o = ctx;
-    const yq_node *n = &g->nodes[id];
+    const yq_node *n = &o->g->nodes[id];
     if (n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op)) return;  /* aliases */
     const float *x = data;
     long sz = yq_shape_size(n->out);
@@ -149,9 +151,13 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
     yq_calib_stats *cs;
     yq_status st = yq_calib_stats_new(g->n_nodes, g, &cs, err);
     if (st != YQ_OK) return st;
-    yq_plan *p = NULL;
-    st = yq_plan_new(g, 1, YQ_PLAN_EXACT, &p, err);
-    obs o = { cs };
+    yq_engine *p = NULL;
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
+    eo.flags = YQ_PLAN_EXACT;
+    float *in = malloc(sizeof *in * (size_t)yq_shape_size(g->nodes[0].out));
+    st = in ? yq_engine_new(g, 1, &eo, &p, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    obs o = { cs, g };
+    if (st == YQ_OK) st = yq_engine_set_hook(p, hook, &o, err);
     for (int i = 0; i < n && st == YQ_OK; i++) {
         yq_image im;
         yq_error e2;
@@ -162,13 +168,14 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
                 st = yq_fail(err, YQ_ERR_IO, "%d of %d calibration images could not be read (last: %s)", cs->skipped, n, e2.msg);
             continue;
         }
-        st = yq_preprocess(g, &im, letterbox, yq_plan_input(p), err);
+        st = yq_preprocess(g, &im, letterbox, in, err);
         yq_image_free(&im);
-        if (st == YQ_OK) st = yq_exec_fp32(p, NULL, hook, &o, err);
+        if (st == YQ_OK && (st = yq_engine_upload(p, in, 1, err)) == YQ_OK) st = yq_engine_enqueue(p, 1, err);
         if (st == YQ_OK) cs->images++;
         if (progress) progress(pctx, i + 1, n);
     }
-    yq_plan_free(p);
+    yq_engine_free(p);
+    free(in);
     if (st == YQ_OK && cs->images == 0) st = yq_fail(err, YQ_ERR_IO, "none of the %d calibration images could be read", n);
     if (st != YQ_OK) { yq_calib_stats_free(cs); return st; }
     for (int i = 0; i < g->n_nodes; i++)

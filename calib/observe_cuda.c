@@ -16,6 +16,7 @@
 #include "kernels/cuda.h"
 #include "kernels/cuda_hist.h"
 #include "kernels/cudnn_fp.h"
+#include "runtime/engine.h"
 #include "runtime/detector.h"
 
 #define DEFAULT_BATCH 32
@@ -149,22 +150,21 @@ static yq_status load_finish(loader *l, int n_total, int *got, int *skipped, yq_
 
 typedef struct gobs {
     const yq_graph *g;
-    const yq_cudnn_plan *p;
     yq_cuda_hist *h;
     int nb;              /* images of this batch observed (the first nb of the plan's batch) */
     yq_status st;
     yq_error err;
 } gobs;
 
-static void hook(void *ctx, int id, void *stream)
+static void hook(void *ctx, int id, const void *data, int n, void *stream)
 {
-    (void)stream;        /* the plan's: the histogram was made on it */
+    (void)stream;        /* the engine's: the histogram was made on it */
+    (void)n;             /* the plan's batch: only the first nb images are observed */
     gobs *o = ctx;
     if (o->st != YQ_OK) return;
     const yq_node *nd = &o->g->nodes[id];
     if (is_alias(nd->op)) return;
-    const float *x = yq_cudnn_node_data(o->p, id);
-    o->st = yq_cuda_hist_add(o->h, id, x, o->nb, nd->out.c, (long)nd->out.h * nd->out.w, &o->err);
+    o->st = yq_cuda_hist_add(o->h, id, data, o->nb, nd->out.c, (long)nd->out.h * nd->out.w, &o->err);
 }
 
 /* ---- the run ------------------------------------------------------------------ */
@@ -193,7 +193,7 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
     if (nt > B) nt = B;
 
     yq_calib_stats *cs = NULL;
-    yq_cudnn_plan *p = NULL;
+    yq_engine *p = NULL;
     yq_cuda_hist *h = NULL;
     int *channels = NULL;
     long in_sz = yq_shape_size(g->nodes[0].out);
@@ -219,22 +219,22 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
         load_start(&ld[0], 0, n < B ? n : B);
         pos = ld[0].count;
     }
-    yq_cudnn_opt co = yq_cudnn_defaults(YQ_CUDNN_FP32);
-    co.layout = YQ_CUDNN_NCHW;    /* what the statistics kernels read */
-    co.device = o->device;
-    co.flags = YQ_PLAN_EXACT;     /* the CPU's bytes (calib/observe.h); nothing is read after
-                                     the run: tensors share memory */
-    if (st == YQ_OK) st = yq_cudnn_plan_new(g, B, &co, &p, err);
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CUDNN);
+    eo.cudnn.layout = YQ_CUDNN_NCHW;   /* what the statistics kernels read */
+    eo.device = o->device;
+    eo.flags = YQ_PLAN_EXACT;          /* the CPU's bytes (calib/observe.h); nothing is read after
+                                          the run: tensors share memory */
+    if (st == YQ_OK) st = yq_engine_new(g, B, &eo, &p, err);
     if (st == YQ_OK) {
         for (int i = 0; i < g->n_nodes; i++) channels[i] = g->nodes[i].out.c;
-        st = yq_cuda_hist_new(g->n_nodes, channels, YQ_CALIB_BINS, yq_cudnn_stream(p), &h, err);
+        st = yq_cuda_hist_new(g->n_nodes, channels, YQ_CALIB_BINS, yq_engine_stream(p), &h, err);
     }
     for (int i = 0; i < g->n_nodes && st == YQ_OK; i++) {
         const yq_node *nd = &g->nodes[i];
         if (!is_alias(nd->op)) st = yq_cuda_hist_reserve(h, B, nd->out.c, (long)nd->out.h * nd->out.w, err);
     }
-    gobs ob = { g, p, h, 0, YQ_OK, { YQ_OK, "" } };
-    if (st == YQ_OK) yq_cudnn_set_hook(p, hook, &ob);
+    gobs ob = { g, h, 0, YQ_OK, { YQ_OK, "" } };
+    if (st == YQ_OK) st = yq_engine_set_hook(p, hook, &ob, err);
     double t_plan = now_ms(), t_load = 0, t_wait = 0;
 
     if (st == YQ_OK) {
@@ -250,11 +250,11 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
         }
         if (nb > 0) {
             double tw = now_ms();
-            st = yq_cudnn_upload(p, in[cur], err);  /* waits for the previous batch */
+            st = yq_engine_upload(p, in[cur], B, err);   /* waits for the previous batch */
             t_wait += now_ms() - tw;
             if (st == YQ_OK) {
                 ob.nb = nb;
-                st = yq_cudnn_enqueue(p, err);
+                st = yq_engine_enqueue(p, B, err);
             }
             if (st == YQ_OK && ob.st != YQ_OK) {
                 *err = ob.err;
@@ -316,7 +316,7 @@ yq_status yq_calib_observe_cuda(const yq_graph *g, char *const *paths, int n, in
         o->times->total_ms = now_ms() - t0;
     }
     yq_cuda_hist_free(h);
-    yq_cudnn_plan_free(p);
+    yq_engine_free(p);
     free(channels);
     for (int k = 0; k < 2; k++) {
         free(in[k]);

@@ -15,6 +15,7 @@
 #include "kernels/cudnn_fp.h"
 #include "ir/stats.h"
 #include "quant/rewrite.h"
+#include "runtime/engine.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -111,13 +112,19 @@ static void shape_str(const yq_graph *g, const yq_node *n, char *buf, size_t cap
 /* ---- GPU: the cuDNN float engine ---- */
 
 typedef struct prof_ctx { yq_gpu_marks *marks; } prof_ctx;
-static void mark_node(void *ctx, int id, void *stream)
+static void mark_node(void *ctx, int id, const void *data, int n, void *stream)
 {
+    (void)data;
+    (void)n;
     prof_ctx *pc = ctx;
     yq_gpu_marks_record(pc->marks, id + 1, stream);
 }
 
-static yq_status cudnn_enqueue(void *ctx, yq_error *err) { return yq_cudnn_enqueue(ctx, err); }
+static yq_status engine_enqueue(void *ctx, yq_error *err)
+{
+    yq_engine *e = ctx;
+    return yq_engine_enqueue(e, yq_engine_batch(e), err);
+}
 
 /* Per node: median over runs of the time between the previous node's event and its own. */
 static yq_status profile_marks(const yq_graph *g, void *stream, yq_status (*enq)(void *, yq_error *), void *ctx,
@@ -166,19 +173,22 @@ static yq_status time_gpu(const bopt *o, void *stream, yq_gpu_enqueue_fn fn, voi
 static yq_status bench_cudnn(const bopt *o, const yq_graph *g, int batch, int fp16, const float *x, result *r,
                              yq_error *err)
 {
-    yq_cudnn_opt co = yq_cudnn_defaults(fp16 ? YQ_CUDNN_FP16 : YQ_CUDNN_FP32);
-    co.layout = o->layout;
-    co.heuristic = o->heuristic;
-    co.legacy = o->legacy;
-    co.fuse = o->fuse;
-    yq_cudnn_plan *p;
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CUDNN);
+    eo.cudnn = yq_cudnn_defaults(fp16 ? YQ_CUDNN_FP16 : YQ_CUDNN_FP32);
+    eo.cudnn.layout = o->layout;
+    eo.cudnn.heuristic = o->heuristic;
+    eo.cudnn.legacy = o->legacy;
+    eo.cudnn.fuse = o->fuse;
+    eo.flags = eo.cudnn.flags;
+    yq_engine *e;
     double t0 = now_ms();
-    yq_status st = yq_cudnn_plan_new(g, batch, &co, &p, err);
+    yq_status st = yq_engine_new(g, batch, &eo, &e, err);
     if (st) return st;
+    yq_cudnn_plan *p = yq_engine_cudnn_plan(e);
     r->plan_s = (now_ms() - t0) * 1e-3;
     snprintf(r->backend, sizeof r->backend, "cuDNN %s", yq_cudnn_plan_desc(p));
     r->mem = yq_cudnn_plan_bytes(p);
-    if (!(st = yq_cudnn_upload(p, x, err))) st = time_gpu(o, yq_cudnn_stream(p), cudnn_enqueue, p, r, err);
+    if (!(st = yq_engine_upload(e, x, batch, err))) st = time_gpu(o, yq_engine_stream(e), engine_enqueue, e, r, err);
     if (!st && o->profile) {
         yq_gpu_marks *m = NULL;
         r->prof = calloc((size_t)g->n_nodes, sizeof *r->prof);
@@ -186,26 +196,26 @@ static yq_status bench_cudnn(const bopt *o, const yq_graph *g, int batch, int fp
         if (!st) st = yq_gpu_marks_new(g->n_nodes + 1, &m, err);
         if (!st) {
             prof_ctx pc = { m };
-            yq_cudnn_set_hook(p, mark_node, &pc);
             int pr = o->runs < 20 ? o->runs : 20;
-            st = profile_marks(g, yq_cudnn_stream(p), cudnn_enqueue, p, m, pr, r->prof, err);
-            yq_cudnn_set_hook(p, NULL, NULL);
+            if (!(st = yq_engine_set_hook(e, mark_node, &pc, err)))
+                st = profile_marks(g, yq_engine_stream(e), engine_enqueue, e, m, pr, r->prof, err);
+            yq_engine_set_hook(e, NULL, NULL, NULL);
         }
         r->algo = st ? NULL : calloc((size_t)g->n_nodes, sizeof *r->algo);
         for (int i = 0; r->algo && i < g->n_nodes; i++) yq_cudnn_node_desc(p, i, r->algo[i], sizeof r->algo[i]);
         yq_gpu_marks_free(m);
     }
-    yq_cudnn_plan_free(p);
+    yq_engine_free(e);
     return st;
 }
 
 /* ---- GPU: the int8 engine ---- */
 
-typedef struct int8_ctx { yq_cuda_plan *p; int batch; void *stream; } int8_ctx;
+typedef struct int8_ctx { yq_engine *e; int batch; } int8_ctx;
 static yq_status int8_enqueue(void *ctx, yq_error *err)
 {
     int8_ctx *c = ctx;
-    return yq_cuda_enqueue(c->p, c->batch, c->stream, err);
+    return yq_engine_enqueue(c->e, c->batch, err);
 }
 
 /* Isolated timing of one node's kernels (see the file comment). */
@@ -319,17 +329,19 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
 static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, const float *x, const yq_bench *ts,
                                 int kind, result *r, yq_error *err)
 {
-    yq_cuda_plan *p = NULL;
-    void *stream = NULL;
+    yq_engine *e = NULL;
     double t0 = now_ms();
-    const int flags = YQ_PLAN_KEEP_HEADS | (o->no_views ? YQ_PLAN_NO_VIEWS : 0) | (o->gpu_f16 ? YQ_PLAN_GPU_F16 : 0);
-    yq_status st = yq_cuda_plan_new_flags(g, batch, 0, flags, &p, err);
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CUDA);
+    eo.flags = YQ_PLAN_KEEP_HEADS | (o->no_views ? YQ_PLAN_NO_VIEWS : 0) | (o->gpu_f16 ? YQ_PLAN_GPU_F16 : 0);
+    yq_status st = yq_engine_new(g, batch, &eo, &e, err);
     if (st) return st;
+    yq_cuda_plan *p = yq_engine_cuda_plan(e);
+    void *stream = yq_engine_stream(e);
     static const char *const kind_label[TUNED_KINDS] = { "yquant int8 tuned", "yquant int8 tuned, dp4a only",
                                                          "yquant int8 tuned, mma only" };
     int applied = 0;
     if (ts && (st = yq_tune_apply(p, g, batch, ts->sm, ts->k[kind], ts->n[kind], &applied, err))) {
-        yq_cuda_plan_free(p);
+        yq_engine_free(e);
         return st;
     }
     r->plan_s = (now_ms() - t0) * 1e-3;
@@ -342,11 +354,9 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
         snprintf(r->backend, sizeof r->backend, "yquant int8, untuned%s",
                  o->head_int8 ? "" : o->gpu_f16 ? " (float heads, fp16)" : " (float heads)");
     }
-    r->mem = yq_cuda_plan_bytes(p);
-    yq_shape is = g->nodes[0].out;
-    if (!(st = yq_cuda_stream_new(&stream, err)) &&
-        !(st = yq_cuda_h2d(yq_cuda_plan_input(p), x, sizeof(float) * (size_t)yq_shape_size(is) * batch, err))) {
-        int8_ctx c = { p, batch, stream };
+    r->mem = yq_engine_bytes(e);
+    if (!(st = yq_engine_upload(e, x, batch, err)) && !(st = yq_engine_sync(e, err))) {
+        int8_ctx c = { e, batch };
         st = time_gpu(o, stream, int8_enqueue, &c, r, err);
     }
     if (!st && o->profile && (!ts || kind == TUNED_ALL)) {   /* each node alone, on the plan's (tuned) convs */
@@ -354,8 +364,7 @@ static yq_status bench_int8_gpu(const bopt *o, const yq_graph *g, int batch, con
         r->prof_kind = PROF_ISOLATED;
         st = r->prof ? profile_int8_isolated(o, g, p, batch, stream, r->prof, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     }
-    yq_cuda_plan_free(p);
-    yq_cuda_stream_free(stream);
+    yq_engine_free(e);
     return st;
 }
 

@@ -1,12 +1,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/detector.h"
+#include "runtime/engine.h"
 
 #define MAX_HEADS 16
 
 struct yq_detector {
     const yq_graph *g;
-    yq_plan *plan;
+    yq_engine *e;                 /* the CPU engine, batch 1 */
+    float *in;
     int n_heads, head_src[MAX_HEADS];
     const float *heads[MAX_HEADS];
 };
@@ -22,8 +24,11 @@ yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
             d->head_src[d->n_heads++] = i;   /* the head node: an alias of its input, or its dequantized copy */
         }
     if (!d->n_heads) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path); }
-    yq_status st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &d->plan, err);
-    if (st != YQ_OK) { free(d); return st; }
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
+    yq_status st = yq_engine_new(g, 1, &eo, &d->e, err);
+    if (st == YQ_OK && !(d->in = malloc(sizeof *d->in * (size_t)yq_shape_size(g->nodes[0].out))))
+        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    if (st != YQ_OK) { yq_detector_free(d); return st; }
     *out = d;
     return YQ_OK;
 }
@@ -31,7 +36,8 @@ yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
 void yq_detector_free(yq_detector *d)
 {
     if (!d) return;
-    yq_plan_free(d->plan);
+    yq_engine_free(d->e);
+    free(d->in);
     free(d);
 }
 
@@ -50,10 +56,10 @@ yq_status yq_preprocess(const yq_graph *g, const yq_image *im, int letterbox, fl
 yq_status yq_detector_run(yq_detector *d, const yq_image *im, int letterbox, const yq_post_opt *o,
                           yq_detection *dets, int cap, int *n, yq_error *err)
 {
-    yq_status st = yq_preprocess(d->g, im, letterbox, yq_plan_input(d->plan), err);
-    if (st == YQ_OK) st = d->g->q ? yq_exec_int8(d->plan, NULL, NULL, NULL, err) : yq_exec_fp32(d->plan, NULL, NULL, NULL, err);
+    yq_status st = yq_preprocess(d->g, im, letterbox, d->in, err);
+    if (st == YQ_OK && (st = yq_engine_upload(d->e, d->in, 1, err)) == YQ_OK) st = yq_engine_enqueue(d->e, 1, err);
     if (st != YQ_OK) return st;
-    for (int k = 0; k < d->n_heads; k++) d->heads[k] = yq_plan_tensor(d->plan, d->head_src[k]);
+    for (int k = 0; k < d->n_heads; k++) d->heads[k] = yq_engine_node(d->e, d->head_src[k]);
     *n = yq_postprocess(d->g, d->heads, 0, im->w, im->h, letterbox, o, dets, cap);
     if (*n < 0) return yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
     return YQ_OK;

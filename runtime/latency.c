@@ -8,6 +8,7 @@
 #include "kernels/cuda_bench.h"
 #include "ir/stats.h"
 #include "runtime/exec_cuda.h"
+#include "runtime/engine.h"
 #include "runtime/latency.h"
 #include "runtime/session.h"
 
@@ -110,11 +111,11 @@ static void fill_input(float *x, yq_shape s, int batch)
     for (size_t i = 0; i < n; i++) x[i] = (float)((i * 7 + (i / (size_t)s.w) * 13) % 256) / 255.f;
 }
 
-typedef struct fwd { yq_cuda_plan *p; int batch; void *stream; } fwd;
+typedef struct fwd { yq_engine *e; int batch; } fwd;
 static yq_status enqueue(void *ctx, yq_error *err)
 {
     fwd *f = ctx;
-    return yq_cuda_enqueue(f->p, f->batch, f->stream, err);
+    return yq_engine_enqueue(f->e, f->batch, err);
 }
 
 yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latency *out, yq_error *err)
@@ -151,11 +152,16 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
     if ((st = choices(g, &o, r.sm, &r, &k, &nk, err))) return st;
     r.tune_s = now_s() - t0;
 
+    yq_engine *e = NULL;
     yq_cuda_plan *p = NULL;
     void *stream = NULL, *graph = NULL;
     float *x = NULL, *ms = NULL;
     t0 = now_s();
-    if ((st = yq_cuda_plan_new(g, o.batch, dev, &p, err))) goto done;
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CUDA);
+    eo.device = dev;
+    if ((st = yq_engine_new(g, o.batch, &eo, &e, err))) goto done;
+    p = yq_engine_cuda_plan(e);
+    stream = yq_engine_stream(e);
     if ((st = yq_tune_apply(p, g, o.batch, r.sm, k, nk, &r.tuned_convs, err))) goto done;
     r.plan_s = now_s() - t0;
     for (int id = 1; id < g->n_nodes; id++)
@@ -171,9 +177,8 @@ yq_status yq_latency_gpu(const yq_graph *g, const yq_latency_opt *opt, yq_latenc
         goto done;
     }
     fill_input(x, is, o.batch);
-    if ((st = yq_cuda_stream_new(&stream, err)) || (st = yq_cuda_h2d(yq_cuda_plan_input(p), x, sizeof *x * nin, err)))
-        goto done;
-    fwd f = { p, o.batch, stream };
+    if ((st = yq_engine_upload(e, x, o.batch, err)) || (st = yq_engine_sync(e, err))) goto done;
+    fwd f = { e, o.batch };
     /* eager launches first: they warm up, and they are the answer if capture fails */
     if ((st = yq_gpu_time(stream, enqueue, &f, NULL, o.warmup > 2 ? o.warmup : 2, eager_runs, ms, err))) goto done;
     double emed, emin, emean;
@@ -196,8 +201,7 @@ done:
         if (yq_cuda_sync(stream, &se) && st == YQ_OK) st = yq_fail(err, se.code, "%s", se.msg);
     }
     yq_gpu_graph_free(graph);
-    yq_cuda_stream_free(stream);
-    yq_cuda_plan_free(p);
+    yq_engine_free(e);
     free(x);
     free(ms);
     free(k);

@@ -1,8 +1,8 @@
 /* Models and sessions: the public run API of include/yq.h.
  *
- * cpu: the detector path (runtime/detector.c) image by image: a batch-1 plan, the
- * int8 reference or the FP32 engine, yq_postprocess.
- * cuda: one device plan for max_batch images (runtime/exec_cuda.c), the GPU
+ * Both run on an engine of runtime/engine.h.  cpu: image by image on the CPU engine
+ * (batch 1: the int8 reference or the FP32 engine), yq_postprocess.
+ * cuda: the GPU int8 engine for max_batch images (runtime/exec_cuda.c), the GPU
  * post-processing (runtime/gpu_post.c) reading the head tensors where the plan left
  * them, and page-locked staging buffers.  A batch of n images is one sequence on one
  * stream: copy the inputs and image sizes up, quantize the input, every layer,
@@ -20,6 +20,7 @@
 #include "kernels/cuda.h"
 #include "kernels/cuda_post.h"
 #include "runtime/detector.h"
+#include "runtime/engine.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/gpu_post.h"
 #include "runtime/session.h"
@@ -45,13 +46,11 @@ struct yq_session {
     char name[192];
     int n_heads, head_id[MAX_HEADS];
     size_t in_floats;             /* one image's network input */
-    /* cpu */
-    yq_plan *plan;
+    yq_engine *eng;               /* the cpu (batch 1) or the GPU int8 engine (max_batch) */
+    float *h_in;                  /* max_batch inputs (cuda: page-locked) */
     /* cuda */
-    yq_cuda_plan *cplan;
     yq_gpu_post *post;
-    void *stream;
-    float *h_in;                  /* page-locked: max_batch inputs */
+    void *stream;                 /* the engine's */
     int *h_wh;                    /* page-locked: max_batch x (w, h) */
     unsigned char *h_res;         /* page-locked: max_batch result records */
     void **graphs;                /* [n - 1]: the captured batch of n, NULL until first used */
@@ -265,13 +264,13 @@ void yq_session_free(yq_session *s)
         yq_error e;
         if (yq_cuda_set_device(s->device, &e) == YQ_OK) {
             cuda_release(s);
-            yq_cuda_plan_free(s->cplan);
-            yq_cuda_stream_free(s->stream);
             yq_cuda_host_free(s->h_in);
             yq_cuda_host_free(s->h_wh);
         }
+    } else {
+        free(s->h_in);
     }
-    yq_plan_free(s->plan);
+    yq_engine_free(s->eng);
     free(s);
 }
 
@@ -296,7 +295,7 @@ static yq_status post_build(yq_session *s, yq_error *err)
         int id = s->head_id[k];
         if (yq_node_dtype(s->g, id) != YQ_F32)
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: head input is not float", s->g->nodes[id].name);
-        heads[k] = yq_cuda_plan_node(s->cplan, id);
+        heads[k] = yq_engine_node(s->eng, id);
         if (!heads[k]) return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: head input not kept by the plan", s->g->nodes[id].name);
     }
     yq_post_opt po = { s->opt.conf, s->opt.nms, s->opt.max_dets };
@@ -330,12 +329,14 @@ static yq_status cuda_open(yq_session *s, yq_error *err)
         return yq_fail(err, YQ_ERR_CUDA, "cuda:%d: the package was tuned for sm_%d, this GPU (%s) is sm_%d; "
                        "re-tune the package on this GPU, or run it on the cpu device", s->device, tuned, dn, sm);
     snprintf(s->name, sizeof s->name, "cuda:%d (%s, sm_%d)", s->device, dn, sm);
-    if ((st = yq_cuda_set_device(s->device, err)) ||
-        (st = yq_cuda_plan_new(g, s->max_batch, s->device, &s->cplan, err)) ||
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CUDA);
+    eo.device = s->device;
+    if ((st = yq_cuda_set_device(s->device, err)) || (st = yq_engine_new(g, s->max_batch, &eo, &s->eng, err)) ||
         (info && info->n_kernels > 0 &&
-         (st = yq_tune_apply(s->cplan, g, s->max_batch, sm, info->kernels, info->n_kernels, &s->tuned, err))) ||
-        (st = yq_cuda_stream_new_async(&s->stream, err)))
+         (st = yq_tune_apply(yq_engine_cuda_plan(s->eng), g, s->max_batch, sm, info->kernels, info->n_kernels, &s->tuned,
+                             err))))
         return cuda_fail(s, st, err);
+    s->stream = yq_engine_stream(s->eng);
     void *a = NULL, *b = NULL;
     st = yq_cuda_host_alloc(&a, sizeof(float) * s->in_floats * (size_t)s->max_batch, err);
     s->h_in = a;
@@ -380,7 +381,9 @@ yq_status yq_session_new(const yq_model *m, const char *device, int max_batch, y
     }
     if (dev < 0) {
         snprintf(s->name, sizeof s->name, "cpu");
-        st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &s->plan, err);
+        yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
+        st = yq_engine_new(g, 1, &eo, &s->eng, err);
+        if (!st && !(s->h_in = malloc(sizeof(float) * s->in_floats))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     } else {
         st = cuda_open(s, err);
     }
@@ -451,10 +454,9 @@ static yq_status fill_tensor(void *ctx, const yq_session *s, int i, float *dst, 
 static yq_status cuda_enqueue_batch(yq_session *s, int n, yq_error *err)
 {
     yq_status st;
-    if ((st = yq_cuda_h2d_async(yq_cuda_plan_input(s->cplan), s->h_in, sizeof(float) * s->in_floats * (size_t)n,
-                                s->stream, err)) ||
+    if ((st = yq_engine_upload(s->eng, s->h_in, n, err)) ||
         (st = yq_cuda_h2d_async(yq_gpu_post_wh(s->post), s->h_wh, 2 * sizeof(int) * (size_t)n, s->stream, err)) ||
-        (st = yq_cuda_enqueue(s->cplan, n, s->stream, err)) ||
+        (st = yq_engine_enqueue(s->eng, n, err)) ||
         (st = yq_gpu_post_enqueue(s->post, n, s->stream, err)))
         return st;
     return yq_cuda_d2h_async(s->h_res, yq_gpu_post_result(s->post), yq_gpu_post_rec_bytes(s->post) * (size_t)n,
@@ -494,10 +496,10 @@ static yq_status run(yq_session *s, int n, fill_fn fill, void *ctx, yq_detection
         yq_post_opt po = { s->opt.conf, s->opt.nms, s->opt.max_dets };
         for (int i = 0; i < n && st == YQ_OK; i++) {
             int w, h;
-            if ((st = fill(ctx, s, i, yq_plan_input(s->plan), &w, &h, err))) break;
-            st = s->g->q ? yq_exec_int8(s->plan, NULL, NULL, NULL, err) : yq_exec_fp32(s->plan, NULL, NULL, NULL, err);
-            if (st) break;
-            for (int k = 0; k < s->n_heads; k++) heads[k] = yq_plan_tensor(s->plan, s->head_id[k]);
+            if ((st = fill(ctx, s, i, s->h_in, &w, &h, err)) || (st = yq_engine_upload(s->eng, s->h_in, 1, err)) ||
+                (st = yq_engine_enqueue(s->eng, 1, err)))
+                break;
+            for (int k = 0; k < s->n_heads; k++) heads[k] = yq_engine_node(s->eng, s->head_id[k]);
             int k = yq_postprocess(s->g, heads, 0, w, h, s->opt.letterbox, &po, dets + (size_t)i * cap, cap);
             if (k < 0) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory in post-processing");
             else counts[i] = k;

@@ -16,6 +16,7 @@
 #include "kernels/cpu_fp32.h"
 #include "kernels/cpu_ref.h"
 #include "tests/test_rewrite.h"
+#include "runtime/engine.h"
 #include "runtime/plan.h"
 
 /* ---- requantize ---------------------------------------------------------- */
@@ -543,6 +544,80 @@ static void t_table_vs_float_sim(void)
     yq_graph_free(g);
 }
 
+/* small_graph(seed) calibrated on B inputs (fill_input(in_seed), *in, malloc'd) and rewritten
+ * with the default qconfig (the rewrite owns the FP32 graph). */
+static yq_graph *small_quantized(uint32_t seed, int B, uint32_t in_seed, float **in)
+{
+    yq_graph *g = small_graph(seed);
+    long in_n = yq_shape_size(g->nodes[0].out) * B;
+    *in = malloc(sizeof(float) * (size_t)in_n);
+    fill_input(*in, in_n, in_seed);
+    yq_qconfig qc;
+    yq_qconfig_defaults(&qc);
+    calibrate_quantize(&g, *in, B, &qc);
+    return g;
+}
+
+/* runtime/engine.h on the CPU: the engine's run of an int8 graph holds every node's bytes
+ * as the plan run directly does (KEEP_ALL), its hook sees each node once with those bytes,
+ * and the checks common to every engine refuse what they should. */
+typedef struct hook_seen { const yq_graph *g; int calls, bad; const unsigned char *ref; size_t *off; int B; } hook_seen;
+static void engine_hook(void *ctx, int id, const void *data, int n, void *stream)
+{
+    hook_seen *h = ctx;
+    size_t b = (size_t)yq_shape_size(h->g->nodes[id].out) * (size_t)n * (size_t)yq_dtype_size(h->g->q[id].dtype);
+    h->calls++;
+    if (stream || n != h->B || memcmp(data, h->ref + h->off[id], b)) h->bad++;
+}
+
+static void t_engine_cpu(void)
+{
+    int B = 2;
+    float *in;
+    yq_graph *g = small_quantized(9, B, 23, &in);
+    size_t len;
+    unsigned char *ref = run_all(g, B, 0, in, &len);
+    size_t *off = malloc(sizeof *off * (size_t)g->n_nodes), o = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        off[i] = o;
+        o += (size_t)yq_shape_size(g->nodes[i].out) * B * yq_dtype_size(g->q[i].dtype);
+    }
+    yq_error err;
+    yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
+    eo.flags = YQ_PLAN_KEEP_ALL;
+    yq_engine *e = NULL;
+    CHECKF(yq_engine_new(g, B, &eo, &e, &err) == YQ_OK, "%s", err.msg);
+    CHECK(!strcmp(yq_engine_name(e), "cpu") && !yq_engine_on_gpu(e) && yq_engine_batch(e) == B && !yq_engine_stream(e));
+    hook_seen h = { g, 0, 0, ref, off, B };
+    CHECK(yq_engine_set_hook(e, engine_hook, &h, &err) == YQ_OK);
+    CHECK(yq_engine_upload(e, in, B, &err) == YQ_OK && yq_engine_enqueue(e, B, &err) == YQ_OK && yq_engine_sync(e, &err) == YQ_OK);
+    int same = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        size_t b = (size_t)yq_shape_size(g->nodes[i].out) * B * yq_dtype_size(g->q[i].dtype);
+        const void *d = yq_engine_node(e, i);
+        same += d && !memcmp(d, ref + off[i], b);
+    }
+    CHECKF(same == g->n_nodes, "%d of %d nodes as the plan's own run", same, g->n_nodes);
+    CHECKF(h.calls == g->n_nodes && h.bad == 0, "hook: %d calls (%d nodes, the input included), %d wrong", h.calls,
+           g->n_nodes, h.bad);
+    /* the common checks */
+    CHECK(yq_engine_enqueue(e, B + 1, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "batch"));
+    CHECK(yq_engine_upload(e, in, 0, &err) == YQ_ERR_INVALID_ARG);
+    CHECK(yq_engine_node(e, -1) == NULL && yq_engine_node(e, g->n_nodes) == NULL);
+    yq_engine_free(e);
+    yq_engine *x = (yq_engine *)1;
+    eo.kind = (yq_engine_kind)7;
+    CHECK(yq_engine_new(g, B, &eo, &x, &err) == YQ_ERR_INVALID_ARG && x == NULL && strstr(err.msg, "kind"));
+    eo.kind = YQ_ENGINE_CPU;
+    CHECK(yq_engine_new(g, 0, &eo, &x, &err) == YQ_ERR_INVALID_ARG && x == NULL);
+    eo.kind = YQ_ENGINE_CUDA;       /* an FP32 graph: refused before any GPU is looked for */
+    CHECK(yq_engine_new(g->base, B, &eo, &x, &err) == YQ_ERR_UNSUPPORTED && x == NULL && strstr(err.msg, "FP32"));
+    free(off);
+    free(ref);
+    free(in);
+    yq_graph_free(g);
+}
+
 /* Quantized again and again (a sweep's points): each rewrite is a graph of its own, the
  * same size and the same bytes each time, and the FP32 graph is never touched (its memory,
  * its q, its weights). */
@@ -608,14 +683,9 @@ static unsigned char *run_all(const yq_graph *g, int B, int flags, const float *
 
 static void t_deterministic_and_blas(void)
 {
-    yq_graph *g = small_graph(3);
     int B = 3;
-    long in_n = yq_shape_size(g->nodes[0].out) * B;
-    float *in = malloc(sizeof(float) * (size_t)in_n);
-    fill_input(in, in_n, 5);
-    yq_qconfig qc;
-    yq_qconfig_defaults(&qc);
-    calibrate_quantize(&g, in, B, &qc);
+    float *in;
+    yq_graph *g = small_quantized(3, B, 5, &in);
     same_on_both_paths(g, B, in);
     free(in);
     yq_graph_free(g);
@@ -835,6 +905,7 @@ int main(void)
     TEST(t_table_vs_float_sim);
     TEST(t_deterministic_and_blas);
     TEST(t_requantize_memory);
+    TEST(t_engine_cpu);
     TEST(t_blas_fastest_xl);
     TEST(t_blas_yolo_lite);
     TEST(t_blas_yolov3_tiny);
