@@ -426,7 +426,7 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
  * output is one fused multiply-add chain over K = (ci, ky, kx) in increasing order starting
  * from +0 (a padding position adds nothing: fmaf(w, 0, s) = s, and s is never -0), then
  * + bias once, then yq_f32_act_exact.  The GPU's conv_f32 and conv_f32_tiled
- * (kernels/cuda_conv.cu) compute the same chain. */
+ * (kernels/cuda_conv_kernels.cuh) compute the same chain. */
 
 /* Darknet's activations evaluated in double and rounded to float once: exp, log1p and tanh
  * differ between libms by an ulp of a double at most, which moves the float result only when

@@ -1,7 +1,7 @@
 /* Float layers on FP16 tensor cores (sm_80 and newer): the convs a qconfig keeps in
  * float (q->float_op), groups == 1.
  *
- * Implicit GEMM as conv_f32_tiled (kernels/cuda_conv.cu): M = batch x output pixels,
+ * Implicit GEMM as conv_f32_tiled (kernels/cuda_conv_kernels.cuh): M = batch x output pixels,
  * N = filters, K = c x k x k in the weights' order.  A block computes a 64 x 64 tile,
  * its 8 warps 16 pixels x 32 filters each; K advances in chunks of 32 staged in shared
  * memory as FP16 (rows padded by 16 bytes: the fragment loads are conflict-free), and

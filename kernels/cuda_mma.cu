@@ -1,6 +1,6 @@
 /* Int8 convolution on tensor cores (sm_80 and newer), bit-exact with yq_ref_conv.
  *
- * Implicit GEMM, as the dp4a kernels (kernels/cuda_conv.cu): M = batch x output
+ * Implicit GEMM, as the dp4a kernels (kernels/cuda_conv_kernels.cuh): M = batch x output
  * pixels, N = filters, K = k x k x c4 bytes, where c4 (the NHWC4 pixel, channels
  * padded to 4) is a multiple of 16 here, so that every 16-byte piece of a pixel's K
  * row lies in one tap and is 16-byte aligned.  The weights are the dp4a upload,

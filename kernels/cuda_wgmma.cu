@@ -752,11 +752,18 @@ int yq_wg_built(void)
 #endif
 }
 
+/* Every pixel row and tensor start on 16 bytes: the three families' loads and stores are
+ * 16-byte vectors (cp.async, the staged output pieces, the residual's). */
+static bool rows16(const ConvK &a)
+{
+    return (a.IPW * 4) % 16 == 0 && (a.OPW * 4) % 16 == 0 && !((uintptr_t)a.in & 15) && !((uintptr_t)a.out & 15) &&
+           !(a.res && ((uintptr_t)a.res & 15));
+}
+
 int yq_wg_ok(const ConvK &a, int tile)
 {
     if (tile < 0 || tile >= YQ_WG_TILES || a.groups != 1 || a.fout || a.u8 || (a.C4w * 4) % 16 || a.F % 16) return 0;
-    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
-    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    if (!rows16(a)) return 0;
     return dispatch(tile, [&](auto t) { return decltype(t)::can(a); });
 }
 
@@ -834,8 +841,7 @@ int yq_wgh_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, i
 int yq_wgh_ok(const ConvK &a, int tile)
 {
     if (a.fout || a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C) return 0;
-    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
-    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    if (!rows16(a)) return 0;
     return yq_wgh_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F, a.OW);
 }
 
@@ -922,8 +928,7 @@ int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, i
 int yq_wg1_ok(const ConvK &a, int tile)
 {
     if (a.fout || a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C) return 0;
-    if ((a.IPW * 4) % 16 || (a.OPW * 4) % 16 || ((uintptr_t)a.in & 15) || ((uintptr_t)a.out & 15)) return 0;
-    if (a.res && ((uintptr_t)a.res & 15)) return 0;
+    if (!rows16(a)) return 0;
     return yq_wg1_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F);
 }
 
