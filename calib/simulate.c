@@ -9,6 +9,7 @@
 
 struct yq_sim {
     yq_graph *g;
+    int n_nodes;               /* g's (the per-node arrays' length: yq_sim_free reads no graph) */
     const float *inputs;
     int n, batch;
     yq_plan *p;
@@ -27,7 +28,7 @@ static int is_head(yq_op op) { return yq_op_is_head(op); }
 void yq_sim_free(yq_sim *s)
 {
     if (!s) return;
-    int N = s->g->n_nodes;
+    int N = s->n_nodes;
     for (int i = 0; i < N; i++) {
         if (s->ref) free(s->ref[i]);
         if (s->w) free(s->w[i]);
@@ -161,6 +162,7 @@ yq_status yq_sim_new(yq_graph *g, const float *inputs, int n, yq_sim **out, yq_e
     yq_sim *s = calloc(1, sizeof *s);
     if (!s) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     s->g = g;
+    s->n_nodes = N;
     s->inputs = inputs;
     s->n = n;
     s->weights = 1;

@@ -212,16 +212,16 @@ yq_status yq_pipe_load_inputs(const yq_graph *g, const char *dir, int max, int l
 #define SIM_GFLOP_BUDGET 800.0
 
 /* A new rewrite of *q's FP32 graph with qc in place of *q (freed), which sim (if any)
- * simulates from then on. */
+ * simulates from then on (a failed sync included: free sim then, run it no more). */
 static yq_status rewrite_again(yq_graph **q, const yq_calib_stats *cs, const yq_qconfig *qc, yq_sim *sim, yq_error *err)
 {
     yq_graph *n;
     yq_status st = yq_rewrite((*q)->base, cs, qc, &n, err);
-    if (st == YQ_OK && sim && (st = yq_sim_sync(sim, n, err)) != YQ_OK) yq_graph_free(n);
     if (st != YQ_OK) return st;
+    if (sim) st = yq_sim_sync(sim, n, err);
     yq_graph_free(*q);
     *q = n;
-    return YQ_OK;
+    return st;
 }
 
 /* keep_float and thresh_search: measured on the calibration images through simulated
