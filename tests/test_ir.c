@@ -279,6 +279,41 @@ static void t_clone(void)
     yq_graph_free(c);
 }
 
+/* yq_graph_view: a graph of its own over another's weights (what a rewrite fills). Its node
+ * array and arena are its own (a change of a node's fields or an allocation stays in the
+ * view), the weights, biases and class names are the base's (the same pointers), freeing
+ * it leaves the base whole, and a quantized graph is refused. */
+static void t_graph_view(void)
+{
+    yq_graph *g = NULL, *v = NULL;
+    yq_error err;
+    yq_import_opt opt = { .synthetic = 1, .seed = 5 };
+    CHECKF(yq_darknet_load(FIX "tiny.cfg", NULL, &opt, &g, &err) == YQ_OK, "%s", err.msg);
+    static char *names[1] = { "person" };
+    g->class_names = names;
+    g->n_class_names = 1;
+    size_t bytes = yq_graph_bytes(g);
+    CHECKF(yq_graph_view(g, &v, &err) == YQ_OK, "%s", err.msg);
+    CHECK(v != g && v->base == g && !v->owned_base && !v->q && v->nodes != g->nodes && v->n_nodes == g->n_nodes);
+    CHECK(!strcmp(v->cfg_path, g->cfg_path) && !memcmp(v->model_sha256, g->model_sha256, 32) && v->letter_box == g->letter_box);
+    CHECK(v->class_names == g->class_names && v->n_class_names == 1 && yq_graph_bytes(v) == 0);
+    for (int i = 0; i < g->n_nodes; i++)
+        CHECKF(v->nodes[i].w == g->nodes[i].w && v->nodes[i].b == g->nodes[i].b && v->nodes[i].op == g->nodes[i].op,
+               "node %d", i);
+    v->nodes[1].act = YQ_ACT_RELU == g->nodes[1].act ? YQ_ACT_LEAKY : YQ_ACT_RELU;   /* its own nodes */
+    CHECK(v->nodes[1].act != g->nodes[1].act);
+    CHECK(yq_arena_alloc(v, 1000) && yq_graph_bytes(g) == bytes && yq_graph_bytes(v) >= 1000);
+    /* a quantized graph is not viewed */
+    v->q = (yq_qnode *)yq_arena_alloc(v, sizeof(yq_qnode) * (size_t)v->n_nodes);
+    yq_graph *x = (yq_graph *)1;
+    CHECKF(yq_graph_view(v, &x, &err) == YQ_ERR_INVALID_ARG && x == NULL && strstr(err.msg, "quantized"), "%s", err.msg);
+    yq_graph_free(v);
+    CHECK(g->nodes[1].w && g->class_names == names && yq_graph_bytes(g) == bytes);
+    g->class_names = NULL;
+    g->n_class_names = 0;
+    yq_graph_free(g);
+}
+
 static void t_weights_valid(void)
 {
     float f[TINY_FLOATS];
@@ -863,6 +898,7 @@ int main(void)
     TEST(t_cfg_more_errors);
     TEST(t_tiny_shapes);
     TEST(t_clone);
+    TEST(t_graph_view);
     TEST(t_weights_valid);
     TEST(t_weights_old_header);
     TEST(t_weights_truncated);
