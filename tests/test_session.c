@@ -24,7 +24,7 @@
 #include "kernels/cuda.h"
 #include "kernels/cuda_post.h"
 #include "calib/observe.h"
-#include "tests/test_rewrite.h"
+#include "quant/rewrite.h"
 #include "runtime/detector.h"
 #include "runtime/gpu_post.h"
 #include "runtime/package.h"
