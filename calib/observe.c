@@ -154,8 +154,8 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
     yq_engine *p = NULL;
     yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
     eo.flags = YQ_PLAN_EXACT;
-    float *in = malloc(sizeof *in * (size_t)yq_shape_size(g->nodes[0].out));
-    st = in ? yq_engine_new(g, 1, &eo, &p, err) : yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    st = yq_engine_new(g, 1, &eo, &p, err);
+    float *in = st == YQ_OK ? yq_engine_host_input(p) : NULL;
     obs o = { cs, g };
     if (st == YQ_OK) st = yq_engine_set_hook(p, hook, &o, err);
     for (int i = 0; i < n && st == YQ_OK; i++) {
@@ -175,7 +175,6 @@ yq_status yq_calib_observe(const yq_graph *g, char *const *paths, int n, int let
         if (progress) progress(pctx, i + 1, n);
     }
     yq_engine_free(p);
-    free(in);
     if (st == YQ_OK && cs->images == 0) st = yq_fail(err, YQ_ERR_IO, "none of the %d calibration images could be read", n);
     if (st != YQ_OK) { yq_calib_stats_free(cs); return st; }
     for (int i = 0; i < g->n_nodes; i++)

@@ -8,7 +8,6 @@
 struct yq_detector {
     const yq_graph *g;
     yq_engine *e;                 /* the CPU engine, batch 1 */
-    float *in;
     int n_heads, head_src[MAX_HEADS];
     const float *heads[MAX_HEADS];
 };
@@ -26,9 +25,7 @@ yq_status yq_detector_new(const yq_graph *g, yq_detector **out, yq_error *err)
     if (!d->n_heads) { free(d); return yq_fail(err, YQ_ERR_UNSUPPORTED, "%s: the model has no [yolo] or [region] head", g->cfg_path); }
     yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
     yq_status st = yq_engine_new(g, 1, &eo, &d->e, err);
-    if (st == YQ_OK && !(d->in = malloc(sizeof *d->in * (size_t)yq_shape_size(g->nodes[0].out))))
-        st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    if (st != YQ_OK) { yq_detector_free(d); return st; }
+    if (st != YQ_OK) { free(d); return st; }
     *out = d;
     return YQ_OK;
 }
@@ -37,7 +34,6 @@ void yq_detector_free(yq_detector *d)
 {
     if (!d) return;
     yq_engine_free(d->e);
-    free(d->in);
     free(d);
 }
 
@@ -56,8 +52,9 @@ yq_status yq_preprocess(const yq_graph *g, const yq_image *im, int letterbox, fl
 yq_status yq_detector_run(yq_detector *d, const yq_image *im, int letterbox, const yq_post_opt *o,
                           yq_detection *dets, int cap, int *n, yq_error *err)
 {
-    yq_status st = yq_preprocess(d->g, im, letterbox, d->in, err);
-    if (st == YQ_OK && (st = yq_engine_upload(d->e, d->in, 1, err)) == YQ_OK) st = yq_engine_enqueue(d->e, 1, err);
+    float *in = yq_engine_host_input(d->e);
+    yq_status st = yq_preprocess(d->g, im, letterbox, in, err);
+    if (st == YQ_OK && (st = yq_engine_upload(d->e, in, 1, err)) == YQ_OK) st = yq_engine_enqueue(d->e, 1, err);
     if (st != YQ_OK) return st;
     for (int k = 0; k < d->n_heads; k++) d->heads[k] = yq_engine_node(d->e, d->head_src[k]);
     *n = yq_postprocess(d->g, d->heads, 0, im->w, im->h, letterbox, o, dets, cap);

@@ -183,6 +183,7 @@ const char *yq_engine_name(const yq_engine *e) { return e->ops->name; }
 int yq_engine_on_gpu(const yq_engine *e) { return e->ops->on_gpu; }
 int yq_engine_batch(const yq_engine *e) { return e->batch; }
 void *yq_engine_stream(const yq_engine *e) { return e->stream; }
+float *yq_engine_host_input(yq_engine *e) { return e->cpu ? yq_plan_input(e->cpu) : NULL; }
 
 static yq_status check_n(const yq_engine *e, int n, yq_error *err)
 {

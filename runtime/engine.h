@@ -53,6 +53,9 @@ const char *yq_engine_name(const yq_engine *e);             /* "cpu", "cuda", "c
 int         yq_engine_on_gpu(const yq_engine *e);
 int         yq_engine_batch(const yq_engine *e);
 void       *yq_engine_stream(const yq_engine *e);           /* a cudaStream_t; NULL on the CPU */
+/* The CPU engine's own input (batch x C x H x W floats): write the images there and upload
+ * from it, and nothing is copied.  NULL for a GPU engine. */
+float      *yq_engine_host_input(yq_engine *e);
 /* The float input of n images from host memory (a GPU engine copies it on its stream,
  * asynchronously: host must stay as it is until the next sync). */
 yq_status   yq_engine_upload(yq_engine *e, const float *host, int n, yq_error *err);

@@ -47,7 +47,7 @@ struct yq_session {
     int n_heads, head_id[MAX_HEADS];
     size_t in_floats;             /* one image's network input */
     yq_engine *eng;               /* the cpu (batch 1) or the GPU int8 engine (max_batch) */
-    float *h_in;                  /* max_batch inputs (cuda: page-locked) */
+    float *h_in;                  /* max_batch inputs (cuda: page-locked; cpu: the engine's own) */
     /* cuda */
     yq_gpu_post *post;
     void *stream;                 /* the engine's */
@@ -267,8 +267,6 @@ void yq_session_free(yq_session *s)
             yq_cuda_host_free(s->h_in);
             yq_cuda_host_free(s->h_wh);
         }
-    } else {
-        free(s->h_in);
     }
     yq_engine_free(s->eng);
     free(s);
@@ -382,8 +380,7 @@ yq_status yq_session_new(const yq_model *m, const char *device, int max_batch, y
     if (dev < 0) {
         snprintf(s->name, sizeof s->name, "cpu");
         yq_engine_opt eo = yq_engine_defaults(YQ_ENGINE_CPU);
-        st = yq_engine_new(g, 1, &eo, &s->eng, err);
-        if (!st && !(s->h_in = malloc(sizeof(float) * s->in_floats))) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        if (!(st = yq_engine_new(g, 1, &eo, &s->eng, err))) s->h_in = yq_engine_host_input(s->eng);
     } else {
         st = cuda_open(s, err);
     }
