@@ -95,7 +95,7 @@ static void print_profile(const yq_bench_result *r, int top)
     qsort(s, (size_t)n, sizeof *s, by_us_desc);
     double e2e = (r->graph_median_ms > 0 && r->graph_median_ms < r->median_ms ? r->graph_median_ms : r->median_ms) * 1e3;
     static const char *const how[][2] = { { "events", "events between nodes, median of runs" },
-                                          { "isolated", "each node's kernels timed alone, median" },
+                                          { "isolated", "each node's kernels timed alone, 10 launches back to back, median" },
                                           { "clock", "clock between nodes, mean of runs" } };
     const char *hw = "";
     for (int k = 0; k < 3; k++) if (!strcmp(r->profile_kind, how[k][0])) hw = how[k][1];

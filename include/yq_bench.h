@@ -82,7 +82,7 @@ typedef struct yq_bench_result {
     /* with o->profile (n_layers 0 otherwise): every node in network order, the input's
      * conversion first (us 0: nothing ran for it, a route the plan makes a view, say) */
     const char *profile_kind;     /* "events" (between nodes, median of runs), "isolated" (each node's
-                                     kernels timed alone, median), "clock" (CPU, mean of runs) */
+                                     kernels timed alone, 10 launches back to back, median), "clock" (CPU, mean of runs) */
     yq_bench_layer *layers;
     int n_layers;
 } yq_bench_result;

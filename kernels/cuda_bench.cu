@@ -51,8 +51,9 @@ static yq_status one(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph,
     return fn(ctx, err);
 }
 
-extern "C" yq_status yq_gpu_time(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph, int warmup, int runs,
-                                 float *ms, yq_error *err)
+/* runs timings, each of per enqueues back to back between two events (ms per enqueue) */
+static yq_status timed(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph, int warmup, int runs, int per,
+                       float *ms, yq_error *err)
 {
     cudaStream_t s = YQ_STREAM(stream);
     cudaEvent_t a, b;
@@ -67,15 +68,22 @@ extern "C" yq_status yq_gpu_time(void *stream, yq_gpu_enqueue_fn fn, void *ctx, 
     if (!st && e != cudaSuccess) st = yq_fail(err, YQ_ERR_CUDA, "warm-up: %s", cudaGetErrorString(e));
     for (int i = 0; i < runs && !st; i++) {
         cudaEventRecord(a, s);
-        st = one(stream, fn, ctx, graph, err);
+        for (int k = 0; k < per && !st; k++) st = one(stream, fn, ctx, graph, err);
         cudaEventRecord(b, s);
         if (st) break;
         if ((e = cudaEventSynchronize(b)) != cudaSuccess || (e = cudaEventElapsedTime(&ms[i], a, b)) != cudaSuccess)
             st = yq_fail(err, YQ_ERR_CUDA, "timed run %d: %s", i, cudaGetErrorString(e));
+        ms[i] /= (float)per;
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return st;
+}
+
+extern "C" yq_status yq_gpu_time(void *stream, yq_gpu_enqueue_fn fn, void *ctx, void *graph, int warmup, int runs,
+                                 float *ms, yq_error *err)
+{
+    return timed(stream, fn, ctx, graph, warmup, runs, 1, ms, err);
 }
 
 struct yq_gpu_marks { int n; cudaEvent_t *ev; };
@@ -132,13 +140,14 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-extern "C" yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs,
+extern "C" yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs, int per,
                                       float *median, yq_error *err)
 {
     if (runs < 1) runs = 1;
+    if (per < 1) per = 1;
     float *ms = (float *)malloc(sizeof(float) * (size_t)runs);
     if (!ms) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    yq_status st = yq_gpu_time(stream, fn, ctx, NULL, warmup, runs, ms, err);
+    yq_status st = timed(stream, fn, ctx, NULL, warmup, runs, per, ms, err);
     if (!st) {
         qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
         *median = runs % 2 ? ms[runs / 2] : 0.5f * (ms[runs / 2 - 1] + ms[runs / 2]);

@@ -43,8 +43,10 @@ void      yq_gpu_marks_record(yq_gpu_marks *m, int k, void *stream);
 yq_status yq_gpu_marks_ms(yq_gpu_marks *m, int a, int b, float *ms, yq_error *err);
 yq_status yq_gpu_stream_sync(void *stream, yq_error *err);
 
-/* One-shot timing of a short enqueue (a single kernel): median of runs. */
-yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs, float *median,
+/* Timing of a short enqueue (a single kernel): runs timings of per enqueues back to back
+ * between two events (the queue kept full, so the host's launch latency is not counted, as in
+ * the tuner), the median of their means, in ms per enqueue.  per 1: one launch a timing. */
+yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs, int per, float *median,
                            yq_error *err);
 
 #ifdef __cplusplus

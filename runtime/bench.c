@@ -1,9 +1,11 @@
 /* include/yq_bench.h: yquant's engines timed on one model (what `yquant bench` prints).
  *
  * --profile's per-layer times: FP32/FP16 (cuDNN): events recorded between nodes during real
- * runs.  int8 on the GPU: each node's kernels timed alone on the node's shapes and types
- * (median of runs), because the int8 executor runs a whole graph per call.  CPU: the clock
- * between nodes, mean of runs. */
+ * runs.  int8 on the GPU: each node's kernels timed alone on the node's shapes and types,
+ * because the int8 executor runs a whole graph per call: ISOLATED_PER launches back to back
+ * between two events (the GPU's queue kept full, as the tuner times, so the host's launch
+ * latency is not in a layer's time), the median of runs of them.  CPU: the clock between
+ * nodes, mean of runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,9 @@
 #include "runtime/tuning.h"
 
 enum { PROF_EVENTS = 0, PROF_ISOLATED, PROF_CLOCK };
+
+/* launches of a node in one isolated timing */
+enum { ISOLATED_PER = 10 };
 
 /* Kernel choices for the tuned int8 rows: any family, dp4a only, mma only. */
 enum { TUNED_ALL, TUNED_DP4A, TUNED_MMA, TUNED_KINDS };
@@ -317,7 +322,7 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
             }
         }
         float med = 0;
-        st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, &med, err);
+        st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, ISOLATED_PER, &med, err);
         rows[i].us = 1e3 * (double)med;
     }
     yq_cuda_free(din);

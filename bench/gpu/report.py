@@ -17,9 +17,10 @@ import sys
 
 MODELS = [('yolov3', 'YOLOv3-416 (synthetic weights)'), ('yolov4', 'yolov4-416 (synthetic weights)'),
           ('yolov4-tiny', 'yolov4-tiny-416 (synthetic weights)'), ('fastest-xl', 'yolo-fastest-1.1-xl-320 (COCO weights)'),
-          ('fastest', 'yolo-fastest-1.1-320 (COCO weights)')]
+          ('fastest', 'yolo-fastest-1.1-320 (COCO weights)'), ('yolov8n', 'YOLOv8n-640 ONNX (COCO weights)')]
 MMA_PEAK = 1300.0    # TOPS, int8 mma.sync measured on the H200
 COPY_BW = 4200.0     # GB/s, copy bandwidth measured on the H200
+RIDGE = MMA_PEAK * 1e12 / (COPY_BW * 1e9)   # ops a byte: below it a layer is bound by memory
 
 
 def load(path):
@@ -140,8 +141,10 @@ def layer_rows(yq, batch):
         dense = 2.0 * f * oh * ow * k * k * c * batch * 1e-9
         groups = max(1, round(dense / e['gflop'])) if e.get('gflop') else 1
         by = batch * (c * h * w + f * oh * ow) + f * c // groups * k * k   # int8 in, out, weights
+        ops = dense / groups * 1e9
         rows.append(dict(layer=e['layer'], c=c, h=h, w=w, f=f, oh=oh, ow=ow, k=k, s=s, g=groups, us=e['us'],
-                         tops=e.get('tops', 0), gbs=by / (e['us'] * 1e-6) / 1e9))
+                         tops=e.get('tops', 0), gbs=by / (e['us'] * 1e-6) / 1e9,
+                         bound='memory' if ops / by < RIDGE else 'compute'))
     return rows
 
 
@@ -152,21 +155,23 @@ def layers(logdir, out):
         out.append('\n## Layers: YOLOv3-416, int8 tuned, each conv timed alone\n')
         out.append('Per distinct conv shape: the mean time of its layers, TOPS, % of the measured 1300 TOPS '
                    '`mma.sync` peak, and GB/s of int8 bytes in + out + weights (% of the 4.2 TB/s copy bandwidth).  '
-                   'Each conv\'s kernels are timed alone between two events (a fused shortcut\'s residual read '
-                   'included), so a launch\'s fixed cost is in every row and short layers read low.\n')
+                   'Each conv\'s kernels are timed alone: 10 launches back to back between two events, the median '
+                   'of the runs\' means (the tuner\'s way; a fused shortcut\'s residual read included).  "bound": '
+                   f'memory where the layer\'s ops per byte are below the roofline\'s ridge ({RIDGE:.0f} = peak / copy '
+                   'bandwidth), else compute.\n')
         for b in batches:
             rows = layer_rows(yq, b)
             shapes = {}
             for r in rows:
                 shapes.setdefault((r['c'], r['h'], r['w'], r['f'], r['k'], r['s']), []).append(r)
             out.append(f'\nbatch {b}:\n')
-            out.append('| shape | layers | us | TOPS | % of mma peak | GB/s | % of copy |')
-            out.append('|---|---:|---:|---:|---:|---:|---:|')
+            out.append('| shape | layers | bound | us | TOPS | % of mma peak | GB/s | % of copy |')
+            out.append('|---|---:|---|---:|---:|---:|---:|---:|')
             for (c, h, w, f, k, s), rs in shapes.items():
                 us = sum(r['us'] for r in rs) / len(rs)
                 tops = sum(r['tops'] for r in rs) / len(rs)
                 gbs = sum(r['gbs'] for r in rs) / len(rs)
-                out.append(f'| {c}x{h}x{w} -> {f}, {k}x{k}/{s} | {len(rs)} | {us:.1f} | {tops:.0f} | '
+                out.append(f'| {c}x{h}x{w} -> {f}, {k}x{k}/{s} | {len(rs)} | {rs[0]["bound"]} | {us:.1f} | {tops:.0f} | '
                            f'{100 * tops / MMA_PEAK:.0f}% | {gbs:.0f} | {100 * gbs / COPY_BW:.0f}% |')
             big = [r for r in rows if r['k'] == 3 and r['c'] >= 128]
             if big:
@@ -175,10 +180,16 @@ def layers(logdir, out):
                            f'{100 * t / MMA_PEAK:.0f}% of {MMA_PEAK:.0f}' +
                            (f' (target at batch 32: 60%: {"met" if t >= 0.6 * MMA_PEAK else "NOT met"})' if b == 32 else ''))
             one = [r for r in rows if r['k'] == 1]
+            mem = [r for r in one if r['bound'] == 'memory']
             if one and b == 32:
                 g = sum(r['gbs'] for r in one) / len(one)
                 out.append(f'\nbatch {b}: the {len(one)} 1x1 convs average {g:.0f} GB/s, {100 * g / COPY_BW:.0f}% of the copy '
-                           f'bandwidth (target 50% where memory-bound: {"met" if g >= 0.5 * COPY_BW else "NOT met"})')
+                           'bandwidth')
+                if mem:
+                    g = sum(r['gbs'] for r in mem) / len(mem)
+                    out.append(f'\nbatch {b}: the {len(mem)} memory-bound 1x1 convs average {g:.0f} GB/s, '
+                               f'{100 * g / COPY_BW:.0f}% of the copy bandwidth (target 50%: '
+                               f'{"met" if g >= 0.5 * COPY_BW else "NOT met"})')
     xl = load(os.path.join(logdir, 'fastest-xl.yq.json')) or {}
     batches = sorted({r['batch'] for r in xl.get('results', []) if r.get('profile') and r.get('kernels') == 'tuned'})
     if batches:

@@ -6,7 +6,8 @@
 # (bench/gpu/peer_torch.py), and cuDNN's own int8 convolutions summed over the network's
 # convs (yqgpu cudnn_int8).  Models: YOLOv3-416, yolov4-416 and yolov4-tiny-416
 # (architecture only: synthetic weights), yolo-fastest-1.1-xl and yolo-fastest-1.1 (their
-# COCO weights, 320x320); batches 1, 8, 32 and 128.  bench/gpu/report.py prints the tables
+# COCO weights, 320x320), and on request the YOLOv8n ONNX export (yolov8n: yquant's int8
+# and FP16 only; no peer is built from an ONNX graph); batches 1, 8, 32 and 128.  bench/gpu/report.py prints the tables
 # (ratios, targets, the per-layer table with TOPS and % of the mma.sync peak, depthwise
 # layers in GB/s) into bench/results/gpu_<date>[_<tag>].md with the GPU, driver and commit.
 #
@@ -15,7 +16,7 @@
 #
 # Environment: YQGPU (default build/gpu/yqgpu), YQ_DATA (default ../shared), YQ_GPU_RUNS
 # (timed runs per configuration, default 100), YQ_GPU_MODELS (a subset of: yolov3 yolov4
-# yolov4-tiny fastest-xl fastest), YQ_GPU_BATCHES (default 1,8,32,128), YQ_GPU_TAG (a
+# yolov4-tiny fastest-xl fastest yolov8n), YQ_GPU_BATCHES (default 1,8,32,128), YQ_GPU_TAG (a
 # suffix of the results file, for a run split over several calls), YQ_GPU_BUDGET_S (seconds
 # for the steps: each is cut to what is left and later ones are skipped, so that the report
 # is always written, with what ran; default none), YQ_COMMIT (the commit,
@@ -78,12 +79,14 @@ for m in $MODELS; do
     fastest-xl) d=$M/yolo-fastest-1.1-xl; cfg=$d/yolo-fastest-1.1-xl.cfg; yq=("$d"); th=("$cfg" --weights "$d/yolo-fastest-1.1-xl.weights")
         prof=(--profile) ;;
     fastest) d=$M/yolo-fastest-1.1; cfg=$d/yolo-fastest-1.1.cfg; yq=("$d"); th=("$cfg" --weights "$d/yolo-fastest-1.1.weights") ;;
+    yolov8n) cfg=; yq=("$M/onnx/yolov8n-640/yolov8n.onnx"); th=() ;;   # ONNX: yquant's engines only
     *) echo "unknown model $m"; continue ;;
     esac
     sz=()
     [ "${yq[1]:-}" = --weights ] && sz=(--size 416)
     step "$m.yq" 420 "$BIN" bench --device cuda "${yq[@]}" --batch "$BATCHES" --precision fp16,int8 --head int8 --tune \
         --log "$LOG/$m.tune.jsonl" --runs "$RUNS" "${prof[@]}" --json "$LOG/$m.yq.json"
+    [ -n "$cfg" ] || continue   # no PyTorch or cuDNN peer built from an ONNX graph yet
     step "$m.torch" 240 python3 bench/gpu/peer_torch.py "${th[@]}" --batch "$BATCHES" --precision fp16 --runs "$RUNS" \
         --json "$LOG/$m.torch.json"
     step "$m.cudnn8" 180 "$BIN" cudnn_int8 "$cfg" "${sz[@]}" --batch "$BATCHES" --runs 10 --json "$LOG/$m.cudnn8.json"
