@@ -86,7 +86,7 @@ $(B)/gen/onnx.pb-c.h: $(B)/gen/onnx.pb-c.c
 # generated code: the compiler's defaults, not our warnings
 $(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fPIC $(SAN) -c $< -o $@
-$(B)/ir/onnx.o: $(B)/gen/onnx.pb-c.h
+$(B)/ir/onnx.o $(B)/runtime/onnx_export.o: $(B)/gen/onnx.pb-c.h
 
 # the halo family (kernels/cuda_halo.cu) is mma.sync and cp.async too: the same architectures
 $(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))

@@ -115,5 +115,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const char *usage =
     "  sweep MODEL --grid G mAP against latency over a grid of qconfigs: CSV, Pareto chart, HTML\n"
     "  sensitivity MODEL    per-layer int8 sensitivity: one layer int8 / one layer float at a time\n"
     "  tune PKG             per-layer kernel tuning on the GPU; the choices are stored in the package\n"
+    "  export PKG -o F.onnx a package of an ONNX model as a Q/DQ ONNX model (ONNX Runtime, TensorRT)\n"
     "\n"
     "  yquant --calib DIR [--bits 8] ...   quantize the default model (yolo-fastest-1.1-xl)\n"
     "\n"
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
     if (!strcmp(cmd, "sensitivity")) return cmd_sensitivity(argc - 2, argv + 2);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

@@ -283,6 +283,28 @@ yq_status yq_quantizer_model(yq_quantizer *q, const yq_qconf *qc, yq_model **out
 const yq_model *yq_quantizer_fp32(const yq_quantizer *q);
 void yq_quantizer_free(yq_quantizer *q);       /* NULL is a no-op */
 
+/* ---- Q/DQ ONNX export ----------------------------------------------------------- */
+
+/* An int8 package of an ONNX model written back as that model with QuantizeLinear /
+ * DequantizeLinear pairs carrying the package's scales (runtime/onnx_export.c): a Q/DQ pair
+ * on every tensor the package computes in int8 (per tensor, zero point 0), the package's
+ * int8 weights (per output channel, axis 0) and int32 biases behind DequantizeLinear on
+ * every int8 conv, the package's float weights on the convs it keeps in float, the
+ * package's record in the metadata (yquant_version, yquant_qconfig, yquant_accuracy,
+ * yquant_float_convs, yquant_model_sha256).  Written atomically. */
+typedef struct yq_export_opt {
+    const char *model;        /* the source .onnx; NULL: the path the package records.  Its
+                                 sha256 must be the package's (YQ_ERR_INVALID_ARG else) */
+    const char *trt_cache;    /* also: a TensorRT calibration cache of the activation scales
+                                 for the original model; refused (YQ_ERR_INVALID_ARG) when the
+                                 package's int8 weights are not the model's (equalized) */
+    const char *scales_json;  /* also: the scales as JSON ("-": standard output) */
+} yq_export_opt;
+yq_export_opt yq_export_defaults(void);
+/* pkg: a package opened with yq_model_open (of an ONNX model: YQ_ERR_UNSUPPORTED for a
+ * Darknet one; opset 13 or later); out: the Q/DQ model's path. */
+yq_status yq_export_qdq(const yq_model *pkg, const char *out, const yq_export_opt *o, yq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,134 @@ def decode(out, iw, ih, netw, neth, conf=0.25, nms=0.45, max_dets=100):
     return dets[:max_dets]
 
 
+
+def dets_text(out):
+    """`yquant detect`'s printed detections: [(name, score, x, y, w, h)]."""
+    import re
+    d = []
+    for l in out.splitlines():
+        m = re.match(r"\s+(.+?)\s+([\d.]+)%\s+x=(-?\d+) y=(-?\d+) w=(\d+) h=(\d+)$", l)
+        if m:
+            d.append((m.group(1), float(m.group(2)) / 100, *map(float, m.group(3, 4, 5, 6))))
+    return d
+
+
+def qdq_export(pkg, imgs, tmp, np, ort):
+    """`yquant export`: the package as a Q/DQ model.  Checked by onnx; every int8 tensor one
+    QuantizeLinear at the scale the JSON table and the TensorRT cache give; every int8 conv's
+    weights behind a per-channel DequantizeLinear; the package's record in the metadata.  Run by
+    onnxruntime on the images above (the same letterboxed inputs, this file's decode), its
+    detections against the package's own (`yquant detect`, the CPU int8 reference): of the
+    package's detections, at least 90% found (same class, IoU >= 0.9), scores within 0.05 on
+    average.  Bad input: a model that is not the package's (one byte changed), a package of a
+    Darknet model: one line, no output file."""
+    import ast
+    import hashlib
+    import json
+    import struct
+    qdq, sj, tc = (os.path.join(tmp, n) for n in ("v8n.qdq.onnx", "scales.json", "trt.cache"))
+    r = subprocess.run([YQ, "export", pkg, "-o", qdq, "--json", sj, "--trt-cache", tc], capture_output=True, text=True)
+    if r.returncode or not os.path.isfile(qdq):
+        report("onnx_qdq_export", False, f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        return
+    why = []
+    scales = json.load(open(sj))
+    act = scales["activations"]
+    try:
+        import onnx
+        from onnx import numpy_helper
+        m = onnx.load(qdq)
+        onnx.checker.check_model(m)
+        init = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+        made = {o: n for n in m.graph.node for o in n.output}
+        qs = [n for n in m.graph.node if n.op_type == "QuantizeLinear"]
+        if len(qs) != len(act):
+            why.append(f"{len(qs)} QuantizeLinear, {len(act)} int8 tensors in the table")
+        for n in qs:
+            a = act.get(n.input[0])
+            if a is None or float(init[n.input[1]]) != np.float32(a["scale"]):
+                why.append(f"QuantizeLinear of {n.input[0]}: scale {float(init[n.input[1]])} vs {a}")
+                break
+        convs = [n for n in m.graph.node if n.op_type == "Conv"]
+        dq = [n for n in convs if n.input[1] in made and made[n.input[1]].op_type == "DequantizeLinear"]
+        if len(dq) != len(scales["weights"]) or not dq:
+            why.append(f"{len(dq)} convs read DequantizeLinear weights, {len(scales['weights'])} int8 convs in the table")
+        for n in dq:
+            d = made[n.input[1]]
+            if init[d.input[0]].dtype != np.int8 or not np.array_equal(init[d.input[1]], np.float32(scales["weights"][
+                    d.input[0][: -len("_quantized")]]["scales"])):
+                why.append(f"{n.name}: weights not int8 at the table's scales")
+                break
+        meta = {p.key: p.value for p in m.metadata_props}
+        sha = hashlib.sha256(open(MODEL, "rb").read()).hexdigest()
+        if meta.get("yquant_model_sha256") != sha or "calib" not in meta.get("yquant_qconfig", "") or "names" not in meta:
+            why.append(f"metadata {sorted(meta)}")
+        names = ast.literal_eval(meta.get("names", "{}"))
+    except ImportError:
+        names = {}
+        print("SKIP onnx_qdq_export_structure: no onnx module")
+    lines = open(tc).read().splitlines()
+    cache = dict(l.rsplit(": ", 1) for l in lines[1:])
+    for t, a in act.items():
+        v = struct.unpack(">f", bytes.fromhex(cache.get(t, "00000000")))[0]
+        want = np.float32(np.float32(a["scale"]) * (np.float32(255.0 / 127.0) if a["type"] == "uint8" else 1))
+        if not lines[0].startswith("TRT-") or v != want:
+            why.append(f"TensorRT cache: {t}: {v} vs {want}")
+            break
+    sess = ort.InferenceSession(qdq, providers=["CPUExecutionProvider"])
+    iname = sess.get_inputs()[0].name
+    n_ours = found = 0
+    sdiff = 0.0
+
+    def iou(a, b):
+        ox = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+        oy = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+        inter = max(ox, 0) * max(oy, 0)
+        u = a[2] * a[3] + b[2] * b[3] - inter
+        return inter / u if u > 0 else 0
+    for img in imgs:
+        d = os.path.join(tmp, "x_" + os.path.basename(img))
+        os.makedirs(d, exist_ok=True)
+        if subprocess.run([DUMP, MODEL, img, d], capture_output=True).returncode:
+            why.append(f"onnx_dump {img} failed")
+            continue
+        c, h, w, rows, n, iw, ih = map(int, open(os.path.join(d, "shape.txt")).read().split())
+        x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
+        theirs = [(names.get(t[0], str(t[0])),) + tuple(t[1:]) for t in decode(sess.run(None, {iname: x})[0][0], iw, ih, w, h)]
+        det = subprocess.run([YQ, "detect", pkg, img], capture_output=True, text=True)
+        used = set()
+        for o in dets_text(det.stdout):
+            n_ours += 1
+            cand = [(iou(o[2:], t[2:]), k) for k, t in enumerate(theirs) if t[0] == o[0] and k not in used]
+            best = max(cand, default=(0, -1))
+            if best[0] >= 0.9:
+                used.add(best[1])
+                found += 1
+                sdiff += abs(theirs[best[1]][1] - o[1])
+    print(f"# Q/DQ export: {len(act)} int8 tensors, {len(scales['weights'])} int8 convs; onnxruntime found {found} of the "
+          f"package's {n_ours} detections on {len(imgs)} images, mean |score difference| {sdiff / max(found, 1):.4f}")
+    if n_ours < 20 or found < 0.9 * n_ours or sdiff / max(found, 1) > 0.05:
+        why.append(f"agreement: {found} of {n_ours}, mean score difference {sdiff / max(found, 1):.4f}")
+    report("onnx_qdq_export", not why, "; ".join(why[:4]))
+
+    # bad input: another model than the package's, a package of a Darknet model
+    other, out = os.path.join(tmp, "other.onnx"), os.path.join(tmp, "bad.qdq.onnx")
+    blob = bytearray(open(MODEL, "rb").read())
+    blob[-1] ^= 1
+    open(other, "wb").write(bytes(blob))
+    a = subprocess.run([YQ, "export", pkg, "--model", other, "-o", out], capture_output=True, text=True)
+    calib = os.path.join(tmp, "calib")
+    dpkg = os.path.join(tmp, "tiny.yqp")
+    q = subprocess.run([YQ, "quantize", os.path.join(DATA, "models", "cfg-only", "yolov3-tiny.cfg"), "--weights", "synthetic",
+                        "--size", "160", "--calib", calib, "--no-val", "--calib-cache", os.path.join(tmp, "c2.h5"), "-o", dpkg],
+                       capture_output=True, text=True)
+    b = subprocess.run([YQ, "export", dpkg, "-o", out], capture_output=True, text=True) if q.returncode == 0 else None
+    good = (a.returncode == 1 and len(a.stderr.strip().splitlines()) == 1 and "not the model the package was made from" in a.stderr
+            and b is not None and b.returncode == 1 and "Darknet" in b.stderr and len(b.stderr.strip().splitlines()) == 1
+            and not os.path.exists(out))
+    report("onnx_qdq_export_bad_input", good, f"other model: {a.returncode} {a.stderr.strip()[:200]}; darknet package: "
+           f"{q.returncode} {q.stderr.strip()[-200:]} / {b and (b.returncode, b.stderr.strip()[:200])}")
+
 def main():
     try:
         import numpy as np
@@ -155,6 +283,10 @@ def main():
         print(f"# dog.jpg FP32: {n32}; int8 package: {n8}")
         report("onnx_int8_package", ok and len(heads) == 3 and d8.returncode == 0 and n8[:3] == n32[:3] and "dog" in n8,
                f"quantize exit {r.returncode} {r.stderr.strip()[-300:]}; {len(heads)} detect heads; int8 {n8} vs fp32 {n32}")
+        if ok:
+            qdq_export(pkg, imgs, tmp, np, ort)
+        else:
+            report("onnx_qdq_export", False, "no package to export")
 
     # a non-simplified export's Constant nodes (here: Resize's scales as a Constant node instead
     # of an initializer): the same graph, the same output

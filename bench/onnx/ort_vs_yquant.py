@@ -212,7 +212,40 @@ def evaluate(model_path, inputs, sizes, gt, netwh):
         for c, sc, a, b, w, h in decode(out, sizes[k][0], sizes[k][1], *netwh):
             res.append({"image_id": k + 1, "category_id": COCO_IDS[c], "bbox": [a, b, w, h], "score": sc})
     m, m50 = coco_map(gt, res)
+    evaluate.last = res
     return m, m50, 1e3 * t / max(len(inputs), 1)
+
+
+def agreement(a, b, min_score=0.25, min_iou=0.9):
+    """Detections a against b (COCO results, the same image ids): of a's detections scoring at
+    least min_score, how many b has (same image and class, IoU >= min_iou, greedy by score),
+    and the mean |score difference| of those pairs."""
+    def iou(p, q):
+        ox = min(p[0] + p[2], q[0] + q[2]) - max(p[0], q[0])
+        oy = min(p[1] + p[3], q[1] + q[3]) - max(p[1], q[1])
+        inter = max(ox, 0) * max(oy, 0)
+        u = p[2] * p[3] + q[2] * q[3] - inter
+        return inter / u if u > 0 else 0
+    byimg = {}
+    for d in b:
+        byimg.setdefault((d["image_id"], d["category_id"]), []).append(d)
+    n = hit = 0
+    diff = 0.0
+    used = set()
+    for d in sorted(a, key=lambda d: -d["score"]):
+        if d["score"] < min_score:
+            continue
+        n += 1
+        best, bi = None, 0.0
+        for e in byimg.get((d["image_id"], d["category_id"]), []):
+            v = iou(d["bbox"], e["bbox"])
+            if id(e) not in used and v >= min_iou and v > bi:
+                best, bi = e, v
+        if best is not None:
+            used.add(id(best))
+            hit += 1
+            diff += abs(best["score"] - d["score"])
+    return n, hit, diff / max(hit, 1)
 
 
 def main():
@@ -222,7 +255,8 @@ def main():
     ap.add_argument("--val", action="append", default=[])
     ap.add_argument("--ann", action="append", default=[])
     ap.add_argument("--out", default="ort_vs_yquant")
-    ap.add_argument("--calibrators", default="MinMax,Entropy,Percentile")
+    ap.add_argument("--calibrators", default="MinMax,Entropy,Percentile",
+                    help="ONNX Runtime's calibrators to run ('none': only the FP32 control and yquant's rows)")
     a = ap.parse_args()
     if len(a.val) != len(a.ann):
         sys.exit("ort_vs_yquant: one --ann per --val")
@@ -263,8 +297,9 @@ def main():
     prep = os.path.join(a.out, "model.prep.onnx")
     quant_pre_process(a.model, prep)
     head = head_nodes(prep)
-    runs = [("MinMax", [], "every node", 0)] + [(cm, head, "head excluded", 0) for cm in a.calibrators.split(",")]
-    if "Entropy" in a.calibrators.split(","):
+    cms = [] if a.calibrators == "none" else a.calibrators.split(",")
+    runs = ([("MinMax", [], "every node", 0)] if cms else []) + [(cm, head, "head excluded", 0) for cm in cms]
+    if "Entropy" in cms:
         runs.append(("Entropy", head, "head excluded, 2048 bins", 2048))
     ortq = sys.modules["onnxruntime.quantization.quantize"]   # (the package's name 'quantize' is a function)
     create = ortq.create_calibrator
@@ -302,13 +337,41 @@ def main():
         if k in yq:
             x = yq[k]
             rows.append((label[k], x["map"], x["map50"], x.get("cpu_ms_per_image", float("nan")), 0.0))
+    # the package exported as a Q/DQ model (yquant export) and run by ONNX Runtime: its mAP, and
+    # its detections against the package's own on the CPU reference (yquant eval --dets)
+    qdq = os.path.join(a.out, "yquant-int8.qdq.onnx")
+    r = subprocess.run([os.path.join(BUILD, "yquant"), "export", pkg, "-o", qdq], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("ort_vs_yquant: yquant export: %s" % r.stderr.strip())
+    m, m50, ms = evaluate(qdq, inputs, sizes, gt, netwh)
+    ort_dets = evaluate.last
+    rows.append(("yquant package, exported Q/DQ, run by ORT", m, m50, ms, 0.0))
+    ours, base = [], 0
+    for k, (v, n) in enumerate(zip(a.val, a.ann)):
+        dj = os.path.join(a.out, "yquant-int8-dets-%d.json" % k)
+        r = subprocess.run([os.path.join(BUILD, "yquant"), "eval", pkg, "--images", v, "--ann", n, "--dets", dj],
+                           capture_output=True, text=True)
+        if r.returncode:
+            sys.exit("ort_vs_yquant: yquant eval: %s" % r.stderr.strip())
+        ids = {im["id"]: im["file_name"] for im in json.load(open(n))["images"]}
+        local = {os.path.basename(p): i + 1 for i, p in enumerate(paths)
+                 if os.path.dirname(p) == v.rstrip("/")}
+        for d in json.load(open(dj)):
+            if ids.get(d["image_id"]) in local:
+                ours.append(dict(d, image_id=local[ids[d["image_id"]]]))
+    na, ha, da = agreement(ours, ort_dets)
+    nb, hb, db = agreement(ort_dets, ours)
+    agree = ("detections scoring >= 0.25: %d of yquant's %d (%.1f%%) found by ORT on the Q/DQ model (same class, IoU >= 0.9, "
+             "mean |score difference| %.3f); %d of ORT's %d (%.1f%%) found by yquant (%.3f)" %
+             (ha, na, 100.0 * ha / max(na, 1), da, hb, nb, 100.0 * hb / max(nb, 1), db))
     fp = [r for r in rows if r[0].startswith("yquant FP32")][0][1]
     print("\n%-56s %8s %8s %9s %10s" % ("", "mAP", "mAP50", "drop", "ms/img"))
     for n, m, m50, ms, _ in rows:
         print("%-56s %8.2f %8.2f %9.2f %10.1f" % (n, 100 * m, 100 * m50, 100 * (fp - m), ms))
     print("(drop: against yquant's FP32; ms/img: ORT int8 on this CPU, yquant's the CPU int8 reference engine, "
           "a correctness engine, not a fast one; yquant's quantize took %.0f s with its evaluations)" % (time.time() - t0))
-    json.dump({"model": a.model, "images": len(paths), "calibration_images": len(cal), "onnxruntime": ort.__version__,
+    print("export agreement: " + agree)
+    json.dump({"model": a.model, "images": len(paths), "export_agreement": agree, "calibration_images": len(cal), "onnxruntime": ort.__version__,
                "rows": [{"name": n, "map": m, "map50": m50, "ms_per_image": ms, "quantize_s": qs}
                         for n, m, m50, ms, qs in rows]}, open(os.path.join(a.out, "table.json"), "w"), indent=1)
     return 0
