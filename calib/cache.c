@@ -47,7 +47,9 @@ void yq_calib_key(const yq_graph *g, const uint8_t images_sha256[32], int letter
     if (!mc || !EVP_DigestInit_ex(mc, EVP_sha256(), NULL)) { EVP_MD_CTX_free(mc); return; }
     /* Fixed-width fields in a fixed order; the bin count is in because a cached
      * histogram of another resolution would not be what observe makes now. */
-    int32_t head[5] = { letterbox, stage, YQ_CALIB_BINS, g ? g->n_nodes : -1, 0 };
+    /* the preprocessing as it runs: a letterbox is the model's (darknet's 1, Ultralytics' 2) */
+    int32_t lb = !letterbox ? 0 : g && g->letter_box == 2 ? 2 : 1;
+    int32_t head[5] = { lb, stage, YQ_CALIB_BINS, g ? g->n_nodes : -1, 0 };
     EVP_DigestUpdate(mc, KEY_TAG, sizeof KEY_TAG);
     EVP_DigestUpdate(mc, head, sizeof head);
     EVP_DigestUpdate(mc, images_sha256, 32);

@@ -41,7 +41,8 @@
 #define YQ_CALIB_CACHE_FORMAT  "yquant-calib-cache"
 #define YQ_CALIB_CACHE_VERSION 1
 
-/* sha256 over (graph identity, image list hash, letterbox, stage).  The graph
+/* sha256 over (graph identity, image list hash, letterbox (as it runs: none, darknet's or
+ * Ultralytics'), stage).  The graph
  * identity is g->model_sha256, every conv's current w and b, and every node's op
  * and output shape (nodes[0].out is the input size). */
 void yq_calib_key(const yq_graph *g, const uint8_t images_sha256[32], int letterbox, int stage,

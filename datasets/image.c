@@ -334,6 +334,69 @@ yq_status yq_image_letterbox(const yq_image *im, int w, int h, yq_image *out, yq
     return YQ_OK;
 }
 
+void yq_letterbox_size_ultra(int im_w, int im_h, int w, int h, int *new_w, int *new_h)
+{
+    float r = fminf((float)w / (float)im_w, (float)h / (float)im_h);
+    long nw = lrintf((float)im_w * r), nh = lrintf((float)im_h * r);   /* (the current rounding mode: to even) */
+    *new_w = (int)(nw < 1 ? 1 : nw > w ? w : nw);
+    *new_h = (int)(nh < 1 ? 1 : nh > h ? h : nh);
+}
+
+/* OpenCV's INTER_LINEAR source position of destination index x: its centre mapped back,
+ * clamped to the edges (the weight of the second tap in *a). */
+static int lin_tap(int x, float scale, int n, float *a)
+{
+    float f = ((float)x + 0.5f) * scale - 0.5f;
+    int i = (int)floorf(f);
+    *a = f - (float)i;
+    if (i < 0) { i = 0; *a = 0; }
+    if (i >= n - 1) { i = n - 1; *a = 0; }
+    return i;
+}
+
+yq_status yq_image_letterbox_ultra(const yq_image *im, int w, int h, yq_image *out, yq_error *err)
+{
+    yq_status st = check_resize_args(im, w, h, err);
+    if (st != YQ_OK) return st;
+    int nw, nh;
+    yq_letterbox_size_ultra(im->w, im->h, w, h, &nw, &nh);
+    yq_image box = {0};
+    st = yq_image_make(w, h, im->c, &box, err);
+    if (st != YQ_OK) return st;
+    size_t n = (size_t)w * h * im->c;
+    for (size_t i = 0; i < n; i++) box.data[i] = 114.f / 255.f;
+    int *x0 = malloc(sizeof *x0 * (size_t)nw);
+    float *ax = malloc(sizeof *ax * (size_t)nw);
+    if (!x0 || !ax) {
+        free(x0);
+        free(ax);
+        yq_image_free(&box);
+        return yq_fail(err, YQ_ERR_NOMEM, "letterbox: out of memory");
+    }
+    const float sx = (float)im->w / (float)nw, sy = (float)im->h / (float)nh;
+    for (int x = 0; x < nw; x++) x0[x] = lin_tap(x, sx, im->w, &ax[x]);
+    const int dx = (w - nw) / 2, dy = (h - nh) / 2;
+    for (int k = 0; k < im->c; k++)
+        for (int y = 0; y < nh; y++) {
+            float ay;
+            int y0 = lin_tap(y, sy, im->h, &ay);
+            const float *r0 = im->data + ((size_t)k * im->h + y0) * im->w;
+            const float *r1 = y0 + 1 < im->h ? r0 + im->w : r0;
+            float *dst = box.data + ((size_t)k * h + y + dy) * w + dx;
+            for (int x = 0; x < nw; x++) {
+                int i0 = x0[x], i1 = i0 + 1 < im->w ? i0 + 1 : i0;
+                float top = (1 - ax[x]) * r0[i0] + ax[x] * r0[i1];
+                float bot = (1 - ax[x]) * r1[i0] + ax[x] * r1[i1];
+                float v = ((1 - ay) * top + ay * bot) * 255.f;
+                dst[x] = (float)lrintf(v < 0 ? 0 : v > 255 ? 255 : v) / 255.f;
+            }
+        }
+    free(x0);
+    free(ax);
+    *out = box;
+    return YQ_OK;
+}
+
 static int is_image_name(const char *name)
 {
     const char *dot = strrchr(name, '.');

@@ -101,7 +101,8 @@ void        yq_model_input(const yq_model *m, int *c, int *h, int *w);   /* netw
 int         yq_model_classes(const yq_model *m);          /* classes of the first head */
 /* The class's name, NULL when the model has none or cls is out of range; borrowed. */
 const char *yq_model_class_name(const yq_model *m, int cls);
-int         yq_model_letterbox(const yq_model *m);        /* the preprocessing the model expects */
+int         yq_model_letterbox(const yq_model *m);        /* 1: letterboxed the model's way (darknet's, or
+                                                             Ultralytics' grey-114 one for ONNX models); 0: resized */
 int         yq_model_has_weights(const yq_model *m);      /* 0 for a cfg read alone (cfg_only) */
 
 /* What a model is and where it comes from; strings borrowed from the model, never NULL

@@ -66,6 +66,15 @@ yq_status yq_image_letterbox(const yq_image *im, int w, int h, yq_image *out, yq
  * picture sits at ((w - *new_w)/2, (h - *new_h)/2). */
 void yq_letterbox_size(int im_w, int im_h, int w, int h, int *new_w, int *new_h);
 
+/* Ultralytics' letterbox (its LetterBox, what YOLOv5/v8/11 were validated with, the default
+ * for ONNX models): scale r = min(w / im_w, h / im_h), the picture round(im_w r) x
+ * round(im_h r) (float32, ties to even; at least 1, at most w x h) resized as OpenCV's
+ * INTER_LINEAR does (pixel centres, edges clamped) and rounded to 8-bit levels as OpenCV's
+ * uint8 output is, placed at ((w - new_w) / 2, (h - new_h) / 2) (integer halves) on grey
+ * 114/255. */
+yq_status yq_image_letterbox_ultra(const yq_image *im, int w, int h, yq_image *out, yq_error *err);
+void yq_letterbox_size_ultra(int im_w, int im_h, int w, int h, int *new_w, int *new_h);
+
 /* The .jpg/.jpeg/.png files (any case) of dir as "dir/name" paths, sorted by name (bytes).
  * Other files are skipped with a warning through warn (may be NULL) and counted in
  * *n_skipped (may be NULL); subdirectories, dot files and raw sidecars are skipped

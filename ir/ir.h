@@ -137,7 +137,7 @@ typedef struct yq_graph {
      * names its nodes point to, borrowed (it outlives the view) unless owned_base is it too. */
     const struct yq_graph *base;
     struct yq_graph *owned_base;  /* freed with this graph (NULL: none) */
-    int letter_box;               /* [net] letter_box=1 */
+    int letter_box;               /* [net] letter_box=1 (darknet's letterbox); 2: Ultralytics' (ONNX imports) */
     char cfg_path[512], weights_path[512];
     char **class_names;           /* NULL, or classes entries (from a .names file) */
     int n_class_names;

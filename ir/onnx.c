@@ -603,7 +603,7 @@ static yq_status import(ctx *c, const yq_import_opt *opt)
     }
     for (size_t i = 0; i < m->n_metadata_props; i++)
         if (m->metadata_props[i]->key && !strcmp(m->metadata_props[i]->key, "names")) load_names(c->g, m->metadata_props[i]->value);
-    c->g->letter_box = 1;          /* Ultralytics' preprocessing: letterboxed, centred */
+    c->g->letter_box = 2;          /* Ultralytics' preprocessing: its letterbox, grey 114, centred */
     return YQ_OK;
 }
 

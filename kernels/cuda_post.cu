@@ -35,18 +35,32 @@ static __device__ __forceinline__ int pow2_at_least(int n)
 
 /* ---- 1. decode ----------------------------------------------------------------- */
 
-/* correct_yolo_boxes: network-relative centre form to original-image relative. */
+/* correct_yolo_boxes: network-relative centre form to original-image relative; letterbox 2:
+ * Ultralytics' (runtime/postproc.c correct and yq_letterbox_size_ultra, operation for
+ * operation). */
 __device__ __forceinline__ void correct(const yq_post_dev &d, int b, float &cx, float &cy, float &cw, float &ch)
 {
     float netw = (float)d.netw, neth = (float)d.neth;
     int iw = d.orig_wh[2 * b], ih = d.orig_wh[2 * b + 1];
     int new_w = d.netw, new_h = d.neth;
-    if (d.letterbox) {
-        if (__fdiv_rn(netw, (float)iw) < __fdiv_rn(neth, (float)ih)) { new_w = d.netw; new_h = (ih * d.netw) / iw; }
-        else { new_h = d.neth; new_w = (iw * d.neth) / ih; }
+    float px, py;
+    if (d.letterbox == 2) {
+        float r = fminf(__fdiv_rn(netw, (float)iw), __fdiv_rn(neth, (float)ih));
+        int nw = __float2int_rn(__fmul_rn((float)iw, r)), nh = __float2int_rn(__fmul_rn((float)ih, r));
+        new_w = nw < 1 ? 1 : nw > d.netw ? d.netw : nw;
+        new_h = nh < 1 ? 1 : nh > d.neth ? d.neth : nh;
+        px = (float)((d.netw - new_w) / 2);
+        py = (float)((d.neth - new_h) / 2);
+    } else {
+        if (d.letterbox) {
+            if (__fdiv_rn(netw, (float)iw) < __fdiv_rn(neth, (float)ih)) { new_w = d.netw; new_h = (ih * d.netw) / iw; }
+            else { new_h = d.neth; new_w = (iw * d.neth) / ih; }
+        }
+        px = __fdiv_rn((float)(d.netw - new_w), 2.f);
+        py = __fdiv_rn((float)(d.neth - new_h), 2.f);
     }
-    cx = __fdiv_rn(__fsub_rn(cx, __fdiv_rn(__fdiv_rn((float)(d.netw - new_w), 2.f), netw)), __fdiv_rn((float)new_w, netw));
-    cy = __fdiv_rn(__fsub_rn(cy, __fdiv_rn(__fdiv_rn((float)(d.neth - new_h), 2.f), neth)), __fdiv_rn((float)new_h, neth));
+    cx = __fdiv_rn(__fsub_rn(cx, __fdiv_rn(px, netw)), __fdiv_rn((float)new_w, netw));
+    cy = __fdiv_rn(__fsub_rn(cy, __fdiv_rn(py, neth)), __fdiv_rn((float)new_h, neth));
     cw = __fmul_rn(cw, __fdiv_rn(netw, (float)new_w));
     ch = __fmul_rn(ch, __fdiv_rn(neth, (float)new_h));
 }

@@ -76,7 +76,7 @@ typedef struct yq_post_dev {
     const yq_post_head *heads;   /* device copy of n_heads descriptors */
     int batch;                   /* images the buffers hold */
     int n_heads, classes, cells; /* classes: the most of any head; cells: per image */
-    int netw, neth, letterbox;
+    int netw, neth, letterbox;    /* 0 plain resize, 1 darknet's letterbox, 2 Ultralytics' */
     float conf, nms;
     int k;                       /* detections kept per image (max_dets) */
     int seg_cap;                 /* per (image, class) list: pow2 >= cells */

@@ -14,7 +14,7 @@
  *     calib_images_sha256  string  64 hex digits, from the caller
  *     cfg_path, weights_path  string  where the source model was (provenance only)
  *     letterbox            int32   the preprocessing the accuracy was measured with
- *     net_letter_box       int32   the cfg's [net] letter_box (yq_graph.letter_box)
+ *     net_letter_box       int32   the cfg's [net] letter_box (yq_graph.letter_box; 2: Ultralytics' letterbox, ONNX models)
  *     input_c, input_h, input_w  int32  the network input (= node 0's shape)
  *   /graph/nodes           compound[n_nodes], one row per node in execution
  *                          (topological) order; row k is node k, node 0 the input:

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/postproc.h"
+#include "yq_data.h"
 
 yq_post_opt yq_post_defaults(void)
 {
@@ -29,16 +30,27 @@ static int push(vec *a, cand c)
     return 0;
 }
 
-/* Network-relative box -> original-image-relative, as darknet's correct_yolo_boxes. */
+/* Network-relative box -> original-image-relative, as darknet's correct_yolo_boxes; letter 2:
+ * Ultralytics' letterbox (yq_letterbox_size_ultra's picture at integer offsets).  The GPU's
+ * post-processing (kernels/cuda_post.cu correct) does the same operations. */
 static void correct(cand *c, int netw, int neth, int w, int h, int letter)
 {
     int new_w = netw, new_h = neth;
-    if (letter) {
-        if ((float)netw / w < (float)neth / h) { new_w = netw; new_h = (h * netw) / w; }
-        else { new_h = neth; new_w = (w * neth) / h; }
+    float px, py;
+    if (letter == 2) {
+        yq_letterbox_size_ultra(w, h, netw, neth, &new_w, &new_h);
+        px = (float)((netw - new_w) / 2);
+        py = (float)((neth - new_h) / 2);
+    } else {
+        if (letter) {
+            if ((float)netw / w < (float)neth / h) { new_w = netw; new_h = (h * netw) / w; }
+            else { new_h = neth; new_w = (w * neth) / h; }
+        }
+        px = (float)(netw - new_w) / 2.f;
+        py = (float)(neth - new_h) / 2.f;
     }
-    c->x = (c->x - (float)(netw - new_w) / 2.f / netw) / ((float)new_w / netw);
-    c->y = (c->y - (float)(neth - new_h) / 2.f / neth) / ((float)new_h / neth);
+    c->x = (c->x - px / netw) / ((float)new_w / netw);
+    c->y = (c->y - py / neth) / ((float)new_h / neth);
     c->w *= (float)netw / new_w;
     c->h *= (float)neth / new_h;
 }
@@ -235,6 +247,7 @@ int yq_detect_raw(const yq_graph *g, const float *const *heads, int b, float *ou
 int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_w, int img_h,
                    int letterbox, const yq_post_opt *o, yq_detection *out, int cap)
 {
+    letterbox = !letterbox ? 0 : g->letter_box == 2 ? 2 : 1;   /* the model's way */
     vec v = { 0 };
     int k = 0;
     for (int i = 0; i < g->n_nodes; i++) {

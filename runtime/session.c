@@ -100,7 +100,7 @@ yq_status yq_model_open_opt(const char *path, const yq_model_opt *o, yq_model **
             st = yq_fail(err, YQ_ERR_INVALID_ARG, "%s: weights, input size and batch-norm folding do not apply to a package",
                          path);
         else st = yq_package_load(path, &m->owned, &m->info, err);
-        if (st == YQ_OK) m->letterbox = m->info->letterbox;
+        if (st == YQ_OK) m->letterbox = m->info->letterbox != 0;
     } else {
         yq_import_opt io;
         memset(&io, 0, sizeof io);
@@ -114,7 +114,7 @@ yq_status yq_model_open_opt(const char *path, const yq_model_opt *o, yq_model **
         } else {
             st = yq_load_model(path, o->weights, &io, &m->owned, err);
         }
-        if (st == YQ_OK) m->letterbox = m->owned->letter_box;
+        if (st == YQ_OK) m->letterbox = m->owned->letter_box != 0;
     }
     if (st != YQ_OK) {
         yq_model_free(m);
@@ -137,7 +137,7 @@ yq_status yq_model_open_mem(const void *buf, size_t n, const char *name, yq_mode
         yq_model_free(m);
         return st;
     }
-    m->letterbox = m->info->letterbox;
+    m->letterbox = m->info->letterbox != 0;
     m->has_weights = 1;
     m->g = m->owned;
     *out = m;

@@ -42,14 +42,14 @@ def decode(out, iw, ih, netw, neth, conf=0.25, nms=0.45, max_dets=100):
     for i, j in zip(*np.nonzero(scores > conf)):
         cx, cy, w, h = (float(v) for v in boxes[i])
         cand.append([cx / netw, cy / neth, w / netw, h / neth, float(scores[i, j]), int(j)])
-    # the letterbox undone (the picture's size inside it as darknet's integer arithmetic)
-    if netw / iw < neth / ih:
-        nw, nh = netw, (ih * netw) // iw
-    else:
-        nw, nh = (iw * neth) // ih, neth
+    # the letterbox undone: Ultralytics' (its LetterBox: r = min(netw / iw, neth / ih), the
+    # picture round(iw r) x round(ih r) at integer half offsets; r in float32 as yquant has it)
+    r = min(np.float32(netw) / np.float32(iw), np.float32(neth) / np.float32(ih))
+    nw = min(max(int(np.rint(np.float32(iw) * r)), 1), netw)
+    nh = min(max(int(np.rint(np.float32(ih) * r)), 1), neth)
     for c in cand:
-        c[0] = (c[0] - (netw - nw) / 2 / netw) / (nw / netw)
-        c[1] = (c[1] - (neth - nh) / 2 / neth) / (nh / neth)
+        c[0] = (c[0] - (netw - nw) // 2 / netw) / (nw / netw)
+        c[1] = (c[1] - (neth - nh) // 2 / neth) / (nh / neth)
         c[2] *= netw / nw
         c[3] *= neth / nh
 

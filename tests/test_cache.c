@@ -393,6 +393,18 @@ static void t_key(void)
     CHECK(memcmp(k0, k, 32));                       /* images */
     key_of(g64, 0, k);
     CHECK(memcmp(k0, k, 32));                       /* input size */
+    /* the letterbox as it runs: Ultralytics' (an ONNX model's) is not darknet's; no letterbox
+     * is none whatever the model's */
+    uint8_t kd[32], ku[32], kd0[32], ku0[32];
+    memset(isha, 0xab, sizeof isha);
+    yq_calib_key(g, isha, 1, 0, kd);
+    yq_calib_key(g, isha, 0, 0, kd0);
+    const int lb0 = g->letter_box;
+    g->letter_box = 2;
+    yq_calib_key(g, isha, 1, 0, ku);
+    yq_calib_key(g, isha, 0, 0, ku0);
+    g->letter_box = lb0;
+    CHECK(lb0 != 2 && memcmp(kd, ku, 32) && !memcmp(kd0, ku0, 32));
     int c = 1;
     while (c < g->n_nodes && (g->nodes[c].op != YQ_OP_CONV || !g->nodes[c].w)) c++;
     CHECK(c < g->n_nodes);

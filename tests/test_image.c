@@ -379,9 +379,78 @@ static void t_letterbox_by_hand(void)
     yq_image_free(&im);
 }
 
+/* Ultralytics' letterbox: its geometry on the sizes its users meet (r = min(640/w, 640/h),
+ * round(w r) x round(h r) at integer half offsets), grey 114 around the picture, and the
+ * picture against a double-precision OpenCV INTER_LINEAR (pixel centres, edges clamped, 8-bit
+ * output) written out here: within one 8-bit level, on up- and downscaled random images. */
+static double ultra_ref(const yq_image *im, int k, int nw, int nh, int x, int y)
+{
+    double sx = (double)im->w / nw, sy = (double)im->h / nh;
+    double fx = (x + 0.5) * sx - 0.5, fy = (y + 0.5) * sy - 0.5;
+    int x0 = (int)floor(fx), y0 = (int)floor(fy);
+    double ax = fx - x0, ay = fy - y0;
+    if (x0 < 0) x0 = 0, ax = 0;
+    if (y0 < 0) y0 = 0, ay = 0;
+    if (x0 >= im->w - 1) x0 = im->w - 1, ax = 0;
+    if (y0 >= im->h - 1) y0 = im->h - 1, ay = 0;
+    int x1 = x0 + 1 < im->w ? x0 + 1 : x0, y1 = y0 + 1 < im->h ? y0 + 1 : y0;
+    const float *p = im->data + (size_t)k * im->w * im->h;
+    double top = (1 - ax) * (double)p[y0 * im->w + x0] + ax * (double)p[y0 * im->w + x1];
+    double bot = (1 - ax) * (double)p[y1 * im->w + x0] + ax * (double)p[y1 * im->w + x1];
+    return ((1 - ay) * top + ay * bot) * 255.0;
+}
+
+static void t_letterbox_ultralytics(void)
+{
+    static const int sizes[][4] = { { 810, 1080, 480, 640 }, { 768, 576, 640, 480 }, { 500, 375, 640, 480 },
+                                    { 333, 500, 426, 640 }, { 640, 640, 640, 640 }, { 4000, 10, 640, 2 } };
+    for (int i = 0; i < 6; i++) {
+        int nw, nh;
+        yq_letterbox_size_ultra(sizes[i][0], sizes[i][1], 640, 640, &nw, &nh);
+        CHECKF(nw == sizes[i][2] && nh == sizes[i][3], "%dx%d: %dx%d, Ultralytics %dx%d", sizes[i][0], sizes[i][1], nw, nh,
+               sizes[i][2], sizes[i][3]);
+    }
+    static const int cases[][4] = { { 37, 23, 64, 48 }, { 200, 120, 64, 64 }, { 31, 90, 96, 64 }, { 5, 3, 64, 64 } };
+    uint32_t rng = 7;
+    for (int c = 0; c < 4; c++) {
+        yq_image im, out;
+        yq_error err;
+        CHECK(yq_image_make(cases[c][0], cases[c][1], 3, &im, &err) == YQ_OK);
+        for (size_t i = 0; i < (size_t)im.w * im.h * 3; i++) {
+            rng = rng * 1664525u + 1013904223u;
+            im.data[i] = (float)(rng >> 24) / 255.f;      /* 8-bit levels, as decoded images hold */
+        }
+        const int W = cases[c][2], H = cases[c][3];
+        CHECK(yq_image_letterbox_ultra(&im, W, H, &out, &err) == YQ_OK);
+        int nw, nh;
+        yq_letterbox_size_ultra(im.w, im.h, W, H, &nw, &nh);
+        const int dx = (W - nw) / 2, dy = (H - nh) / 2;
+        int bad = 0, border = 0;
+        double worst = 0;
+        for (int k = 0; k < 3; k++)
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) {
+                    float v = out.data[((size_t)k * H + y) * W + x];
+                    if (x < dx || x >= dx + nw || y < dy || y >= dy + nh) {
+                        border++;
+                        bad += v != 114.f / 255.f;
+                        continue;
+                    }
+                    double d = fabs((double)v * 255.0 - ultra_ref(&im, k, nw, nh, x - dx, y - dy));
+                    if (d > worst) worst = d;
+                    bad += d > 0.5 + 1e-3;                     /* its nearest 8-bit level */
+                }
+        CHECKF(bad == 0 && (nw < W || nh < H ? border > 0 : 1), "%dx%d -> %dx%d: %d pixels off, worst %.3f levels",
+               im.w, im.h, W, H, bad, worst);
+        yq_image_free(&out);
+        yq_image_free(&im);
+    }
+}
+
 int main(void)
 {
     TEST(t_letterbox_by_hand);
+    TEST(t_letterbox_ultralytics);
     TEST(t_png_exact);
     TEST(t_jpeg_truncated_and_trailing);
     TEST(t_load_errors);

@@ -96,7 +96,7 @@ class Preprocess:
 def decode(out, iw, ih, netw, neth):
     """output0 ((4 + classes) x N) -> [(cls, score, x, y, w, h)] in image pixels, best first:
     scores above CONF, per-class greedy NMS at IoU NMS, at most MAX_DETS; the letterbox undone
-    with darknet's integer arithmetic (tests/onnx_test.py's decode, vectorised)."""
+    as Ultralytics' letterbox places the picture (tests/onnx_test.py's decode, vectorised)."""
     import numpy as np
     boxes, scores = out[:4].T.astype(np.float64), out[4:].T
     ii, jj = np.nonzero(scores > CONF)
@@ -104,12 +104,11 @@ def decode(out, iw, ih, netw, neth):
         return []
     sc = scores[ii, jj].astype(np.float64)
     cx, cy, bw, bh = boxes[ii, 0] / netw, boxes[ii, 1] / neth, boxes[ii, 2] / netw, boxes[ii, 3] / neth
-    if netw / iw < neth / ih:
-        nw, nh = netw, (ih * netw) // iw
-    else:
-        nw, nh = (iw * neth) // ih, neth
-    cx = (cx - (netw - nw) / 2 / netw) / (nw / netw)
-    cy = (cy - (neth - nh) / 2 / neth) / (nh / neth)
+    r = min(np.float32(netw) / np.float32(iw), np.float32(neth) / np.float32(ih))   # Ultralytics' letterbox
+    nw = min(max(int(np.rint(np.float32(iw) * r)), 1), netw)
+    nh = min(max(int(np.rint(np.float32(ih) * r)), 1), neth)
+    cx = (cx - (netw - nw) // 2 / netw) / (nw / netw)
+    cy = (cy - (neth - nh) // 2 / neth) / (nh / neth)
     bw, bh = bw * netw / nw, bh * neth / nh
     x0, y0, x1, y1 = cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2
     keep = []

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The command line's conventions, on every command (issue 18):
+  - `yquant CMD --help` exits 0 and prints the command's usage; `yquant --help` names --version;
+  - a bad number is one line naming the option and the range, exit 2, nothing done
+    (`--conf abc`, `--conf 0.5x`, a count of 0 or -1 ...);
+  - `--opt=value` is `--opt value` (the same detections either way);
+  - quantize without a validation set says so in one warning line, and `inspect` shows the
+    package as not validated.
+Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed."""
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.abspath(os.path.join(ROOT, os.environ.get("YQ_DATA") or "../shared"))
+YQ = os.path.join(ROOT, os.environ.get("YQ_BUILD") or "build", "yquant")
+failed = 0
+
+
+def report(name, ok, why=""):
+    global failed
+    print(f"PASS {name}" if ok else f"FAIL {name}: {why}")
+    failed += not ok
+
+
+def run(*args):
+    return subprocess.run([YQ, *args], capture_output=True, text=True, timeout=300)
+
+
+def main():
+    if not os.access(YQ, os.X_OK):
+        print(f"SKIP cli_conventions: {YQ} not built")
+        return 0
+    cmds = ["inspect", "detect", "eval", "quantize", "bench", "sweep", "sensitivity", "tune", "export"]
+    bad = []
+    for c in cmds:
+        r = run(c, "--help")
+        if r.returncode != 0 or f"usage: yquant {c}" not in r.stdout:
+            bad.append(f"{c} --help: exit {r.returncode}, {r.stdout[:80]!r}")
+    r = run("--help")
+    if r.returncode != 0 or "--version" not in r.stdout or "--opt=VALUE" not in r.stdout:
+        bad.append("yquant --help does not name --version and --opt=VALUE")
+    v = run("--version")
+    if v.returncode != 0 or not v.stdout.startswith("yquant "):
+        bad.append(f"--version: {v.returncode} {v.stdout!r}")
+    report("cli_help_every_command", not bad, "; ".join(bad))
+
+    model = os.path.join(DATA, "models", "cfg-only", "yolov3-tiny.cfg")
+    dog = os.path.join(DATA, "datasets", "darknet-samples", "dog.jpg")
+    if not (os.path.isfile(model) and os.path.isfile(dog)):
+        print(f"SKIP cli_bad_numbers: {model} or {dog} not found (set YQ_DATA)")
+        return 1 if failed else 0
+    m = [model, "--weights", "synthetic", "--size", "160"]
+    cases = [
+        (["detect", *m, dog, "--conf", "abc"], "--conf", "[0, 1]"),
+        (["detect", *m, dog, "--conf", "0.5x"], "--conf", "[0, 1]"),
+        (["detect", *m, dog, "--conf=1.5"], "--conf", "[0, 1]"),
+        (["detect", *m, dog, "--nms", ""], "--nms", "[0, 1]"),
+        (["detect", *m, dog, "--max-dets", "0"], "--max-dets", "[1, 100000]"),
+        (["eval", *m, "--images", "x", "--ann", "y", "--batch", "0"], "--batch", "[1, 4096]"),
+        (["eval", *m, "--images", "x", "--ann", "y", "--conf", "nan"], "--conf", "[0, 1]"),
+        (["eval", *m, "--images", "x", "--ann", "y", "--layers", "-1"], "--layers", "[0, 100000]"),
+        (["quantize", *m, "--calib", "x", "--bootstrap", "many"], "--bootstrap", "[0, 1000000]"),
+        (["quantize", *m, "--calib", "x", "--max-float", "1.5"], "--max-float", "[0, 100000]"),
+        (["quantize", *m, "--calib", "x", "--layers", "ten"], "--layers", "[0, 100000]"),
+        (["sensitivity", *m, "--sqnr-images", "0"], "--sqnr-images", "[1, 100000]"),
+        (["sweep", *m, "--sqnr-images", "x"], "--sqnr-images", "[1, 100000]"),
+        (["bench", *m, "--runs", "x"], "--runs", ""),
+        (["tune", "x.yqp", "--trials", "-3"], "--trials", ""),
+    ]
+    bad = []
+    for args, opt, rng in cases:
+        r = run(*args)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or opt not in lines[0] or rng not in lines[0]:
+            bad.append(f"{' '.join(args[:1] + args[-2:])}: exit {r.returncode}, {lines}")
+    report("cli_bad_numbers", not bad, "; ".join(bad[:4]))
+
+    a = run("detect", *m, dog, "--conf", "0.02", "--nms", "0.3")
+    b = run("detect", *m, dog, "--conf=0.02", "--nms=0.3")
+    c = run("detect", *m, dog)                  # (the defaults: other detections, so the values took)
+    report("cli_opt_equals_value", a.returncode == 0 and a.stdout == b.stdout and a.stdout != c.stdout,
+           f"exit {a.returncode}/{b.returncode}: {a.stdout[:120]!r} vs {b.stdout[:120]!r}")
+
+    with tempfile.TemporaryDirectory(prefix="yq_cli_") as tmp:
+        calib = os.path.join(tmp, "calib")
+        os.makedirs(calib)
+        for f in ("dog.jpg", "horses.jpg"):
+            os.symlink(os.path.join(DATA, "datasets", "darknet-samples", f), os.path.join(calib, f))
+        pkg = os.path.join(tmp, "t.yqp")
+        q = run("quantize", *m, "--calib", calib, "--no-val", "--layers=0", "--calib-cache", os.path.join(tmp, "c.h5"),
+                "-o", pkg)
+        warn = [l for l in q.stderr.splitlines() if "not be validated" in l]
+        i = run("inspect", pkg) if q.returncode == 0 else None
+        report("cli_quantize_unvalidated", q.returncode == 0 and len(warn) == 1 and warn[0].startswith("yquant: warning:")
+               and i is not None and "not validated" in i.stdout,
+               f"exit {q.returncode}, warnings {warn}, inspect {i and i.stdout[-300:]!r}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
