@@ -47,6 +47,13 @@ const char *cli_base_name(const char *path);
 /* Prints "yquant: <msg>" to stderr and returns 1 (the exit status). */
 int  cli_error(const yq_error *err);
 int  cli_usage_error(const char *fmt, ...);
+/* Checked numbers: the whole string a number in [lo, hi], else one line ("yquant: --conf:
+ * 'abc' is not a number in [0, 1]") and 2 (the usage exit status); 0 with *out set. */
+int  cli_int(const char *opt, const char *s, long lo, long hi, int *out);
+int  cli_num(const char *opt, const char *s, double lo, double hi, double *out);
+int  cli_numf(const char *opt, const char *s, double lo, double hi, float *out);
+/* argv with "--name=value" split into "--name" "value" (every command takes both). */
+char **cli_split_equals(int argc, char **argv);
 /* Outputs against inputs, before any work.  A cli_inputs holds every input file (folders
  * expanded to their files; NULL and missing paths skipped) by device and inode, so that
  * symlinks and hard links count.  cli_check_output refuses an output path (what: "-o",

@@ -90,9 +90,9 @@ int cmd_detect(int argc, char **argv)
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); free(inputs); return 0; }
-        else if (!strcmp(a, "--conf") && has) po.conf = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--nms") && has) po.nms = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--max-dets") && has) po.max_dets = atoi(argv[++i]);
+        else if (!strcmp(a, "--conf") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.conf)) return 2; }
+        else if (!strcmp(a, "--nms") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.nms)) return 2; }
+        else if (!strcmp(a, "--max-dets") && has) { if (cli_int(a, argv[++i], 1, 100000, &po.max_dets)) return 2; }
         else if (!strcmp(a, "--out") && has) out_dir = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--device") && has) device = argv[++i];

@@ -76,11 +76,11 @@ static int eval_parse(eval_args *A, cli_quant_opt *qo, int argc, char **argv)
         else if (!strcmp(a, "--labels") && has) A->labels = argv[++i];
         else if (!strcmp(a, "--json") && has) A->json = argv[++i];
         else if (!strcmp(a, "--dets") && has) A->dets_path = argv[++i];
-        else if (!strcmp(a, "--conf") && has) A->ep.conf = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--nms") && has) A->ep.nms = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--layers") && has) A->report = atoi(argv[++i]);
+        else if (!strcmp(a, "--conf") && has) { if (cli_numf(a, argv[++i], 0, 1, &A->ep.conf)) return 2; }
+        else if (!strcmp(a, "--nms") && has) { if (cli_numf(a, argv[++i], 0, 1, &A->ep.nms)) return 2; }
+        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &A->report)) return 2; }
         else if (!strcmp(a, "--device") && has) A->device = argv[++i];
-        else if (!strcmp(a, "--batch") && has) A->batch = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && has) { if (cli_int(a, argv[++i], 1, 4096, &A->batch)) return 2; }
         else if (!strcmp(a, "--letterbox")) A->letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) A->letterbox = 0;
         else if (a[0] == '-') return cli_usage_error("eval: unknown option or missing value: %s", a);

@@ -191,7 +191,7 @@ int cmd_inspect(int argc, char **argv)
         }
         cJSON_Delete(plan);
         cJSON *acc = cJSON_Parse(ab.accuracy_json);
-        fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " (not measured)");
+        fprintf(t, "accuracy:%s\n", cJSON_IsArray(acc) && cJSON_GetArraySize(acc) ? "" : " not validated (quantized without a validation set)");
         for (cJSON *r = cJSON_IsArray(acc) ? acc->child : NULL; r; r = r->next) {
             cJSON *nm = cJSON_GetObjectItem(r, "name"), *mp = cJSON_GetObjectItem(r, "map"), *m50 = cJSON_GetObjectItem(r, "map50");
             cJSON *eng = cJSON_GetObjectItem(r, "engine");

@@ -240,14 +240,14 @@ int cmd_quantize(int argc, char **argv)
             if (!strcmp(a, "--ann")) vals[n_vals - 1].ann = argv[++i];
             else vals[n_vals - 1].labels = argv[++i];
         } else if (!strcmp(a, "--no-val")) no_val = 1;
-        else if (!strcmp(a, "--layers") && has) top = atoi(argv[++i]);
-        else if (!strcmp(a, "--bootstrap") && has) boots = atoi(argv[++i]);
+        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &top)) goto early; }
+        else if (!strcmp(a, "--bootstrap") && has) { if (cli_int(a, argv[++i], 0, 1000000, &boots)) goto early; }
         else if (!strcmp(a, "--max-drop") && has) {
             char *end;
             max_drop = strtod(argv[++i], &end);
             if (*end || !(max_drop >= 0 && max_drop <= 100)) { rc = cli_usage_error("quantize: --max-drop P takes points in [0, 100]"); goto early; }
         } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
-        else if (!strcmp(a, "--max-float") && has) max_float = atoi(argv[++i]);
+        else if (!strcmp(a, "--max-float") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_float)) goto early; }
         else if (!strcmp(a, "--no-tune")) no_tune = 1;
         else if (!strcmp(a, "--target") && has) target_arg = argv[++i];
         else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
@@ -332,6 +332,9 @@ int cmd_quantize(int argc, char **argv)
         }
         if (cli_check_outputs(ins, ni, "-o", out, "--json", json)) goto done;
     }
+    if (!n_vals && max_drop < 0)     /* never silently: the package then records no accuracy */
+        fprintf(stderr, "yquant: warning: %s: the package will not be validated (its accuracy record stays empty)\n",
+                no_val ? "--no-val" : "no validation set (--val DIR --ann FILE, and none under $YQ_DATA/datasets)");
     /* Validation images: every set, concatenated. */
     if (n_vals) {
         int total = 0;

@@ -116,9 +116,9 @@ int cmd_sensitivity(int argc, char **argv)
         else if (!strcmp(a, "--labels") && has) labels = argv[++i];
         else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--layers") && has) max_layers = atoi(argv[++i]);
+        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_layers)) goto early; }
         else if (!strcmp(a, "--rank") && has) rank = argv[++i];
-        else if (!strcmp(a, "--sqnr-images") && has) sqnr_images = atoi(argv[++i]);
+        else if (!strcmp(a, "--sqnr-images") && has) { if (cli_int(a, argv[++i], 1, 100000, &sqnr_images)) goto early; }
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
         else if (a[0] == '-') { cli_usage_error("sensitivity: unknown option or missing value: %s", a); goto early; }

@@ -211,7 +211,7 @@ int cmd_sweep(int argc, char **argv)
         else if (!strcmp(a, "--grid") && has) grid_text = argv[++i];
         else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--sqnr-images") && has) sqnr_images = atoi(argv[++i]);
+        else if (!strcmp(a, "--sqnr-images") && has) { if (cli_int(a, argv[++i], 1, 100000, &sqnr_images)) goto early; }
         else if (!strcmp(a, "--eval-device") && has) eval_device = argv[++i];
         else if (!strcmp(a, "--resume")) resume = 1;
         else if (!strcmp(a, "--letterbox")) letterbox = 1;

@@ -1,4 +1,5 @@
 /* Shared option handling and model loading for the yquant commands. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,77 @@ int cli_usage_error(const char *fmt, ...)
     fputs(" (see --help)\n", stderr);
     va_end(ap);
     return 2;
+}
+
+int cli_int(const char *opt, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "yquant: %s: '%s' is not an integer in [%ld, %ld]\n", opt, s ? s : "", lo, hi);
+        return 2;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "yquant: %s: '%s' is not a number in [%g, %g]\n", opt, s ? s : "", lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_numf(const char *opt, const char *s, double lo, double hi, float *out)
+{
+    double v;
+    if (cli_num(opt, s, lo, hi, &v)) return 2;
+    *out = (float)v;
+    return 0;
+}
+
+/* argv with every "--name=value" as "--name" "value" (the other spelling of each option): argv
+ * itself when there is none, else an array freed at exit. */
+static char **split_argv;
+static int split_n;
+
+static void split_free(void)
+{
+    for (int i = 0; i < split_n; i++) free(split_argv[i]);
+    free(split_argv);
+}
+
+char **cli_split_equals(int argc, char **argv)
+{
+    int any = 0;
+    for (int i = 1; i < argc && !any; i++) any = !strncmp(argv[i], "--", 2) && argv[i][2] && strchr(argv[i] + 3, '=');
+    if (!any || split_argv) return argv;
+    char **out = calloc((size_t)(2 * argc + 1), sizeof *out);
+    if (!out) return argv;
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        if (i > 0 && !strncmp(a, "--", 2) && a[2] && eq && eq > a + 2) {
+            out[k++] = strndup(a, (size_t)(eq - a));
+            out[k++] = strdup(eq + 1);
+        } else out[k++] = strdup(a);
+        if (!out[k - 1] || (k > 1 && !out[k - 2])) {
+            for (int j = 0; j < k; j++) free(out[j]);
+            free(out);
+            return argv;
+        }
+    }
+    split_argv = out;
+    split_n = k;
+    atexit(split_free);
+    return out;
 }
 
 int cli_parse_size(const char *s, int *w, int *h)

@@ -27,7 +27,9 @@ static const char *usage =
     "\n"
     "MODEL is a folder with one .cfg and one .weights (and optionally .names), a .cfg\n"
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
-    "(YQ_DATA defaults to ../shared).\n";
+    "(YQ_DATA defaults to ../shared).\n"
+    "\n"
+    "Every option takes its value as --opt VALUE or --opt=VALUE.  yquant --version prints the version.\n";
 
 /* Ctrl-C or a kill: the temporaries of writes in progress removed, then the default action
  * (so the exit status says which signal). */
@@ -55,6 +57,8 @@ int main(int argc, char **argv)
     if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
         fprintf(stderr, "yquant: note: YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
                         "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)\n");
+    argv = cli_split_equals(argc, argv);     /* --opt=value as --opt value, for every command */
+    for (argc = 0; argv[argc]; argc++) {}
     const char *cmd = argv[1];
     if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
