@@ -18,16 +18,20 @@ static const char *help =
     "  --conf P          confidence threshold (default 0.005)\n"
     "  --nms T           per-class NMS IoU (default 0.45)\n"
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
-    "  --json FILE       {\"map\": .., \"map50\": .., \"images\": N, \"stats\": {..}}\n"
+    "  --json FILE       {\"map\": .., \"map50\": .., \"images\": N, \"stats\": {..}}: fractions in [0, 1],\n"
+    "                    as pycocotools gives them (the printed table is in points)\n"
     "  --dets FILE       the detections as COCO results JSON\n"
     "  --layers N        (int8) the N layers with the largest int8-vs-FP32 error\n"
     "With --calib DIR the model is quantized first and the int8 graph is evaluated.\n";
 
 int cli_print_stats(const double *s)
 {
-    printf("  mAP@[.5:.95] %.4f   mAP@.5 %.4f   mAP@.75 %.4f\n", s[YQ_COCO_AP], s[YQ_COCO_AP50], s[YQ_COCO_AP75]);
-    printf("  AP small/medium/large %.4f %.4f %.4f   AR1/10/100 %.4f %.4f %.4f\n", s[YQ_COCO_AP_SMALL],
-           s[YQ_COCO_AP_MEDIUM], s[YQ_COCO_AP_LARGE], s[YQ_COCO_AR1], s[YQ_COCO_AR10], s[YQ_COCO_AR100]);
+    /* points, as every other command prints mAP (the JSON keeps pycocotools' fractions) */
+    printf("  mAP@[.5:.95] %.2f   mAP@.5 %.2f   mAP@.75 %.2f   (points)\n", 100 * s[YQ_COCO_AP], 100 * s[YQ_COCO_AP50],
+           100 * s[YQ_COCO_AP75]);
+    printf("  AP small/medium/large %.2f %.2f %.2f   AR1/10/100 %.2f %.2f %.2f\n", 100 * s[YQ_COCO_AP_SMALL],
+           100 * s[YQ_COCO_AP_MEDIUM], 100 * s[YQ_COCO_AP_LARGE], 100 * s[YQ_COCO_AR1], 100 * s[YQ_COCO_AR10],
+           100 * s[YQ_COCO_AR100]);
     return 0;
 }
 
