@@ -26,7 +26,8 @@ static const char *help =
     "  --letterbox       letterbox the image (aspect kept, grey padding)\n"
     "  --no-letterbox    plain resize (default unless the cfg sets letter_box=1)\n"
     "  --out DIR         write DIR/<image>.png with the boxes and class names drawn\n"
-    "  --json FILE       COCO results JSON: image_id, category_id, bbox [x,y,w,h], score\n"
+    "  --json FILE       COCO results JSON: image_id, category_id, bbox [x,y,w,h], score, and the\n"
+    "                    image's file_name ('-': standard output, the listing then on standard error)\n"
     "  --weights, --size, --bn  as for inspect\n"
     "  --max-pixels M   refuse images over M megapixels, from their header (default 64)\n";
 
@@ -197,11 +198,13 @@ int cmd_detect(int argc, char **argv)
             cli_error(&err);
             goto done;
         }
-        printf("%s: %d detection%s\n", paths[i], n, n == 1 ? "" : "s");
+        /* --json -: the JSON alone on standard output (the listing on standard error) */
+        FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
+        fprintf(txt, "%s: %d detection%s\n", paths[i], n, n == 1 ? "" : "s");
         for (int k = 0; k < n; k++) {
             const char *name = yq_model_class_name(model, dets[k].cls);
             if (!name) name = "?";
-            printf("  %-14s %5.1f%%  x=%.0f y=%.0f w=%.0f h=%.0f\n", name, 100.0 * (double)dets[k].score,
+            fprintf(txt, "  %-14s %5.1f%%  x=%.0f y=%.0f w=%.0f h=%.0f\n", name, 100.0 * (double)dets[k].score,
                    (double)dets[k].x, (double)dets[k].y, (double)dets[k].w, (double)dets[k].h);
             if (results) {
                 cJSON *r = cJSON_CreateObject();
@@ -211,6 +214,7 @@ int cmd_detect(int argc, char **argv)
                 double bb[4] = { dets[k].x, dets[k].y, dets[k].w, dets[k].h };
                 cJSON_AddItemToObject(r, "bbox", cJSON_CreateDoubleArray(bb, 4));
                 cJSON_AddNumberToObject(r, "score", (double)dets[k].score);
+                cJSON_AddStringToObject(r, "file_name", cli_base_name(paths[i]));   /* (COCO readers ignore it) */
                 cJSON_AddItemToArray(results, r);
             }
         }

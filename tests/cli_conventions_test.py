@@ -4,6 +4,7 @@
   - a bad number is one line naming the option and the range, exit 2, nothing done
     (`--conf abc`, `--conf 0.5x`, a count of 0 or -1 ...);
   - `--opt=value` is `--opt value` (the same detections either way);
+  - `detect --json -` writes the JSON alone on standard output, with each image's file_name;
   - quantize without a validation set says so in one warning line, and `inspect` shows the
     package as not validated.
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed."""
@@ -82,6 +83,16 @@ def main():
     c = run("detect", *m, dog)                  # (the defaults: other detections, so the values took)
     report("cli_opt_equals_value", a.returncode == 0 and a.stdout == b.stdout and a.stdout != c.stdout,
            f"exit {a.returncode}/{b.returncode}: {a.stdout[:120]!r} vs {b.stdout[:120]!r}")
+
+    # --json -: the JSON alone on standard output, each detection naming its image's file
+    import json
+    j = run("detect", *m, dog, "--conf", "0.02", "--json", "-")
+    try:
+        d = json.loads(j.stdout)
+        ok = j.returncode == 0 and len(d) > 0 and all(x["file_name"] == "dog.jpg" for x in d) and "detection" in j.stderr
+    except ValueError as e:
+        ok, d = False, str(e)
+    report("cli_json_stdout", ok, f"exit {j.returncode}: {j.stdout[:160]!r}")
 
     with tempfile.TemporaryDirectory(prefix="yq_cli_") as tmp:
         calib = os.path.join(tmp, "calib")
