@@ -39,7 +39,11 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
 {
     if (!images || (!ann == !labels))
         return cli_fail(err, YQ_ERR_INVALID_ARG, "needs --images DIR and one of --ann FILE or --labels DIR");
-    return ann ? yq_dataset_load_coco(ann, images, ds, err) : yq_dataset_load_yolo(images, labels, ds, err);
+    yq_status st = ann ? yq_dataset_load_coco(ann, images, ds, err) : yq_dataset_load_yolo(images, labels, ds, err);
+    if (st == YQ_OK && (*ds)->n_listed > (*ds)->n_images)   /* an annotation file of a larger set */
+        fprintf(stderr, "yquant: note: %s lists %d images, %d of them in %s: evaluating those\n", ann, (*ds)->n_listed,
+                (*ds)->n_images, images);
+    return st;
 }
 
 /* --layers N: the N layers of q's int8 model (qc) with the lowest SQNR against FP32. */

@@ -212,20 +212,46 @@ static yq_status coco_annotations(yq_dataset *ds, const cJSON *arr, const char *
     return YQ_OK;
 }
 
-static yq_status check_files(const yq_dataset *ds, const char *json_path, yq_error *err)
+/* The images of the annotation file that are in the folder: the others are dropped with their
+ * annotations (n_listed keeps the file's count); none there is an error. */
+static yq_status keep_present(yq_dataset *ds, const char *json_path, yq_error *err)
 {
-    for (int i = 0; i < ds->n_images; i++) {
+    const int n = ds->n_images;
+    int *map = malloc(sizeof *map * (size_t)(n ? n : 1));
+    if (!map) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", json_path);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
         char *p = yq_ds_path_join(ds->image_dir, ds->images[i].file);
-        if (!p) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", json_path);
+        if (!p) { free(map); return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", json_path); }
         struct stat sb;
         int ok = stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-        yq_status st = ok ? YQ_OK
-                          : yq_fail(err, YQ_ERR_IO, "%s: image %lld listed in %s is missing", p,
-                                    (long long)ds->images[i].id, json_path);
         free(p);
-        if (st != YQ_OK) return st;
+        if (ok) {
+            map[i] = k;
+            ds->images[k++] = ds->images[i];
+        } else {
+            map[i] = -1;
+            free(ds->images[i].file);
+        }
     }
-    return YQ_OK;
+    ds->n_listed = n;
+    ds->n_images = k;
+    if (k == n) { free(map); return YQ_OK; }
+    if (k == 0) {
+        free(map);
+        return yq_fail(err, YQ_ERR_IO, "%s: none of the %d images it lists is in %s", json_path, n, ds->image_dir);
+    }
+    int nb = 0;
+    for (int b = 0; b < ds->n_boxes; b++)
+        if (map[ds->boxes[b].image] >= 0) {
+            ds->boxes[nb] = ds->boxes[b];
+            ds->boxes[nb++].image = map[ds->boxes[b].image];
+        }
+    ds->n_boxes = nb;
+    free(map);
+    free(ds->by_id);
+    ds->by_id = NULL;
+    return build_index(ds, json_path, err);
 }
 
 yq_status yq_dataset_load_coco(const char *json_path, const char *image_dir, yq_dataset **out,
@@ -256,7 +282,7 @@ yq_status yq_dataset_load_coco(const char *json_path, const char *image_dir, yq_
             st = yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", json_path);
             goto fail;
         }
-        if ((st = check_files(ds, json_path, err)) != YQ_OK) goto fail;
+        if ((st = keep_present(ds, json_path, err)) != YQ_OK) goto fail;
     }
     cJSON_Delete(root);
     *out = ds;
@@ -390,7 +416,29 @@ yq_status yq_dataset_load_yolo(const char *image_dir, const char *label_dir, yq_
         free(lpath);
         if (st != YQ_OK) goto done;
     }
-    st = build_index(ds, image_dir, err);
+    /* COCO's file names are their image ids (000000000139.jpg -> 139): where every stem is a
+     * distinct number, the ids are those, so that results can be scored with the official
+     * annotations; else 1..n in name order */
+    int numeric = n > 0;
+    for (int i = 0; i < n && numeric; i++) {
+        const char *f = ds->images[i].file, *dot = strrchr(f, '.');
+        char *e;
+        errno = 0;
+        long long v = strtoll(f, &e, 10);
+        numeric = e != f && e == dot && isdigit((unsigned char)*f) && !errno && v >= 0 && v <= (1LL << 53);
+    }
+    if (numeric) {
+        for (int i = 0; i < n; i++) ds->images[i].id = strtoll(ds->images[i].file, NULL, 10);
+        st = build_index(ds, image_dir, err);
+        if (st != YQ_OK) {            /* two files of one number (1.jpg, 01.jpg): name order */
+            for (int i = 0; i < n; i++) ds->images[i].id = i + 1;
+            free(ds->by_id);
+            ds->by_id = NULL;
+            st = YQ_OK;
+        }
+    }
+    if (st == YQ_OK && !ds->by_id) st = build_index(ds, image_dir, err);
+    if (st == YQ_OK) ds->n_listed = ds->n_images;
 done:
     yq_list_images_free(paths, n);
     free(ldir);
@@ -453,6 +501,7 @@ yq_status yq_dataset_pick(yq_dataset *const *parts, const yq_ds_pick *pick, int 
         st = build_index(ds, "picked dataset", err);
     }
     if (st != YQ_OK) { yq_dataset_free(ds); return st; }
+    ds->n_listed = ds->n_images;
     *out = ds;
     return YQ_OK;
 }

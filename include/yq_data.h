@@ -123,16 +123,22 @@ typedef struct yq_dataset {
     int *category_ids;            /* the categories evaluated: json "categories" ids (YOLO: the
                                      80 COCO ids), sorted ascending, unique */
     yq_ds_idref *by_id;           /* the images sorted by id (ids are unique) */
+    int n_listed;                 /* COCO: the images the annotation file lists (n_images of
+                                     them are in image_dir and evaluated); else n_images */
 } yq_dataset;
 
-/* COCO instances json.  image_dir may be NULL; when given, every listed image must exist
- * there.  Errors name the file and the offending image or annotation. */
+/* COCO instances json.  image_dir may be NULL; when given, the listed images found there are
+ * kept with their annotations and the others dropped (n_listed says how many the file
+ * lists; none found is an error).  Errors name the file and the offending image or
+ * annotation. */
 yq_status yq_dataset_load_coco(const char *json_path, const char *image_dir, yq_dataset **out,
                                yq_error *err);
 
 /* A YOLO folder pair: every .jpg/.jpeg/.png of image_dir (sorted), labels from
  * label_dir/<stem>.txt, one "class cx cy w h" per line, normalised to the image size (read
- * from the image header).  An image without a label file has no boxes.  label_dir NULL:
+ * from the image header).  An image without a label file has no boxes.  Image ids: the file
+ * stems where all are distinct numbers (COCO's names: 000000000139.jpg is 139), else 1..n in
+ * name order.  label_dir NULL:
  * image_dir's last component "images" replaced by "labels" (darknet's convention).
  * Classes are darknet's 80 COCO classes; errors name file:line. */
 yq_status yq_dataset_load_yolo(const char *image_dir, const char *label_dir, yq_dataset **out,

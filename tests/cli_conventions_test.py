@@ -5,6 +5,8 @@
     (`--conf abc`, `--conf 0.5x`, a count of 0 or -1 ...);
   - `--opt=value` is `--opt value` (the same detections either way);
   - `detect --json -` writes the JSON alone on standard output, with each image's file_name;
+  - an annotation file listing more images than the folder holds: those there are evaluated,
+    and a note says how many;
   - quantize without a validation set says so in one warning line, and `inspect` shows the
     package as not validated.
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed."""
@@ -99,6 +101,19 @@ def main():
         os.makedirs(calib)
         for f in ("dog.jpg", "horses.jpg"):
             os.symlink(os.path.join(DATA, "datasets", "darknet-samples", f), os.path.join(calib, f))
+        # an annotation file of a larger set than the folder: its images there are evaluated, said
+        val = os.path.join(DATA, "datasets", "coco-mini", "val2017", "images")
+        ann = os.path.join(DATA, "datasets", "coco-mini", "annotations", "instances_val2017_mini.json")
+        if os.path.isdir(val) and os.path.isfile(ann):
+            sub = os.path.join(tmp, "sub")
+            os.makedirs(sub)
+            for f in sorted(os.listdir(val))[:3]:
+                os.symlink(os.path.join(val, f), os.path.join(sub, f))
+            e = run("eval", *m, "--images", sub, "--ann", ann)
+            report("cli_eval_annotations_of_a_larger_set", e.returncode == 0 and "lists 79 images, 3 of them" in e.stderr
+                   and "mAP@[.5:.95]" in e.stdout, f"exit {e.returncode}: {e.stderr.strip()[-300:]}")
+        else:
+            print("SKIP cli_eval_annotations_of_a_larger_set: coco-mini not found")
         pkg = os.path.join(tmp, "t.yqp")
         q = run("quantize", *m, "--calib", calib, "--no-val", "--layers=0", "--calib-cache", os.path.join(tmp, "c.h5"),
                 "-o", pkg)

@@ -278,9 +278,51 @@ static void t_load_coco_mini(void)
     CHECKF(s[YQ_COCO_AP] > .999 && s[YQ_COCO_AR100] == 1, "AP %g AR100 %g", s[0], s[YQ_COCO_AR100]);
     yq_dataset_free(ds);
 
-    /* the same json against a folder that lacks the images */
+    /* the same json against a folder that lacks every image it lists */
     CHECK(yq_dataset_load_coco(json, data_path("coco128/images"), &ds, &err) == YQ_ERR_IO);
-    CHECKF(strstr(err.msg, "is missing") && strstr(err.msg, ".jpg"), EMSG, err.msg);
+    CHECKF(strstr(err.msg, "none of the 79 images") && strstr(err.msg, "coco128"), EMSG, err.msg);
+
+    /* ... and against a folder holding 5 of them: those 5 with their boxes, the rest dropped,
+     * the ground truth as detections still a perfect score */
+    CHECKF(yq_dataset_load_coco(json, data_path("coco-mini/val2017/images"), &ds, &err) == YQ_OK, EMSG, err.msg);
+    const char *sub = tmp_path("subset");
+    CHECK(mkdir(sub, 0700) == 0);
+    int want_boxes = 0;
+    int64_t keep_ids[5];
+    for (int i = 0; i < 5; i++) {
+        int k = 7 + 13 * i;
+        char src[1024], dst[1024];
+        char abs[2048], cwd[1024];
+        CHECK(yq_dataset_image_path(ds, k, src, sizeof src, &err) == YQ_OK && getcwd(cwd, sizeof cwd));
+        snprintf(abs, sizeof abs, "%s%s%s", src[0] == '/' ? "" : cwd, src[0] == '/' ? "" : "/", src);
+        snprintf(dst, sizeof dst, "%s/%s", sub, ds->images[k].file);
+        CHECK(symlink(abs, dst) == 0);
+        keep_ids[i] = ds->images[k].id;
+        for (int b = 0; b < ds->n_boxes; b++) want_boxes += ds->boxes[b].image == k;
+    }
+    yq_dataset_free(ds);
+    CHECKF(yq_dataset_load_coco(json, sub, &ds, &err) == YQ_OK, EMSG, err.msg);
+    CHECKF(ds->n_images == 5 && ds->n_listed == 79 && ds->n_boxes == want_boxes, "%d of %d images, %d boxes (want %d)",
+           ds->n_images, ds->n_listed, ds->n_boxes, want_boxes);
+    for (int i = 0; i < 5; i++) CHECK(yq_dataset_find_image(ds, keep_ids[i]) >= 0);
+    d = malloc((size_t)(ds->n_boxes ? ds->n_boxes : 1) * sizeof *d);
+    CHECK(d != NULL);
+    for (int i = 0; i < ds->n_boxes; i++) {
+        const yq_gt_box *b = &ds->boxes[i];
+        CHECK(b->image >= 0 && b->image < 5);
+        d[i] = (yq_det){ds->images[b->image].id, b->category_id,
+                        {b->bbox[0], b->bbox[1], b->bbox[2], b->bbox[3]}, 1 - i * 1e-4};
+    }
+    eval(ds, d, ds->n_boxes, s);
+    free(d);
+    CHECKF(s[YQ_COCO_AP] > .999, "subset: AP %g", s[YQ_COCO_AP]);
+    for (int i = 0; i < 5; i++) {
+        char dst[1024];
+        snprintf(dst, sizeof dst, "%s/%s", sub, ds->images[i].file);
+        unlink(dst);
+    }
+    rmdir(sub);
+    yq_dataset_free(ds);
 }
 
 /* coco128: the YOLO labels equal the json's non-crowd boxes (DATA.md: all 929 match). */
@@ -294,7 +336,13 @@ static void t_yolo_matches_json(void)
     CHECKF(yq_dataset_load_coco(json, imgs, &js, &err) == YQ_OK, EMSG, err.msg);
     CHECKF(yq_dataset_load_yolo(imgs, NULL, &yo, &err) == YQ_OK, EMSG, err.msg);
     CHECKF(yo->n_images == 128 && yo->n_boxes == 929, "%d images %d boxes", yo->n_images, yo->n_boxes);
-    CHECK(yo->images[0].id == 1 && yo->images[127].id == 128 && yo->n_categories == 80);
+    /* COCO file names: the ids are their numbers, the json's own */
+    CHECK(yo->n_categories == 80 && yo->n_listed == 128);
+    for (int i = 0; i < yo->n_images; i++) {
+        int j = yq_dataset_find_image(js, yo->images[i].id);
+        CHECKF(j >= 0 && !strcmp(js->images[j].file, yo->images[i].file), "%s: id %lld", yo->images[i].file,
+               (long long)yo->images[i].id);
+    }
     for (int i = 1; i < yo->n_images; i++) CHECK(strcmp(yo->images[i - 1].file, yo->images[i].file) < 0);
     for (int i = 0; i < yo->n_boxes; i++) {
         const yq_gt_box *b = &yo->boxes[i];
