@@ -40,6 +40,8 @@ void yq_dataset_free(yq_dataset *ds)
     for (int i = 0; i < ds->n_images; i++) free(ds->images[i].file);
     free(ds->images);
     free(ds->boxes);
+    for (int c = 0; ds->category_names && c < ds->n_categories; c++) free(ds->category_names[c]);
+    free(ds->category_names);
     free(ds->category_ids);
     free(ds->by_id);
     free(ds->image_dir);
@@ -144,26 +146,77 @@ static yq_status coco_images(yq_dataset *ds, const cJSON *arr, const char *path,
     return YQ_OK;
 }
 
+typedef struct cat_rec { int id; const char *name; } cat_rec;
+static int cmp_cat(const void *a, const void *b)
+{
+    int x = ((const cat_rec *)a)->id, y = ((const cat_rec *)b)->id;
+    return (x > y) - (x < y);
+}
+
 static yq_status coco_categories(yq_dataset *ds, const cJSON *arr, const char *path, yq_error *err)
 {
     int n = cJSON_GetArraySize(arr);
+    cat_rec *rec = malloc(((size_t)n + 1) * sizeof *rec);
     ds->category_ids = malloc(((size_t)n + 1) * sizeof *ds->category_ids);
-    if (!ds->category_ids) return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    ds->category_names = calloc((size_t)n + 1, sizeof *ds->category_names);
+    if (!rec || !ds->category_ids || !ds->category_names) {
+        free(rec);
+        return yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
+    }
     const cJSON *it;
     int i = 0;
     cJSON_ArrayForEach(it, arr) {
         int64_t id;
-        if (!json_int(it, "id", &id) || id < -2147483647 || id > 2147483647)
+        if (!json_int(it, "id", &id) || id < -2147483647 || id > 2147483647) {
+            free(rec);
             return yq_fail(err, YQ_ERR_FORMAT, "%s: categories[%d]: needs an integer \"id\"", path, i);
-        ds->category_ids[i++] = (int)id;
+        }
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+        rec[i++] = (cat_rec){ (int)id, cJSON_IsString(nm) ? nm->valuestring : NULL };
     }
-    /* pycocotools evaluates np.unique(ids): sorted, duplicates merged */
-    qsort(ds->category_ids, (size_t)i, sizeof *ds->category_ids, cmp_int);
+    /* pycocotools evaluates np.unique(ids): sorted, duplicates merged (the first name kept) */
+    qsort(rec, (size_t)i, sizeof *rec, cmp_cat);
     int u = 0;
-    for (int j = 0; j < i; j++)
-        if (u == 0 || ds->category_ids[u - 1] != ds->category_ids[j]) ds->category_ids[u++] = ds->category_ids[j];
+    yq_status st = YQ_OK;
+    for (int j = 0; j < i && st == YQ_OK; j++) {
+        if (u > 0 && ds->category_ids[u - 1] == rec[j].id) continue;
+        ds->category_ids[u] = rec[j].id;
+        if (rec[j].name && !(ds->category_names[u] = strdup(rec[j].name))) st = yq_fail(err, YQ_ERR_NOMEM, "%s: out of memory", path);
+        u++;
+    }
+    free(rec);
     ds->n_categories = u;
-    return YQ_OK;
+    return st;
+}
+
+/* "potted plant", "Potted_Plant" and "pottedplant" name one class. */
+static int same_name(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a == ' ' || *a == '_' || *a == '-') a++;
+        while (*b == ' ' || *b == '_' || *b == '-') b++;
+        if (!*a || !*b) return !*a && !*b;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+        a++, b++;
+    }
+}
+
+int *yq_dataset_class_map(const yq_dataset *ds, const char *const *names, int n)
+{
+    int *m = malloc(sizeof *m * (size_t)(n > 0 ? n : 1));
+    if (!m) return NULL;
+    int coco = ds->n_categories > 0;        /* COCO's own category ids: darknet's table */
+    for (int c = 0; c < ds->n_categories && coco; c++) coco = yq_coco_class(ds->category_ids[c]) >= 0;
+    int named = !coco && names && ds->category_names;
+    for (int k = 0; k < n; k++) {
+        if (coco) m[k] = yq_coco_category_id(k);
+        else if (named) {
+            m[k] = -1;
+            for (int c = 0; c < ds->n_categories && m[k] < 0; c++)
+                if (names[k] && ds->category_names[c] && same_name(names[k], ds->category_names[c])) m[k] = ds->category_ids[c];
+        } else m[k] = k < ds->n_categories ? ds->category_ids[k] : -1;   /* no names: in id order */
+    }
+    return m;
 }
 
 static yq_status coco_annotations(yq_dataset *ds, const cJSON *arr, const char *path, yq_error *err)

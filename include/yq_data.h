@@ -122,6 +122,8 @@ typedef struct yq_dataset {
     int n_categories;
     int *category_ids;            /* the categories evaluated: json "categories" ids (YOLO: the
                                      80 COCO ids), sorted ascending, unique */
+    char **category_names;        /* json: each category's "name" (NULL where it has none); NULL
+                                     for YOLO folders and picked datasets */
     yq_ds_idref *by_id;           /* the images sorted by id (ids are unique) */
     int n_listed;                 /* COCO: the images the annotation file lists (n_images of
                                      them are in image_dir and evaluated); else n_images */
@@ -160,6 +162,12 @@ yq_status yq_dataset_pick(yq_dataset *const *parts, const yq_ds_pick *pick, int 
 
 /* darknet class 0..79 <-> COCO category id (1..90 with gaps); -1 when there is none. */
 int yq_coco_category_id(int cls);
+/* The category id each of a model's n classes is scored as on ds: darknet's COCO table where
+ * ds's categories are COCO's; else by name (names[k] against the json's category names,
+ * case, spaces and underscores aside: a 3-class helmet model on its own annotation file);
+ * without names, the k-th category in id order; -1 for a class ds does not have (its
+ * detections are not scored).  malloc'd, n entries; NULL when out of memory. */
+int *yq_dataset_class_map(const yq_dataset *ds, const char *const *names, int n);
 int yq_coco_class(int category_id);
 
 /* ---- COCO evaluation ----------------------------------------------------------------

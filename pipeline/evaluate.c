@@ -56,11 +56,12 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
     } else {
         st = yq_plan_new(g, 1, YQ_PLAN_KEEP_HEADS, &p, err);
     }
-    int cap = 1024, n = 0, bad = 0, timed = 0;
+    int cap = 1024, n = 0, bad = 0, timed = 0, n_map = 0;
     yq_det *dets = malloc(sizeof *dets * (size_t)cap);
     yq_detection *one = malloc(sizeof *one * (size_t)eo.post.max_dets);
     double *ms = malloc(sizeof *ms * (size_t)(ds->n_images ? ds->n_images : 1)), wall = 0;
-    if (st == YQ_OK && (!dets || !one || !ms)) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    int *map = yq_eval_class_map(g, ds, &n_map);
+    if (st == YQ_OK && (!dets || !one || !ms || !map)) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ds->n_images && st == YQ_OK; i++) {
         char path[2048];
         yq_image im;
@@ -93,7 +94,7 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
         if (st != YQ_OK) break;
         ms[timed++] = 1e3 * (t2 - t1);
         wall += now_s() - t0;
-        if ((st = yq_dets_append(&dets, &n, &cap, ds->images[i].id, one, k, err)) != YQ_OK) break;
+        if ((st = yq_dets_append(&dets, &n, &cap, ds->images[i].id, one, k, map, n_map, err)) != YQ_OK) break;
         if (progress) progress(pctx, i + 1, ds->n_images);
     }
     if (st == YQ_OK && !timed) st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
@@ -115,6 +116,7 @@ yq_status yq_pipe_eval_timed(const yq_graph *g, const yq_dataset *ds, int letter
     }
     free(dets);
     free(one);
+    free(map);
     free(ms);
     yq_plan_free(p);
     yq_cuda_plan_free(gp);

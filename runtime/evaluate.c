@@ -15,7 +15,19 @@ yq_eval_opt yq_eval_defaults(void)
     return o;
 }
 
-yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, const yq_detection *one, int k, yq_error *err)
+int *yq_eval_class_map(const yq_graph *g, const yq_dataset *ds, int *n)
+{
+    int classes = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (yq_op_is_head(g->nodes[i].op) && g->nodes[i].p.head.classes > classes) classes = g->nodes[i].p.head.classes;
+    if (g->n_class_names > classes) classes = g->n_class_names;
+    const char *const *names = g->n_class_names >= classes ? (const char *const *)g->class_names : NULL;
+    *n = classes;
+    return yq_dataset_class_map(ds, names, classes);
+}
+
+yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, const yq_detection *one, int k,
+                         const int *cat_map, int n_map, yq_error *err)
 {
     if (*n + k > *cap) {
         int c = *cap > 0 ? *cap : 1024;
@@ -26,9 +38,9 @@ yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, cons
         *cap = c;
     }
     for (int j = 0; j < k; j++) {
-        int cat = yq_coco_category_id(one[j].cls);
-        (*dets)[(*n)++] = (yq_det){ image_id, cat > 0 ? cat : one[j].cls, { one[j].x, one[j].y, one[j].w, one[j].h },
-                                    one[j].score };
+        int c = one[j].cls, cat = cat_map ? (c >= 0 && c < n_map ? cat_map[c] : -1) : yq_coco_category_id(c);
+        if (cat_map && cat < 0) continue;          /* a class the dataset has not: not scored */
+        (*dets)[(*n)++] = (yq_det){ image_id, cat > 0 ? cat : c, { one[j].x, one[j].y, one[j].w, one[j].h }, one[j].score };
     }
     return YQ_OK;
 }
@@ -39,10 +51,11 @@ yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_
     yq_detector *d;
     yq_status st = yq_detector_new(g, &d, err);
     if (st != YQ_OK) return st;
-    int cap = 1024, n = 0, bad = 0;
+    int cap = 1024, n = 0, bad = 0, n_map = 0;
     yq_det *dets = malloc(sizeof *dets * (size_t)cap);
     yq_detection *one = malloc(sizeof *one * (size_t)o->post.max_dets);
-    if (!dets || !one) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
+    int *map = yq_eval_class_map(g, ds, &n_map);
+    if (!dets || !one || !map) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     for (int i = 0; i < ds->n_images && st == YQ_OK; i++) {
         char path[2048];
         yq_image im;
@@ -58,13 +71,14 @@ yq_status yq_eval_detect(const yq_graph *g, const yq_dataset *ds, const yq_eval_
         st = yq_detector_run(d, &im, o->letterbox, &o->post, one, o->post.max_dets, &k, err);
         yq_image_free(&im);
         if (st != YQ_OK) break;
-        if ((st = yq_dets_append(&dets, &n, &cap, ds->images[i].id, one, k, err)) != YQ_OK) break;
+        if ((st = yq_dets_append(&dets, &n, &cap, ds->images[i].id, one, k, map, n_map, err)) != YQ_OK) break;
         if (o->progress) o->progress(o->progress_ctx, i + 1, ds->n_images);
     }
     if (st == YQ_OK && bad == ds->n_images)
         st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
 done:
     free(one);
+    free(map);
     yq_detector_free(d);
     if (st != YQ_OK) { free(dets); return st; }
     *dets_out = dets;
@@ -97,7 +111,8 @@ yq_status yq_model_preprocess(const yq_model *m, const yq_image *im, int letterb
  * the others skipped with a warning. */
 static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset *ds, int i0, int m,
                             const yq_eval_params *p, int letterbox, float *in, size_t in_n, int *wh, int *idx,
-                            yq_detection *one, int *counts, yq_det **dets, int *n, int *cap, int *bad, yq_error *err)
+                            yq_detection *one, int *counts, const int *map, int n_map, yq_det **dets, int *n, int *cap,
+                            int *bad, yq_error *err)
 {
     int k = 0;
     yq_status st;
@@ -121,7 +136,8 @@ static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset
     if (!k) return YQ_OK;
     if ((st = yq_session_run_tensor(s, in, k, wh, one, p->max_dets, counts, err)) != YQ_OK) return st;
     for (int j = 0; j < k && st == YQ_OK; j++)
-        st = yq_dets_append(dets, n, cap, ds->images[idx[j]].id, one + (size_t)j * (size_t)p->max_dets, counts[j], err);
+        st = yq_dets_append(dets, n, cap, ds->images[idx[j]].id, one + (size_t)j * (size_t)p->max_dets, counts[j], map, n_map,
+                            err);
     return st;
 }
 
@@ -153,11 +169,13 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
     int *counts = malloc(sizeof *counts * (size_t)batch);
     yq_detection *one = malloc(sizeof *one * (size_t)p->max_dets * (size_t)batch);
     yq_det *dets = NULL;
-    int n = 0, cap = 0, bad = 0;
-    if (!in || !wh || !idx || !counts || !one) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    int n = 0, cap = 0, bad = 0, n_map = 0;
+    int *map = yq_eval_class_map(yq_model_graph(mod), ds, &n_map);
+    if (!in || !wh || !idx || !counts || !one || !map) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
     for (int i0 = 0; i0 < ds->n_images && st == YQ_OK; i0 += batch) {
         int m = ds->n_images - i0 < batch ? ds->n_images - i0 : batch;
-        st = eval_batch(s, mod, ds, i0, m, p, so.letterbox, in, in_n, wh, idx, one, counts, &dets, &n, &cap, &bad, err);
+        st = eval_batch(s, mod, ds, i0, m, p, so.letterbox, in, in_n, wh, idx, one, counts, map, n_map, &dets, &n, &cap,
+                        &bad, err);
         if (p->progress) p->progress(p->ctx, i0 + m, ds->n_images);
     }
     free(in);
@@ -165,6 +183,7 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
     free(idx);
     free(counts);
     free(one);
+    free(map);
     yq_error e2;
     if (yq_session_set_options(s, &keep, &e2) != YQ_OK && st == YQ_OK) {
         *err = e2;

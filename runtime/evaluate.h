@@ -24,8 +24,14 @@ typedef struct yq_eval_opt {
 yq_eval_opt yq_eval_defaults(void);
 
 /* Appends image image_id's k detections (one, model classes) to *dets (n used, cap
- * allocated; grown as needed) as COCO detections: category ids where the class maps to one. */
-yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, const yq_detection *one, int k, yq_error *err);
+ * allocated; grown as needed) as COCO detections: the category of each class from cat_map
+ * (n_map classes, yq_eval_class_map; a class mapped to -1 is dropped), or with cat_map NULL
+ * darknet's COCO table. */
+yq_status yq_dets_append(yq_det **dets, int *n, int *cap, int64_t image_id, const yq_detection *one, int k,
+                         const int *cat_map, int n_map, yq_error *err);
+/* g's classes (its heads', its names) mapped to ds's categories (yq_dataset_class_map);
+ * *n gets the count.  malloc'd; NULL when out of memory. */
+int *yq_eval_class_map(const yq_graph *g, const yq_dataset *ds, int *n);
 
 /* Unreadable images are skipped with a warning (o->warn) and counted in *skipped; it fails
  * only when none can be read.  *dets is malloc'ed (yq_coco_dets_free). */

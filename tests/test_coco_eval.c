@@ -16,6 +16,7 @@
 
 #include "datasets/coco_eval.h"
 #include "datasets/labels.h"
+#include "runtime/evaluate.h"
 #include "tests/test.h"
 
 #define EMSG "%.400s"
@@ -429,6 +430,54 @@ static void expect_coco_error(const char *text, yq_status code, const char *want
     CHECKF(strstr(err.msg, want) && strstr(err.msg, "bad.json"), "%.300s (wanted %s)", err.msg, want);
 }
 
+/* A dataset of its own classes (a helmet detector's three): model classes map to the json's
+ * category ids by name, case, spaces and underscores aside; without names in id order; COCO
+ * files keep darknet's table; the detections of a class the dataset has not are dropped, and
+ * the ground truth scored through the map is a perfect score. */
+static void t_custom_classes(void)
+{
+    const char *json = tmp_path("helmet.json");
+    write_text(json, "{\"images\": [{\"id\": 5, \"file_name\": \"a.png\", \"width\": 64, \"height\": 48}],"
+                     " \"categories\": [{\"id\": 7, \"name\": \"Hard_Hat\"}, {\"id\": 3, \"name\": \"head\"},"
+                     " {\"id\": 12, \"name\": \"person\"}],"
+                     " \"annotations\": [{\"id\": 1, \"image_id\": 5, \"category_id\": 7, \"bbox\": [4, 4, 10, 8]},"
+                     " {\"id\": 2, \"image_id\": 5, \"category_id\": 12, \"bbox\": [20, 10, 30, 30]}]}");
+    yq_dataset *ds;
+    yq_error err;
+    CHECKF(yq_dataset_load_coco(json, NULL, &ds, &err) == YQ_OK, EMSG, err.msg);
+    const char *names[4] = { "person", "hard hat", "head", "vest" };
+    int *m = yq_dataset_class_map(ds, names, 4);
+    CHECKF(m && m[0] == 12 && m[1] == 7 && m[2] == 3 && m[3] == -1, "by name: %d %d %d %d", m[0], m[1], m[2], m[3]);
+    free(m);
+    m = yq_dataset_class_map(ds, NULL, 4);
+    CHECKF(m && m[0] == 3 && m[1] == 7 && m[2] == 12 && m[3] == -1, "in id order: %d %d %d %d", m[0], m[1], m[2], m[3]);
+    free(m);
+    /* the ground truth as the model's detections (class person 0, hard hat 1), and a vest (3)
+     * the dataset does not have */
+    m = yq_dataset_class_map(ds, names, 4);
+    yq_detection one[3] = { { 4, 4, 10, 8, .9f, 1 }, { 20, 10, 30, 30, .8f, 0 }, { 0, 0, 5, 5, .99f, 3 } };
+    yq_det *d = NULL;
+    int n = 0, cap = 0;
+    CHECK(m && yq_dets_append(&d, &n, &cap, 5, one, 3, m, 4, &err) == YQ_OK);
+    CHECKF(n == 2 && d[0].category_id == 7 && d[1].category_id == 12, "%d detections", n);
+    double st[YQ_COCO_NSTATS];
+    eval(ds, d, n, st);
+    CHECKF(st[YQ_COCO_AP] > .999, "AP %g", st[YQ_COCO_AP]);
+    free(d);
+    free(m);
+    yq_dataset_free(ds);
+    /* COCO's own categories: darknet's table whatever the names */
+    const char *cj = data_path("coco-mini/annotations/instances_val2017_mini.json");
+    if (access(cj, R_OK) == 0) {
+        CHECKF(yq_dataset_load_coco(cj, NULL, &ds, &err) == YQ_OK, EMSG, err.msg);
+        const char *coco_names[2] = { "person", "bicycle" };
+        m = yq_dataset_class_map(ds, coco_names, 2);
+        CHECK(m && m[0] == 1 && m[1] == 2);
+        free(m);
+        yq_dataset_free(ds);
+    }
+}
+
 static void t_coco_errors(void)
 {
     yq_dataset *ds;
@@ -467,6 +516,7 @@ int main(void)
     TEST(t_yolo_matches_json);
     TEST(t_yolo_errors);
     TEST(t_coco_errors);
+    TEST(t_custom_classes);
     if (tmpdir[0]) {
         unlink(tmp_path("gt.json"));
         rmdir(tmpdir);
