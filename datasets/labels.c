@@ -336,7 +336,7 @@ yq_status yq_dataset_load_coco(const char *json_path, const char *image_dir, yq_
             goto fail;
         }
         if ((st = keep_present(ds, json_path, err)) != YQ_OK) goto fail;
-    }
+    } else ds->n_listed = ds->n_images;
     cJSON_Delete(root);
     *out = ds;
     return YQ_OK;
