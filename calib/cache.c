@@ -48,7 +48,7 @@ void yq_calib_key(const yq_graph *g, const uint8_t images_sha256[32], int letter
     /* Fixed-width fields in a fixed order; the bin count is in because a cached
      * histogram of another resolution would not be what observe makes now. */
     /* the preprocessing as it runs: a letterbox is the model's (darknet's 1, Ultralytics' 2) */
-    int32_t lb = !letterbox ? 0 : g && g->letter_box == 2 ? 2 : 1;
+    int32_t lb = yq_letterbox_kind(g, letterbox);
     int32_t head[5] = { lb, stage, YQ_CALIB_BINS, g ? g->n_nodes : -1, 0 };
     EVP_DigestUpdate(mc, KEY_TAG, sizeof KEY_TAG);
     EVP_DigestUpdate(mc, head, sizeof head);

@@ -96,17 +96,24 @@ static void split_free(void)
     free(split_argv);
 }
 
+/* "--name=value" (a name of one character or more): its '=', else NULL */
+static const char *opt_equals(const char *a)
+{
+    const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+    return eq && eq > a + 2 ? eq : NULL;
+}
+
 char **cli_split_equals(int argc, char **argv)
 {
     int any = 0;
-    for (int i = 1; i < argc && !any; i++) any = !strncmp(argv[i], "--", 2) && argv[i][2] && strchr(argv[i] + 3, '=');
+    for (int i = 1; i < argc && !any; i++) any = opt_equals(argv[i]) != NULL;
     if (!any || split_argv) return argv;
     char **out = calloc((size_t)(2 * argc + 1), sizeof *out);
     if (!out) return argv;
     int k = 0;
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *eq = strchr(a, '=');
-        if (i > 0 && !strncmp(a, "--", 2) && a[2] && eq && eq > a + 2) {
+        const char *a = argv[i], *eq = opt_equals(a);
+        if (i > 0 && eq) {
             out[k++] = strndup(a, (size_t)(eq - a));
             out[k++] = strdup(eq + 1);
         } else out[k++] = strdup(a);

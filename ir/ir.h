@@ -214,6 +214,15 @@ yq_status yq_onnx_load_mem(const void *data, size_t len, const char *path, const
                            yq_error *err);
 /* 1 when path names an ONNX model (ends in .onnx, any case). */
 int yq_is_onnx(const char *path);
+
+/* The preprocessing a letterbox request means for g (g NULL: darknet's): 0 a plain resize,
+ * 1 darknet's letterbox, 2 Ultralytics' (ONNX imports, letter_box 2).  One definition for
+ * the preprocessing, both post-processings and the calibration cache's key. */
+enum { YQ_LB_NONE = 0, YQ_LB_DARKNET = 1, YQ_LB_ULTRALYTICS = 2 };
+static inline int yq_letterbox_kind(const yq_graph *g, int letterbox)
+{
+    return !letterbox ? YQ_LB_NONE : g && g->letter_box == 2 ? YQ_LB_ULTRALYTICS : YQ_LB_DARKNET;
+}
 /* A model file as the CLI and the library take it: an ONNX model, or a Darknet model
  * (yq_model_resolve with weights_arg, then its .names when there is one). */
 yq_status yq_load_model(const char *model, const char *weights_arg, const yq_import_opt *opt, yq_graph **out,

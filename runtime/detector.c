@@ -43,9 +43,10 @@ yq_status yq_preprocess(const yq_graph *g, const yq_image *im, int letterbox, fl
     if (im->c != s.c) return yq_fail(err, YQ_ERR_SHAPE, "image has %d channels, the model takes %d", im->c, s.c);
     yq_image r;
     /* letterboxed the model's way: Ultralytics' for its ONNX exports (letter_box 2), darknet's else */
-    yq_status st = !letterbox ? yq_image_resize(im, s.w, s.h, &r, err)
-                 : g->letter_box == 2 ? yq_image_letterbox_ultra(im, s.w, s.h, &r, err)
-                                      : yq_image_letterbox(im, s.w, s.h, &r, err);
+    const int kind = yq_letterbox_kind(g, letterbox);
+    yq_status st = kind == YQ_LB_NONE ? yq_image_resize(im, s.w, s.h, &r, err)
+                 : kind == YQ_LB_ULTRALYTICS ? yq_image_letterbox_ultra(im, s.w, s.h, &r, err)
+                                             : yq_image_letterbox(im, s.w, s.h, &r, err);
     if (st != YQ_OK) return st;
     memcpy(dst, r.data, sizeof(float) * yq_shape_size(s));
     yq_image_free(&r);

@@ -98,7 +98,7 @@ yq_status yq_gpu_post_new(const yq_graph *g, const float *const *d_heads, int ba
     d->cells = (int)cells;
     d->netw = g->nodes[0].out.w;
     d->neth = g->nodes[0].out.h;
-    d->letterbox = !letterbox ? 0 : g->letter_box == 2 ? 2 : 1;   /* the model's way (postproc.c correct) */
+    d->letterbox = yq_letterbox_kind(g, letterbox);   /* the model's way (postproc.c correct) */
     d->conf = o->conf;
     d->nms = o->nms;
     d->k = o->max_dets;

@@ -94,7 +94,7 @@ typedef struct ex {
     tensor_t **init;                /* initializers added */
     int ninit, capinit;
     const char **drop;              /* initializers replaced (dropped unless still read) */
-    int ndrop;
+    int ndrop, capdrop;
     char *floats;                   /* "name,name,...": convs kept in float */
     size_t floats_len;
     int weights_changed;            /* an int8 conv's weights are not the model's, quantized */
@@ -103,33 +103,24 @@ typedef struct ex {
 
 #define NOMEM(e) yq_fail((e)->err, YQ_ERR_NOMEM, "out of memory")
 
-static yq_status push_node(ex *e, node_t *n)
+/* Appends x to a growing array of pointers in the pool (*a, *n used, *cap allocated). */
+static yq_status push(ex *e, void *a_, int *n, int *cap, void *x)
 {
-    if (e->nout == e->capout) {
-        int cap = e->capout ? 2 * e->capout : 512;
-        node_t **nn = pget(&e->P, sizeof *nn * (size_t)cap);
-        if (!nn) return NOMEM(e);
-        if (e->nout) memcpy(nn, e->out, sizeof *nn * (size_t)e->nout);
-        e->out = nn;
-        e->capout = cap;
+    void ***a = a_;
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 256;
+        void **na = pget(&e->P, sizeof *na * (size_t)c);
+        if (!na) return NOMEM(e);
+        if (*n) memcpy(na, *a, sizeof *na * (size_t)*n);
+        *a = na;
+        *cap = c;
     }
-    e->out[e->nout++] = n;
+    (*a)[(*n)++] = x;
     return YQ_OK;
 }
 
-static yq_status push_init(ex *e, tensor_t *t)
-{
-    if (e->ninit == e->capinit) {
-        int cap = e->capinit ? 2 * e->capinit : 256;
-        tensor_t **nn = pget(&e->P, sizeof *nn * (size_t)cap);
-        if (!nn) return NOMEM(e);
-        if (e->ninit) memcpy(nn, e->init, sizeof *nn * (size_t)e->ninit);
-        e->init = nn;
-        e->capinit = cap;
-    }
-    e->init[e->ninit++] = t;
-    return YQ_OK;
-}
+static yq_status push_node(ex *e, node_t *n) { return push(e, &e->out, &e->nout, &e->capout, n); }
+static yq_status push_init(ex *e, tensor_t *t) { return push(e, &e->init, &e->ninit, &e->capinit, t); }
 
 /* An initializer of n elements of type dt, dims {d0} or {d0, d1, d2, d3}, raw bytes copied. */
 static tensor_t *tensor(ex *e, const char *name, int dt, const int64_t *dims, int nd, const void *raw, size_t bytes)
@@ -295,15 +286,7 @@ static node_t *rewired(ex *e, node_t *n, const char *w, const char *b)
     return c;
 }
 
-static yq_status add_drop(ex *e, const char *name)
-{
-    const char **d = pget(&e->P, sizeof *d * (size_t)(e->ndrop + 1));
-    if (!d) return NOMEM(e);
-    if (e->ndrop) memcpy(d, e->drop, sizeof *d * (size_t)e->ndrop);
-    d[e->ndrop++] = name;
-    e->drop = d;
-    return YQ_OK;
-}
+static yq_status add_drop(ex *e, const char *name) { return push(e, &e->drop, &e->ndrop, &e->capdrop, (void *)name); }
 
 /* A conv's weights and bias as the package has them: w, b get the new input names. */
 static yq_status conv_params(ex *e, int id, node_t *cn, const char **w, const char **b)

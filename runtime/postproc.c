@@ -37,7 +37,7 @@ static void correct(cand *c, int netw, int neth, int w, int h, int letter)
 {
     int new_w = netw, new_h = neth;
     float px, py;
-    if (letter == 2) {
+    if (letter == YQ_LB_ULTRALYTICS) {
         yq_letterbox_size_ultra(w, h, netw, neth, &new_w, &new_h);
         px = (float)((netw - new_w) / 2);
         py = (float)((neth - new_h) / 2);
@@ -247,7 +247,7 @@ int yq_detect_raw(const yq_graph *g, const float *const *heads, int b, float *ou
 int yq_postprocess(const yq_graph *g, const float *const *heads, int b, int img_w, int img_h,
                    int letterbox, const yq_post_opt *o, yq_detection *out, int cap)
 {
-    letterbox = !letterbox ? 0 : g->letter_box == 2 ? 2 : 1;   /* the model's way */
+    letterbox = yq_letterbox_kind(g, letterbox);   /* the model's way */
     vec v = { 0 };
     int k = 0;
     for (int i = 0; i < g->n_nodes; i++) {
