@@ -263,6 +263,7 @@ endif
 #   yqgpu test_tune         tests/test_tune.c (the tuner, and runtime/latency.c's GPU latency;
 #                           their GPU parts run there)
 #   yqgpu test_api          tests/test_api.c (the public headers; yq_bench's cuda rows run there)
+#   yqgpu ceilings          bench/gpu/ceilings.c: the card's copy bandwidth and int8 mma.sync rate
 #   yqgpu yquant ARGS       the whole `yquant` CLI (cli/yquant.c: sweep, quantize, eval, detect,
 #                           ...), images decoded by yquant's own decoders (libjpeg and libpng,
 #                           linked statically), so that `yquant sweep` measures GPU latency
@@ -279,7 +280,7 @@ GPU_BENCH_OBJS := $(GPU_TEST_OBJS) $(B)/cli/cmd_bench.o $(B)/cli/cmd_tune.o $(B)
 GPU_BENCH_LIBS := -Wl,-Bstatic -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
                   $(GPU_TEST_LIBS)
 YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/cudnn_int8.o $(B)/gpu/mc/test_tune.o \
-                  $(B)/gpu/mc/test_api.o $(B)/gpu/mc/yquant.o
+                  $(B)/gpu/mc/test_api.o $(B)/gpu/mc/yquant.o $(B)/gpu/mc/ceilings.o
 # libyq and the CLI's commands
 GPU_CLI_OBJS   := $(OBJS) $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
 GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)

@@ -164,6 +164,10 @@ static cJSON *result_json(const yq_bench_result *r)
             if (!strcmp(l->op, "conv")) {
                 cJSON_AddNumberToObject(e, "gflop", l->gflop);
                 cJSON_AddNumberToObject(e, "tops", l->gflop * 1e9 / (l->us * 1e-6) / 1e12);
+                if (l->bytes > 0) {
+                    cJSON_AddNumberToObject(e, "bytes", l->bytes);
+                    cJSON_AddNumberToObject(e, "gbs", l->bytes / (l->us * 1e-6) * 1e-9);
+                }
             }
             cJSON_AddItemToArray(a, e);
         }

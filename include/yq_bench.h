@@ -65,6 +65,8 @@ typedef struct yq_bench_layer {
     char shape[96];               /* "256x52x52 -> 512x26x26 3x3/2" */
     double us;
     double gflop;                 /* convs: 2 x MACs of the batch, 1e9; else 0 */
+    double bytes;                 /* int8 convs timed alone ("isolated"): input, output and a fused
+                                     residual at their types, weights once; else 0 */
     char cudnn[48];               /* cuDNN: what ran it ("" otherwise) */
 } yq_bench_layer;
 

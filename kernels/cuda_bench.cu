@@ -155,3 +155,83 @@ extern "C" yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *
     free(ms);
     return st;
 }
+
+/* ---- the card's ceilings: copy bandwidth and the int8 mma.sync rate ---------------- */
+
+/* Every warp runs 8 independent chains of m16n8k32 s8 x s8 -> s32 mma.sync (enough in
+ * flight to keep the tensor pipe busy); 2 x 16 x 8 x 32 operations each.  The sums go out
+ * only under a condition the data never meets, so nothing is optimized away. */
+static __global__ void mma_peak_kernel(int iters, int *sink)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned a0 = threadIdx.x * 0x01010101u, a1 = a0 ^ 0x5a5a5a5au, a2 = a0 + 3, a3 = a0 * 7u;
+    unsigned b0 = blockIdx.x * 0x01000193u, b1 = b0 ^ 0x3c3c3c3cu;
+    int c[8][4];
+#pragma unroll
+    for (int k = 0; k < 8; k++) c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0;
+    for (int it = 0; it < iters; it++) {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                         "{%0,%1,%2,%3};\n"
+                         : "+r"(c[k][0]), "+r"(c[k][1]), "+r"(c[k][2]), "+r"(c[k][3])
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    }
+    int s = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) s += c[k][0] ^ c[k][1] ^ c[k][2] ^ c[k][3];
+    if (s == 0x7fffffff && iters < 0) *sink = s;
+#else
+    (void)iters; (void)sink;
+#endif
+}
+
+extern "C" yq_status yq_gpu_ceilings(double *copy_gbs, double *mma_tops, yq_error *err)
+{
+    *copy_gbs = *mma_tops = 0;
+    const size_t bytes = (size_t)1 << 30;     /* 1 GiB each way: far past any cache */
+    void *src = NULL, *dst = NULL;
+    int *sink = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    yq_status st = YQ_OK;
+    cudaDeviceProp pr;
+    float ms = 0, best = 0;
+    if (cudaGetDeviceProperties(&pr, 0) != cudaSuccess || cudaMalloc(&src, bytes) != cudaSuccess ||
+        cudaMalloc(&dst, bytes) != cudaSuccess || cudaMalloc((void **)&sink, sizeof(int)) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+        cudaMemset(src, 1, bytes) != cudaSuccess) {
+        st = yq_fail(err, YQ_ERR_CUDA, "ceilings: %s", cudaGetErrorString(cudaGetLastError()));
+        goto done;
+    }
+    /* copy: the best of 10 device-to-device copies, read + written bytes over the time */
+    for (int i = 0; i < 11 && !st; i++) {
+        if (cudaEventRecord(e0) != cudaSuccess || cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess ||
+            cudaEventRecord(e1) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+            st = yq_fail(err, YQ_ERR_CUDA, "ceilings: copy: %s", cudaGetErrorString(cudaGetLastError()));
+        else if (i > 0 && (best == 0 || ms < best)) best = ms;   /* the first warms up */
+    }
+    if (!st && best > 0) *copy_gbs = 2.0 * (double)bytes / (best * 1e-3) * 1e-9;
+    if (!st && pr.major >= 8) {
+        const int iters = 4096, blocks = pr.multiProcessorCount * 4, threads = 256;
+        best = 0;
+        for (int i = 0; i < 6 && !st; i++) {
+            cudaEventRecord(e0);
+            mma_peak_kernel<<<blocks, threads>>>(iters, sink);
+            cudaEventRecord(e1);
+            if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+                st = yq_fail(err, YQ_ERR_CUDA, "ceilings: mma: %s", cudaGetErrorString(cudaGetLastError()));
+            else if (i > 0 && (best == 0 || ms < best)) best = ms;
+        }
+        double ops = 2.0 * 16 * 8 * 32 * 8 * (double)iters * blocks * (threads / 32);
+        if (!st && best > 0) *mma_tops = ops / (best * 1e-3) * 1e-12;
+    }
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(src);
+    cudaFree(dst);
+    cudaFree(sink);
+    (void)cudaGetLastError();
+    return st;
+}

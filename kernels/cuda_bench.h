@@ -49,6 +49,12 @@ yq_status yq_gpu_stream_sync(void *stream, yq_error *err);
 yq_status yq_gpu_median_ms(void *stream, yq_gpu_enqueue_fn fn, void *ctx, int warmup, int runs, int per, float *median,
                            yq_error *err);
 
+/* The card's ceilings, measured: the device-to-device copy bandwidth (GB/s of bytes read
+ * plus written, the best of 10 copies of 1 GiB) and the int8 mma.sync rate (TOPS, 8
+ * independent m16n8k32 chains a warp, 4 blocks of 8 warps a multiprocessor; 0 before
+ * sm_80).  For the benchmarks' roofline (bench/gpu/run_gpu.sh: yqgpu ceilings). */
+yq_status yq_gpu_ceilings(double *copy_gbs, double *mma_tops, yq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,7 @@ struct yq_cuda_conv {
     int halo;                     /* the halo family can (some of its tiles) */
     int img;                      /* the image family can (its shape; the input's type is checked at run) */
     int wg;                       /* the wgmma family can (channels a multiple of 64, sm_90) */
+    int wg1f;                     /* the streaming 1x1 family can, with a float output (a head) */
     struct yq_const_w *cw;        /* dp4a_const's parameters (host), when it can run this conv */
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
     unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
@@ -397,6 +398,8 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             if (c->halo && (st = yq_halo_prepare(err))) goto fail;
             c->wg = mma_ok(c) && c->out_t == YQ_S8 && is.c % 64 == 0 && F % 16 == 0 && c->arch == 90 && yq_wg_built();
             if (c->wg && ((st = yq_wg_prepare(err)) || (st = yq_wgh_prepare(err)) || (st = yq_wg1_prepare(err)))) goto fail;
+            c->wg1f = mma_ok(c) && c->out_t == YQ_F32 && is.c % 64 == 0 && k == 1 && c->arch == 90 && yq_wg_built();
+            if (c->wg1f && (st = yq_wg1_prepare(err))) goto fail;
             c->img = !c->float_op && c->out_t == YQ_S8 && yq_img_shape_ok(is.c, k, cp->stride, cp->groups, F) &&
                      c->arch >= 80 && yq_img_built();
         } else if (cp->groups == is.c && F == is.c) {
@@ -753,7 +756,8 @@ static int cfg_ok(const yq_cuda_conv *c, yq_conv_cfg g, int batch)
     case YQ_CONV_WGH:
         return c->wg && g.split_k == 1 && yq_wgh_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F, c->ow);
     case YQ_CONV_WG1:
-        return c->wg && g.split_k == 1 && yq_wg1_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F);
+        return (c->wg || c->wg1f) && g.split_k == 1 &&
+               yq_wg1_shape_ok(g.tile, c->cin, c->k, c->stride, c->pad, c->groups, c->F, c->out_t == YQ_F32);
     case YQ_CONV_MMA:
         if (!mma_ok(c) || g.tile >= YQ_MMA_TILES) return 0;
         return g.split_k == 1 || tc_split_ok(c, yq_mma_tiles[g.tile], g.split_k, batch);

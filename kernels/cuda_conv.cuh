@@ -203,12 +203,13 @@ int yq_wgh_ok(const ConvK &a, int tile);         /* ... and these tensors (16-by
 yq_status yq_wgh_prepare(yq_error *err);
 yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err);
 /* The streaming 1x1 family (kernels/cuda_wgmma.cu): stride-1 1x1 convs (channels a
- * multiple of BK, filters of 16, int8 in and out, sm_90), a block's BN filters resident in
- * shared memory, its 128-pixel tiles walked with the loads running across tiles. */
+ * multiple of BK, int8 in, sm_90; int8 out over filters a multiple of 16, or a head's
+ * float out over any), a block's BN filters resident in shared memory, its 128-pixel
+ * tiles walked with the loads running across tiles. */
 #define YQ_WG1_TILES 4
 struct yq_wg1_tile { int bn, bk, stages, minb; };
 extern const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES];
-int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F);
+int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int fout);
 int yq_wg1_ok(const ConvK &a, int tile);         /* ... and these tensors (16-byte aligned) */
 yq_status yq_wg1_prepare(yq_error *err);
 yq_status yq_wg1_launch(const ConvK &a, int tile, int sms, cudaStream_t s, yq_error *err);

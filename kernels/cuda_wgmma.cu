@@ -269,6 +269,35 @@ __device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, co
     }
 }
 
+/* The float epilogue of a BM x BN tile (a head's dequantized output, NCHW float as the
+ * F32 outputs of every family): act((float)(acc + bias) * deq[o]) (deq_out's arithmetic,
+ * the multiply __fmul_rn), stored from the accumulators.  A store instruction's 32 values
+ * are 4 channels' runs of 8 consecutive pixels (gid): 4 whole 32-byte sectors, so no
+ * staging is needed.  pd: the block's deq factors (0 past F).  m0: the tile's first pixel. */
+template <int BM, int BN>
+__device__ __forceinline__ void wg_epilogue_f32(const int *d, const int32_t *pb, const float *pd, const ConvK &a,
+                                                int m0, int n0)
+{
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid, ohw = a.OH * a.OW;
+    float *out = (float *)a.out;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int p = m0 + r0 + h * 8;
+        if (p >= a.M) continue;
+        const int b = p / ohw, pix = p - b * ohw;
+        float *o_p = out + (long)b * a.F * ohw + pix;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const int cl = j * 8 + tq * 2, o = n0 + cl;
+            const float v0 = yq_act_f(__fmul_rn((float)(d[4 * j + 2 * h] + pb[cl]), pd[cl]), a.act);
+            const float v1 = yq_act_f(__fmul_rn((float)(d[4 * j + 2 * h + 1] + pb[cl + 1]), pd[cl + 1]), a.act);
+            if (o < a.F) o_p[(long)o * ohw] = v0;
+            if (o + 1 < a.F) o_p[(long)(o + 1) * ohw] = v1;
+        }
+    }
+}
+
 /* SPLIT: blockIdx.z is split z of n_split over K (yq_split_range, whole BK steps): the
  * int32 sums go to ws[z][M][F4] and yq_mma_reduce adds them and requantizes (LUT and RES
  * are then false: the reduction does both). */
@@ -577,7 +606,7 @@ struct Wg1Cfg {
     }
 };
 
-template <int BN, int BK, int STAGES, int MINB, bool LUT, bool RES>
+template <int BN, int BK, int STAGES, int MINB, bool LUT, bool RES, bool FOUT>
 __global__ void __launch_bounds__(256, MINB)
 conv_wg1(ConvK a, int tiles)
 {
@@ -600,8 +629,8 @@ conv_wg1(ConvK a, int tiles)
         int o = n0 + i;
         bool ok = o < a.F;
         pb[i] = ok ? __ldg(a.bq + o) : 0;
-        pp[i] = ok ? __ldg(a.pos + o) : 0.0f;
-        pn[i] = ok ? __ldg(a.neg + o) : 0.0f;
+        pp[i] = ok ? __ldg(FOUT ? a.deq + o : a.pos + o) : 0.0f;   /* FOUT: the dequantize factors */
+        pn[i] = ok && !FOUT ? __ldg(a.neg + o) : 0.0f;
     }
 
     const int col = tid % C::CPR, row0 = tid / C::CPR;
@@ -656,7 +685,8 @@ conv_wg1(ConvK a, int tiles)
         kt = 0;                       /* the tile's last step: its epilogue, the loads run on */
         wg_wait<0>();
         wg_hold<BN / 2>(d);
-        wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, stg, pb, pp, pn, a, pixel, n0);
+        if (FOUT) wg_epilogue_f32<BM, BN>(d, pb, pp, a, m0, n0);
+        else wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, stg, pb, pp, pn, a, pixel, n0);
         m0 += (int)gridDim.x * BM;
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0;
@@ -873,10 +903,10 @@ namespace {
 template <int BN, int BK, int STAGES, int MINB>
 struct Wg1Tile {
     typedef Wg1Cfg<BN, BK, STAGES, MINB> C;
-    template <bool L, bool R>
+    template <bool L, bool R, bool F = false>
     static yq_status attr(yq_error *err)
     {
-        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg1<BN, BK, STAGES, MINB, L, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg1<BN, BK, STAGES, MINB, L, R, F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          C::MAX_SMEM));
         return YQ_OK;
     }
@@ -884,7 +914,7 @@ struct Wg1Tile {
     {
         yq_status st;
         if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
-            (st = attr<true, true>(err)))
+            (st = attr<true, true>(err)) || (st = attr<false, false, true>(err)))
             return st;
         return YQ_OK;
     }
@@ -896,8 +926,11 @@ struct Wg1Tile {
         nx = nx < 1 ? 1 : nx > tiles ? tiles : nx;
         /* the same number of tiles for every block where a few more blocks allow it */
         nx = yq_blocks(tiles, yq_blocks(tiles, nx));
-        auto kern = a.res ? (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, true> : conv_wg1<BN, BK, STAGES, MINB, false, true>)
-                          : (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, false> : conv_wg1<BN, BK, STAGES, MINB, false, false>);
+        auto kern = a.fout  ? conv_wg1<BN, BK, STAGES, MINB, false, false, true>
+                    : a.res ? (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, true, false>
+                                     : conv_wg1<BN, BK, STAGES, MINB, false, true, false>)
+                            : (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, false, false>
+                                     : conv_wg1<BN, BK, STAGES, MINB, false, false, false>);
         kern<<<dim3(nx, ny), C::THREADS, C::smem(cb), s>>>(a, tiles);
         YQ_CUDA_LAUNCHED();
         return YQ_OK;
@@ -917,9 +950,10 @@ static auto wg1_dispatch(int tile, F f) -> decltype(f(Wg1Tile<32, 64, 8, 3>()))
 
 } // namespace
 
-int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F)
+int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int fout)
 {
-    if (tile < 0 || tile >= YQ_WG1_TILES || k != 1 || stride != 1 || pad != 0 || groups != 1 || F % 16) return 0;
+    /* int8 outputs leave as 16-byte pieces (filters a multiple of 16); float ones as words */
+    if (tile < 0 || tile >= YQ_WG1_TILES || k != 1 || stride != 1 || pad != 0 || groups != 1 || (!fout && F % 16)) return 0;
     /* a filter block mostly padding: the narrower tiles serve it */
     if (F <= yq_wg1_tiles[tile].bn / 2) return 0;
     return wg1_dispatch(tile, [&](auto t) { return decltype(t)::fits(cin); });
@@ -927,9 +961,9 @@ int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, i
 
 int yq_wg1_ok(const ConvK &a, int tile)
 {
-    if (a.fout || a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C) return 0;
+    if (a.u8 || a.IH != a.OH || a.IW != a.OW || a.C4w * 4 != a.C || (a.fout && (a.res || a.lut))) return 0;
     if (!rows16(a)) return 0;
-    return yq_wg1_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F);
+    return yq_wg1_shape_ok(tile, a.C, a.k, a.s, a.pad, a.groups, a.F, a.fout);
 }
 
 yq_status yq_wg1_prepare(yq_error *err)

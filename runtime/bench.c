@@ -52,7 +52,7 @@ typedef struct bopt {
 } bopt;
 
 /* One node's profile entry. */
-typedef struct prow { int id; double us; } prow;
+typedef struct prow { int id; double us, bytes; } prow;   /* bytes: a profiled int8 conv's tensors */
 
 typedef struct result {
     const char *precision;
@@ -144,7 +144,7 @@ static yq_status profile_marks(const yq_graph *g, void *stream, yq_status (*enq)
         if ((st = enq(ctx, err)) || (st = yq_gpu_stream_sync(stream, err))) break;
         for (int i = 0; i < n && !st; i++) st = yq_gpu_marks_ms(marks, i, i + 1, &t[(size_t)i * runs + r], err);
     }
-    for (int i = 0; i < n && !st; i++) rows[i] = (prow){ i, 1e3 * yq_stats_of_f(&t[(size_t)i * runs], runs).median };
+    for (int i = 0; i < n && !st; i++) rows[i] = (prow){ i, 1e3 * yq_stats_of_f(&t[(size_t)i * runs], runs).median, 0 };
     free(t);
     return st;
 }
@@ -282,7 +282,7 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
     int pr = o->runs < 20 ? o->runs : 20;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         const yq_node *n = &g->nodes[i];
-        rows[i] = (prow){ i, 0 };
+        rows[i] = (prow){ i, 0, 0 };
         if (i == 0 || n->op == YQ_OP_DROPOUT || yq_op_is_head(n->op)) continue;
         if (!yq_cuda_plan_runs(plan, i)) continue;   /* a route the plan makes a view: nothing runs */
         node_ctx c;
@@ -320,6 +320,15 @@ static yq_status profile_int8_isolated(const bopt *o, const yq_graph *g, yq_cuda
                 c.out.qmin = g->q[j].qmin;
                 c.out.qmax = g->q[j].qmax;
             }
+        }
+        if (n->op == YQ_OP_CONV) {
+            /* what the conv's kernels must move at least: its input, output (a head's in
+             * float) and a fused shortcut's residual at their types, the weights once */
+            const yq_node *sn = &g->nodes[n->src[0]];
+            rows[i].bytes = (double)batch * ((double)yq_shape_size(sn->out) * yq_dtype_size(c.in[0].dtype) +
+                                             (double)yq_shape_size(n->out) * yq_dtype_size(c.out.dtype) +
+                                             (c.fused ? (double)yq_shape_size(n->out) : 0)) +
+                            (double)n->n_w * (g->q[i].float_op ? 4 : 1);
         }
         float med = 0;
         st = yq_gpu_median_ms(stream, node_enqueue, &c, 2, pr, ISOLATED_PER, &med, err);
@@ -414,7 +423,7 @@ static yq_status bench_cpu(const bopt *o, const yq_graph *g, int batch, int int8
             cpu_prof c = { now_ms(), acc };
             st = int8 ? yq_exec_int8(p, x, cpu_hook, &c, err) : yq_exec_fp32(p, x, cpu_hook, &c, err);
         }
-        for (int i = 0; i < g->n_nodes && !st; i++) r->prof[i] = (prow){ i, 1e3 * acc[i] / pr };
+        for (int i = 0; i < g->n_nodes && !st; i++) r->prof[i] = (prow){ i, 1e3 * acc[i] / pr, 0 };
         r->prof_kind = PROF_CLOCK;
         free(acc);
     }
@@ -528,6 +537,7 @@ static yq_status publish(const yq_graph *g, const result *r, yq_bench_result *ou
         l->op = yq_op_name(nd->op);
         shape_str(g, nd, l->shape, sizeof l->shape);
         l->us = r->prof[i].us;
+        l->bytes = r->prof[i].bytes;
         if (nd->op == YQ_OP_CONV) l->gflop = yq_node_flops(g, nd) * r->batch * 1e-9;
         if (r->algo) snprintf(l->cudnn, sizeof l->cudnn, "%s", r->algo[i]);
     }

@@ -188,6 +188,7 @@ static long n_img_runs;    /* and img_mma ones (the image's conv on tensor cores
 static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
 static long n_wgh_runs;    /* and the wgmma halo family's */
 static long n_wg1_runs;    /* and the streaming 1x1 family's */
+static long n_wg1f_runs;   /* of those, with a float (head) output */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -423,6 +424,7 @@ static void conv_one(const conv_case *cc)
         n_wg_runs += fam == YQ_CONV_WGMMA;
         n_wgh_runs += fam == YQ_CONV_WGH;
         n_wg1_runs += fam == YQ_CONV_WG1;
+        n_wg1f_runs += fam == YQ_CONV_WG1 && cc->out_t == YQ_F32;
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -530,8 +532,14 @@ static void t_conv_mma(void)
          * with the 128-byte K steps (2 a tile) */
         { 192, 100, 100, 80, 1, 1, 1, 4, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
         { 256, 30, 30, 128, 1, 1, 1, 36, YQ_S8, YQ_S8, YQ_ACT_RELU, 0 },
+        /* ... with a float output (a head's, dequantized, NCHW; besides the 255-filter head
+         * above): 75 filters (every tile, a filter block cut short, an activation), and
+         * YOLO's 255 over 64 channels on more tiles than blocks */
+        { 128, 21, 19, 75, 1, 1, 1, 3, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 0 },
+        { 64, 90, 90, 255, 1, 1, 1, 4, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 },
     };
-    long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs, wg1_before = n_wg1_runs;
+    long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs, wg1_before = n_wg1_runs,
+         wg1f_before = n_wg1f_runs;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_one(&cs[i]);
     CHECKF(yq_cuda_arch() < 80 || n_halo_runs - halo_before >= 12, "sm_%d: %ld halo-family configurations ran",
            yq_cuda_arch(), n_halo_runs - halo_before);
@@ -546,6 +554,9 @@ static void t_conv_mma(void)
      * 144 over 256 and 128 (4 each), 64 (2), 32 (1), and the two above (3 and 4) */
     CHECKF(yq_cuda_arch() != 90 || n_wg1_runs - wg1_before >= 21, "sm_%d: %ld streaming 1x1 configurations ran",
            yq_cuda_arch(), n_wg1_runs - wg1_before);
+    /* with float outputs: 255 over 256 channels (4 tiles), 75 over 128 (4), 255 over 64 (3) */
+    CHECKF(yq_cuda_arch() != 90 || n_wg1f_runs - wg1f_before >= 11, "sm_%d: %ld float-output streaming 1x1 configurations ran",
+           yq_cuda_arch(), n_wg1f_runs - wg1f_before);
     printf("# %ld conv configurations compared (tensor-core tiles x splits, CUTLASS and halo tiles, dp4a tiles, direct)\n",
            n_cfg_runs - before);
     CHECKF(yq_cuda_arch() < 80 || n_cut_runs > 0, "sm_%d: no CUTLASS-family configuration ran", yq_cuda_arch());

@@ -12,6 +12,7 @@ int yqgpu_cudnn_int8(int argc, char **argv);
 int yqgpu_test_tune(void);
 int yqgpu_test_api(void);
 int yqgpu_yquant(int argc, char **argv);
+int yqgpu_ceilings(void);
 
 int main(int argc, char **argv)
 {
@@ -24,10 +25,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "test_cuda")) return yqgpu_test_cuda();
     if (!strcmp(cmd, "test_cudnn")) return yqgpu_test_cudnn();
     if (!strcmp(cmd, "cudnn_int8")) return yqgpu_cudnn_int8(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ceilings")) return yqgpu_ceilings();
     fprintf(stderr, "usage: yqgpu yquant COMMAND ARGS | bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune\n"
-                    "             | test_api | cudnn_int8 ARGS\n"
+                    "             | test_api | cudnn_int8 ARGS | ceilings\n"
                     "  (the same as yquant COMMAND (images from IMAGE.rgb sidecars), yquant bench, yquant tune,\n"
                     "   build/gpu/test_cuda, tests/test_cudnn.c, tests/test_tune.c, tests/test_api.c,\n"
-                    "   bench/gpu/cudnn_int8.c)\n");
+                    "   bench/gpu/cudnn_int8.c, the card's copy bandwidth and int8 mma.sync rate as JSON)\n");
     return 2;
 }

@@ -18,9 +18,17 @@ import sys
 MODELS = [('yolov3', 'YOLOv3-416 (synthetic weights)'), ('yolov4', 'yolov4-416 (synthetic weights)'),
           ('yolov4-tiny', 'yolov4-tiny-416 (synthetic weights)'), ('fastest-xl', 'yolo-fastest-1.1-xl-320 (COCO weights)'),
           ('fastest', 'yolo-fastest-1.1-320 (COCO weights)'), ('yolov8n', 'YOLOv8n-640 ONNX (COCO weights)')]
-MMA_PEAK = 1300.0    # TOPS, int8 mma.sync measured on the H200
-COPY_BW = 4200.0     # GB/s, copy bandwidth measured on the H200
-RIDGE = MMA_PEAK * 1e12 / (COPY_BW * 1e9)   # ops a byte: below it a layer is bound by memory
+MMA_PEAK = 1300.0    # TOPS, int8 mma.sync measured on the H200 (the figure issue 13's targets name)
+COPY_BW = 4200.0     # GB/s, copy bandwidth measured on the H200 (idem)
+
+
+def ceilings(logdir):
+    """This card's (copy GB/s, mma.sync TOPS) as `yqgpu ceilings` measured them in the run,
+    else the H200's figures; and whether they were measured."""
+    c = load(os.path.join(logdir, 'ceilings.json')) or {}
+    if c.get('copy_gbs', 0) > 0 and c.get('mma_s8_tops', 0) > 0:
+        return c['copy_gbs'], c['mma_s8_tops'], True
+    return COPY_BW, MMA_PEAK, False
 
 
 def load(path):
@@ -129,7 +137,7 @@ def targets(logdir, out):
 SHAPE = re.compile(r'(\d+)x(\d+)x(\d+) -> (\d+)x(\d+)x(\d+) (\d+)x\d+/(\d+)')
 
 
-def layer_rows(yq, batch):
+def layer_rows(yq, batch, ridge):
     r = next((r for r in yq.get('results', []) if r['precision'] == 'int8' and r.get('kernels') == 'tuned'
               and r['batch'] == batch and r.get('profile')), None)
     rows = []
@@ -140,70 +148,80 @@ def layer_rows(yq, batch):
         c, h, w, f, oh, ow, k, s = map(int, m.groups())
         dense = 2.0 * f * oh * ow * k * k * c * batch * 1e-9
         groups = max(1, round(dense / e['gflop'])) if e.get('gflop') else 1
-        by = batch * (c * h * w + f * oh * ow) + f * c // groups * k * k   # int8 in, out, weights
+        # the bench's count (input, output, a fused residual at their types, weights once);
+        # older logs: int8 in and out, weights
+        by = e.get('bytes') or batch * (c * h * w + f * oh * ow) + f * c // groups * k * k
         ops = dense / groups * 1e9
         rows.append(dict(layer=e['layer'], c=c, h=h, w=w, f=f, oh=oh, ow=ow, k=k, s=s, g=groups, us=e['us'],
                          tops=e.get('tops', 0), gbs=by / (e['us'] * 1e-6) / 1e9,
-                         bound='memory' if ops / by < RIDGE else 'compute'))
+                         bound='memory' if ops / by < ridge else 'compute'))
     return rows
 
 
 def layers(logdir, out):
+    copy, peak, measured = ceilings(logdir)
+    ridge = peak * 1e12 / (copy * 1e9)   # ops a byte: below it a layer is bound by memory
+    card = (f'this card, measured in the run by `yqgpu ceilings`: copy {copy:.0f} GB/s, int8 mma.sync {peak:.0f} TOPS'
+            if measured else 'this card not measured: the H200\'s figures')
     yq = load(os.path.join(logdir, 'yolov3.yq.json')) or {}
     batches = sorted({r['batch'] for r in yq.get('results', []) if r.get('profile') and r.get('kernels') == 'tuned'})
     if batches:
         out.append('\n## Layers: YOLOv3-416, int8 tuned, each conv timed alone\n')
-        out.append('Per distinct conv shape: the mean time of its layers, TOPS, % of the measured 1300 TOPS '
-                   '`mma.sync` peak, and GB/s of int8 bytes in + out + weights (% of the 4.2 TB/s copy bandwidth).  '
-                   'Each conv\'s kernels are timed alone: 10 launches back to back between two events, the median '
-                   'of the runs\' means (the tuner\'s way; a fused shortcut\'s residual read included).  "bound": '
-                   f'memory where the layer\'s ops per byte are below the roofline\'s ridge ({RIDGE:.0f} = peak / copy '
-                   'bandwidth), else compute.\n')
+        out.append('Per distinct conv shape: the mean time of its layers, TOPS and GB/s, each as a % of the H200\'s '
+                   f'figures the targets name (1300 TOPS `mma.sync`, 4.2 TB/s copy) and of {card}.  Bytes: input, '
+                   'output (a head\'s dequantized output in float) and a fused shortcut\'s residual at their types, the '
+                   'weights once.  Each conv\'s kernels are timed alone: 10 launches back to back between two events, '
+                   'the median of the runs\' means (the tuner\'s way).  "bound": memory where the layer\'s ops per byte '
+                   f'are below this card\'s ridge ({ridge:.0f} = peak / copy bandwidth), else compute.\n')
         for b in batches:
-            rows = layer_rows(yq, b)
+            rows = layer_rows(yq, b, ridge)
             shapes = {}
             for r in rows:
                 shapes.setdefault((r['c'], r['h'], r['w'], r['f'], r['k'], r['s']), []).append(r)
             out.append(f'\nbatch {b}:\n')
-            out.append('| shape | layers | bound | us | TOPS | % of mma peak | GB/s | % of copy |')
-            out.append('|---|---:|---|---:|---:|---:|---:|---:|')
+            out.append('| shape | layers | bound | us | TOPS | % of 1300 | % of card | GB/s | % of 4.2 TB/s | % of card |')
+            out.append('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|')
             for (c, h, w, f, k, s), rs in shapes.items():
                 us = sum(r['us'] for r in rs) / len(rs)
                 tops = sum(r['tops'] for r in rs) / len(rs)
                 gbs = sum(r['gbs'] for r in rs) / len(rs)
                 out.append(f'| {c}x{h}x{w} -> {f}, {k}x{k}/{s} | {len(rs)} | {rs[0]["bound"]} | {us:.1f} | {tops:.0f} | '
-                           f'{100 * tops / MMA_PEAK:.0f}% | {gbs:.0f} | {100 * gbs / COPY_BW:.0f}% |')
+                           f'{100 * tops / MMA_PEAK:.0f}% | {100 * tops / peak:.0f}% | {gbs:.0f} | '
+                           f'{100 * gbs / COPY_BW:.0f}% | {100 * gbs / copy:.0f}% |')
             big = [r for r in rows if r['k'] == 3 and r['c'] >= 128]
             if big:
                 t = sum(r['tops'] for r in big) / len(big)
                 out.append(f'\nbatch {b}: the {len(big)} 3x3 convs over 128 channels or more average {t:.0f} TOPS, '
-                           f'{100 * t / MMA_PEAK:.0f}% of {MMA_PEAK:.0f}' +
-                           (f' (target at batch 32: 60%: {"met" if t >= 0.6 * MMA_PEAK else "NOT met"})' if b == 32 else ''))
+                           f'{100 * t / MMA_PEAK:.1f}% of {MMA_PEAK:.0f}' +
+                           (f' (target at batch 32: 60%: {"met" if t >= 0.6 * MMA_PEAK else "NOT met"})' if b == 32 else '') +
+                           (f'; {100 * t / peak:.1f}% of this card\'s {peak:.0f}' if measured else ''))
             one = [r for r in rows if r['k'] == 1]
             mem = [r for r in one if r['bound'] == 'memory']
             if one and b == 32:
                 g = sum(r['gbs'] for r in one) / len(one)
-                out.append(f'\nbatch {b}: the {len(one)} 1x1 convs average {g:.0f} GB/s, {100 * g / COPY_BW:.0f}% of the copy '
-                           'bandwidth')
+                out.append(f'\nbatch {b}: the {len(one)} 1x1 convs average {g:.0f} GB/s, {100 * g / COPY_BW:.0f}% of 4.2 TB/s' +
+                           (f', {100 * g / copy:.0f}% of this card\'s copy bandwidth' if measured else ''))
                 if mem:
                     g = sum(r['gbs'] for r in mem) / len(mem)
-                    out.append(f'\nbatch {b}: the {len(mem)} memory-bound 1x1 convs average {g:.0f} GB/s, '
-                               f'{100 * g / COPY_BW:.0f}% of the copy bandwidth (target 50%: '
-                               f'{"met" if g >= 0.5 * COPY_BW else "NOT met"})')
+                    out.append(f'\nbatch {b}: the {len(mem)} memory-bound 1x1 convs average {g:.0f} GB/s: '
+                               f'{100 * g / COPY_BW:.1f}% of the H200\'s 4.2 TB/s (target 50%: '
+                               f'{"met" if g >= 0.5 * COPY_BW else "NOT met"})' +
+                               (f', {100 * g / copy:.1f}% of this card\'s {copy:.0f} GB/s '
+                                f'({"met" if g >= 0.5 * copy else "NOT met"} on this card)' if measured else ''))
     xl = load(os.path.join(logdir, 'fastest-xl.yq.json')) or {}
     batches = sorted({r['batch'] for r in xl.get('results', []) if r.get('profile') and r.get('kernels') == 'tuned'})
     if batches:
         out.append('\n## Depthwise layers: yolo-fastest-1.1-xl, int8 tuned, each timed alone (GB/s of int8 in + out)\n')
-        out.append('| batch | layers | us (sum) | GB/s (mean) | % of copy | slowest layer |')
-        out.append('|---:|---:|---:|---:|---:|---|')
+        out.append('| batch | layers | us (sum) | GB/s (mean) | % of 4.2 TB/s | % of card | slowest layer |')
+        out.append('|---:|---:|---:|---:|---:|---:|---|')
         for b in batches:
-            dw = [r for r in layer_rows(xl, b) if r['g'] > 1 and r['g'] == r['c']]
+            dw = [r for r in layer_rows(xl, b, ridge) if r['g'] > 1 and r['g'] == r['c']]
             if not dw:
                 continue
             g = sum(r['gbs'] for r in dw) / len(dw)
             w = min(dw, key=lambda r: r['gbs'])
             out.append(f"| {b} | {len(dw)} | {sum(r['us'] for r in dw):.1f} | {g:.0f} | {100 * g / COPY_BW:.0f}% | "
-                       f"{w['c']}x{w['h']}x{w['w']} {w['k']}x{w['k']}/{w['s']}: {w['gbs']:.0f} GB/s |")
+                       f"{100 * g / copy:.0f}% | {w['c']}x{w['h']}x{w['w']} {w['k']}x{w['k']}/{w['s']}: {w['gbs']:.0f} GB/s |")
 
 
 def main():

@@ -50,6 +50,8 @@ commit="${YQ_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     echo "models: $MODELS"
 } > "$LOG/env.txt"
 cat "$LOG/env.txt"
+# this card's roof, measured in the same run (the layer table's "% of this card" columns)
+"$BIN" ceilings > "$LOG/ceilings.json" 2> "$LOG/ceilings.err" && cat "$LOG/ceilings.json"
 
 step() {   # step NAME TIMEOUT CMD...: runs, logs to $LOG/NAME.txt, reports failures, goes on
     local name=$1 t=$2
