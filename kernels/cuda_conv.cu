@@ -844,6 +844,18 @@ extern "C" yq_conv_cfg yq_cuda_conv_default_cfg(const yq_cuda_conv *c, int batch
         /* sm_90: the wgmma family's 128 x 128 tile wherever it fills the multiprocessors
          * (on the H200 it beat the CUTLASS and MMA tiles on every YOLOv3 shape at batch 8
          * and 32, 1x1s included: bench/results/int8_gpu_wgmma_2026-12-02.md) */
+        if (c->wg1f) {
+            /* a head's dequantized 1x1 (float output): the streaming 1x1 tile of 128 filters
+             * where two filter blocks of its pixel tiles fill the multiprocessors (the 128-byte
+             * K steps over 512 channels or more), else of 32 filters where that grid fills a
+             * quarter of them; below that the MMA family's K splits (on the H200, YOLOv3's
+             * three heads at batch 1 to 128: 1.25-2.0x the best MMA tile but on 13x13 at
+             * batch 1; bench/results/gpu_2026-12-05_h200_K.md) */
+            long tiles = (M + 127) / 128;
+            yq_conv_cfg w1 = { YQ_CONV_WG1, 0, 1, 0 };
+            if (tiles * 2 >= c->sms) w1.tile = c->cin >= 512 && c->cin % 128 == 0 ? 3 : 2;
+            if ((tiles * 2 >= c->sms || tiles * ((c->F + 31) / 32) * 4 >= c->sms) && cfg_ok(c, w1, batch)) return w1;
+        }
         if (c->wg) {
             /* stride-1 1x1s of at most 64 filters over at most 128 channels (bound by
              * memory): the streaming 1x1 tile of their width where there are half as many
