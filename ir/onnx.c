@@ -1,5 +1,5 @@
 /* ONNX import: an Ultralytics detect export (YOLOv8, YOLO11 without attention, YOLOv5 v7+
- * anchor-free exports) into the graph IR.  The protobuf is parsed by protobuf-c from Debian's
+ * anchor-free exports, and YOLOv5's anchor-grid head) into the graph IR.  The protobuf is parsed by protobuf-c from Debian's
  * onnx.proto (build/gen/onnx.pb-c.c, made at build time).
  *
  * The body maps op by op: Conv (with Sigmoid + Mul on its output recognised as one SiLU
@@ -10,6 +10,12 @@
  * arithmetic, Sigmoid on the classes) is recognised from where it starts and becomes one
  * detect node per scale, so that decode and NMS run in yquant's post-processing; every op
  * after that point must belong to it, and the graph's output must come out of it.
+ * YOLOv5's anchor head (v6.0 and later exports: a conv per scale, Reshape to 1 x na x no x
+ * ny x nx, Transpose, Sigmoid, Split, xy = (2 s + grid) stride, wh = (2 s)^2 anchor_grid,
+ * Concat, Reshape) becomes a yolo node per scale with darknet's new_coords decode (inputs
+ * logistic, scale_x_y 2: the same arithmetic), the conv's activation the logistic, the
+ * anchors read from the anchor_grid constants and the grid constants checked to be
+ * YOLOv5's cell offsets (i - 0.5, j - 0.5).
  * Anything else is refused naming the node. */
 #include <ctype.h>
 #include <math.h>
@@ -22,6 +28,7 @@
 #include "onnx.pb-c.h"
 
 #define MAX_SCALES 8
+#define MAX_GRIDS 32               /* 5-D constants the YOLOv5 decode reads (2 a scale) */
 /* protobuf-c leaves an absent optional string NULL */
 #define S(x) ((x) ? (x) : "")
 
@@ -48,6 +55,10 @@ typedef struct ctx {
     int scale_id[MAX_SCALES];  /* ... and our node id for it */
     int n_scales;
     int reg_max;
+    int v5;                    /* the scales are YOLOv5 anchor heads (1) or DFL heads (0) */
+    int v5_na;                 /* ... their anchors a scale */
+    const tensor_t *grid[MAX_GRIDS];   /* the 1 x na x ny x nx x 2 constants of the v5 decode */
+    int n_grid;
     yq_error *err;
 } ctx;
 
@@ -388,9 +399,32 @@ static yq_status do_maxpool(ctx *c, const node_t *n, int k)
     return set_out(c, n->output[0], c->g->n_nodes - 1);
 }
 
-/* The decode's start: Reshape of a channel concat of two convs (box distances, classes). */
+/* YOLOv5's head start: Reshape of a linear conv's output to 1 x na x no x ny x nx (a
+ * constant shape); na into *na.  0 if not. */
+static int v5_start(ctx *c, const node_t *n, int *na)
+{
+    if (strcmp(S(n->op_type), "Reshape") || n->n_input < 2) return 0;
+    int vi = find(c, n->input[0]), si = find(c, n->input[1]);
+    if (vi < 0 || c->v[vi].decode || si < 0 || !c->v[si].init) return 0;
+    int id = c->v[vi].id;
+    if (id < 1 || c->g->nodes[id].op != YQ_OP_CONV || c->g->nodes[id].act != YQ_ACT_LINEAR) return 0;
+    yq_shape o = c->g->nodes[id].out;
+    long cnt;
+    float *d = tensor_floats(c->v[si].init, &cnt);
+    int ok = d && cnt == 5, v[5] = { 0 };
+    for (int i = 0; ok && i < 5; i++) ok = fint(d[i], &v[i]);
+    free(d);
+    ok = ok && v[0] == 1 && v[1] >= 1 && v[1] <= YQ_MAX_ANCH && v[2] > 5 && (long)v[1] * v[2] == o.c && v[3] == o.h && v[4] == o.w;
+    if (ok) *na = v[1];
+    return ok;
+}
+
+/* The decode's start: Reshape of a channel concat of two convs (box distances, classes),
+ * or YOLOv5's (v5_start). */
 static int decode_start(ctx *c, const node_t *n)
 {
+    int na;
+    if (v5_start(c, n, &na)) return 1;
     if (strcmp(S(n->op_type), "Reshape") || n->n_input < 1) return 0;
     int vi = find(c, n->input[0]);
     if (vi < 0 || c->v[vi].decode) return 0;
@@ -401,7 +435,8 @@ static int decode_start(ctx *c, const node_t *n)
 }
 
 static const char *const decode_ops[] = { "Reshape", "Concat", "Split", "Transpose", "Softmax", "Conv", "Slice", "Sub", "Add",
-                                          "Div", "Mul", "Sigmoid", "Shape", "Gather", "Unsqueeze", "Cast", "Constant", NULL };
+                                          "Div", "Mul", "Sigmoid", "Shape", "Gather", "Unsqueeze", "Cast", "Constant", "Pow",
+                                          NULL };
 
 static yq_status do_decode(ctx *c, const node_t *n, int k)
 {
@@ -423,6 +458,16 @@ static yq_status do_decode(ctx *c, const node_t *n, int k)
         if (!good) return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "a decode conv other than the DFL expectation (weights 0..n-1)");
         if (c->reg_max && c->reg_max != (int)cnt) return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "two DFL sizes");
         c->reg_max = (int)cnt;
+    }
+    for (size_t i = 0; i < n->n_input; i++) {   /* YOLOv5's grid and anchor_grid constants */
+        int vi = *n->input[i] ? find(c, n->input[i]) : -1;
+        const tensor_t *t = vi >= 0 ? c->v[vi].init : NULL;
+        if (!t || t->n_dims != 5 || t->dims[0] != 1 || t->dims[4] != 2) continue;
+        int seen = 0;
+        for (int j = 0; j < c->n_grid; j++) seen |= c->grid[j] == t;
+        if (seen) continue;
+        if (c->n_grid == MAX_GRIDS) return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "more grid constants than 32");
+        c->grid[c->n_grid++] = t;
     }
     for (size_t i = 0; i < n->n_output; i++) {
         int vi = intern(c, n->output[i]);
@@ -469,6 +514,85 @@ static void load_names(yq_graph *g, const char *s)
         }
     }
     free(names);
+}
+
+/* YOLOv5's heads: per scale (finest first) its two grid constants, the anchor_grid (every
+ * cell of anchor a the same w, h: the anchor in input pixels) and the grid (cell (i, j) of
+ * every anchor at i - 0.5, j - 0.5, which with xy = (2 s + grid) stride is darknet's
+ * new_coords decode at scale_x_y 2); then the conv's logistic and one yolo node a scale. */
+static yq_status v5_heads(ctx *c, int H, int W)
+{
+    const int na = c->v5_na;
+    yq_graph *g = c->g;
+    float anchors[2 * YQ_MAX_ANCH];
+    if (na * c->n_scales > YQ_MAX_ANCH)
+        return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: %d anchors over %d scales: at most %d", c->path, na, c->n_scales, YQ_MAX_ANCH);
+    for (int sI = 0; sI < c->n_scales; sI++) {
+        const yq_node *src = &g->nodes[c->scale_id[sI]];
+        const int ny = src->out.h, nx = src->out.w;
+        int have_anchor = 0, have_grid = 0;
+        for (int t = 0; t < c->n_grid; t++) {
+            const tensor_t *T = c->grid[t];
+            if (T->dims[1] != na || T->dims[2] != ny || T->dims[3] != nx) continue;
+            long cnt;
+            float *v = tensor_floats(T, &cnt);
+            if (!v || cnt != (long)na * ny * nx * 2) {
+                free(v);
+                return yq_fail(c->err, YQ_ERR_FORMAT, "%s: a YOLOv5 grid constant '%s' not FLOAT data of its shape", c->path,
+                               S(T->name));
+            }
+            int same = 1, grid = 1;   /* constant over the cells; YOLOv5's cell offsets */
+            for (int a = 0; a < na; a++)
+                for (int j = 0; j < ny; j++)
+                    for (int i = 0; i < nx; i++) {
+                        const float *e = v + (((long)a * ny + j) * nx + i) * 2, *e0 = v + (long)a * ny * nx * 2;
+                        same &= e[0] == e0[0] && e[1] == e0[1];
+                        grid &= e[0] == (float)i - 0.5f && e[1] == (float)j - 0.5f;
+                    }
+            if (same && !have_anchor && !(ny * nx == 1 && grid)) {
+                for (int a = 0; a < na; a++) {
+                    anchors[2 * (sI * na + a)] = v[(long)a * ny * nx * 2];
+                    anchors[2 * (sI * na + a) + 1] = v[(long)a * ny * nx * 2 + 1];
+                    if (!(anchors[2 * (sI * na + a)] > 0) || !(anchors[2 * (sI * na + a) + 1] > 0) ||
+                        anchors[2 * (sI * na + a)] > 1e5f || anchors[2 * (sI * na + a) + 1] > 1e5f)
+                        have_anchor = -1;
+                }
+                if (have_anchor == 0) have_anchor = 1;
+            } else if (grid) {
+                have_grid = 1;
+            }
+            free(v);
+        }
+        if (have_anchor != 1 || !have_grid)
+            return yq_fail(c->err, YQ_ERR_UNSUPPORTED,
+                           "%s: YOLOv5 head scale %d (%dx%d): %s not found among the decode's constants (a YOLOv5 "
+                           "export of v6.0 or later with constant folding is what yquant reads)",
+                           c->path, sI, nx, ny, have_anchor != 1 ? "its anchor_grid (w, h a cell, positive)" : "its cell grid (i - 0.5, j - 0.5)");
+        if (H % ny || W % nx || H / ny != W / nx)
+            return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: head scale %d: %dx%d cells do not divide the input", c->path, sI, nx, ny);
+    }
+    for (int sI = 0; sI < c->n_scales; sI++) {
+        int id = c->scale_id[sI];
+        g->nodes[id].act = YQ_ACT_LOGISTIC;   /* the decode's Sigmoid */
+        yq_node *nd = yq_graph_add(g, YQ_OP_YOLO, c->err);
+        if (!nd) return c->err->code;
+        snprintf(nd->name, sizeof nd->name, "yolo_%d", sI);
+        nd->line = 0;
+        nd->n_src = 1;
+        nd->src[0] = id;
+        yq_head_p *h = &nd->p.head;
+        h->classes = g->nodes[id].out.c / na - 5;
+        h->num = na * c->n_scales;
+        h->coords = 4;
+        h->n_mask = na;
+        for (int a = 0; a < na; a++) h->mask[a] = sI * na + a;
+        memcpy(h->anchors, anchors, sizeof(float) * 2 * (size_t)h->num);
+        h->scale_x_y = 2;
+        h->new_coords = 1;
+        yq_error e;
+        if (yq_shape_infer(g, g->n_nodes - 1, &e) != YQ_OK) return yq_fail(c->err, e.code, "%s: %s", c->path, e.msg);
+    }
+    return YQ_OK;
 }
 
 static yq_status import(ctx *c, const yq_import_opt *opt)
@@ -535,6 +659,11 @@ static yq_status import(ctx *c, const yq_import_opt *opt)
         if (in_decode || decode_start(c, n)) {
             if (!in_decode) {            /* a new scale of the head */
                 if (c->n_scales == MAX_SCALES) return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "more detect scales than 8");
+                int na, v5 = v5_start(c, n, &na);
+                if (c->n_scales && (v5 != c->v5 || (v5 && na != c->v5_na)))
+                    return fail_node(c, n, k, YQ_ERR_UNSUPPORTED, "detect scales of two kinds (or anchor counts)");
+                c->v5 = v5;
+                if (v5) c->v5_na = na;
                 int vi = find(c, n->input[0]);
                 c->scale_val[c->n_scales] = vi;
                 c->scale_id[c->n_scales++] = c->v[vi].id;
@@ -570,8 +699,10 @@ static yq_status import(ctx *c, const yq_import_opt *opt)
     for (int i = 0; i < c->nv; i++)
         if (c->v[i].sigmoid_of >= 0 && c->v[i].uses > 0 && !c->v[i].decode && c->v[i].id < 0)
             return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: Sigmoid '%s' outside a SiLU and the detect head", c->path, c->v[i].name);
-    if (!c->n_scales || !c->reg_max)
-        return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: no Ultralytics detect head (DFL decode) found", c->path);
+    if (!c->n_scales || (!c->v5 && !c->reg_max))
+        return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: no Ultralytics detect head (DFL or YOLOv5 anchor decode) found", c->path);
+    if (c->v5 && c->reg_max)
+        return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: a DFL conv in a YOLOv5 anchor decode", c->path);
     if (G->n_output < 1 || find(c, S(G->output[0]->name)) < 0 || !c->v[find(c, S(G->output[0]->name))].decode)
         return yq_fail(c->err, YQ_ERR_UNSUPPORTED, "%s: the graph's output does not come out of the detect head", c->path);
     /* one detect node per scale, in the order the export concatenates them (finest first) */
@@ -581,7 +712,8 @@ static yq_status import(ctx *c, const yq_import_opt *opt)
             c->scale_id[b] = c->scale_id[b - 1];
             c->scale_id[b - 1] = t;
         }
-    for (int sI = 0; sI < c->n_scales; sI++) {
+    if (c->v5 && (s = v5_heads(c, H, W)) != YQ_OK) return s;
+    for (int sI = 0; sI < c->n_scales && !c->v5; sI++) {
         int id = c->scale_id[sI];
         const yq_node *src = &c->g->nodes[id];
         int box = c->g->nodes[src->src[0]].out.c;

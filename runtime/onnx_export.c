@@ -389,7 +389,10 @@ static yq_status build(ex *e)
     if (!e->q) return NOMEM(e);
     for (int i = 0; i < g->n_nodes; i++) {
         const yq_qnode *q = &g->q[i];
-        if (g->nodes[i].op == YQ_OP_DETECT || (q->dtype != YQ_S8 && q->dtype != YQ_U8)) continue;
+        if (yq_op_is_head(g->nodes[i].op) || (q->dtype != YQ_S8 && q->dtype != YQ_U8)) continue;
+        /* a YOLOv5 head conv run int8 (--head int8): its int8 tensor is the decode's Sigmoid
+         * output, which the ONNX graph computes after a Reshape and Transpose: left float */
+        if (g->nodes[i].op == YQ_OP_CONV && g->nodes[i].act == YQ_ACT_LOGISTIC) continue;
         qt t = { NULL, q->scale, q->dtype == YQ_U8, -1 };
         if ((st = tensor_of(e, i, &t.name, &t.producer))) return st;
         if (!(q->scale > 0) || !isfinite(q->scale))

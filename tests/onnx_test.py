@@ -80,6 +80,157 @@ def decode(out, iw, ih, netw, neth, conf=0.25, nms=0.45, max_dets=100):
 
 
 
+def decode_v5(out, iw, ih, netw, neth, conf=0.25, nms=0.45, max_dets=100):
+    """YOLOv5's output0 (N x (5 + classes): x, y, w, h in input pixels, objectness, classes)
+    -> detections, as a reader of that export would: score = objectness x class, then the
+    same threshold, per-class NMS and letterbox as decode()."""
+    import numpy as np
+    score = out[:, 4:5] * out[:, 5:]
+    # (decode() reads boxes from the rows of a (4 + classes) x N layout)
+    return decode(np.concatenate([out[:, :4], score], axis=1).T, iw, ih, netw, neth, conf, nms, max_dets)
+
+
+def yolov5_model(path, np):
+    """A small model in the graph YOLOv5 (v6.0 and later) exports: SiLU convs down to three
+    scales (strides 8, 16, 32 of a 128 x 128 input), each with its Detect conv and the
+    export's decode (Reshape 1 x na x no x ny x nx, Transpose, Sigmoid, Split 2/2/no-4, xy =
+    (2 s + grid) stride, wh = (2 s)^2 anchor_grid with the grid and anchor_grid constants of
+    _make_grid, Concat, Reshape), the scales concatenated; 3 classes, COCO's P3-P5 anchors,
+    random weights (seeded)."""
+    import onnx
+    from onnx import helper as oh, numpy_helper as nh, TensorProto as TP
+    rng = np.random.default_rng(5)
+    nodes, inits = [], []
+    const = lambda name, a: inits.append(nh.from_array(np.asarray(a), name)) or name
+
+    def conv(x, cin, cout, k, s, name, silu=True, bias_mean=0.0):
+        w = const(name + ".w", (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32))
+        b = const(name + ".b", (rng.standard_normal(cout) * 0.1 + bias_mean).astype(np.float32))
+        nodes.append(oh.make_node("Conv", [x, w, b], [name], kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4))
+        if not silu:
+            return name
+        nodes.append(oh.make_node("Sigmoid", [name], [name + ".sig"]))
+        nodes.append(oh.make_node("Mul", [name, name + ".sig"], [name + ".silu"]))
+        return name + ".silu"
+
+    na, nc = 3, 3
+    no = nc + 5
+    anchors = [[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119], [116, 90, 156, 198, 373, 326]]
+    x = conv("images", 3, 16, 3, 2, "c0")
+    x = conv(x, 16, 32, 3, 2, "c1")
+    p3 = conv(x, 32, 32, 3, 2, "c2")
+    p4 = conv(p3, 32, 64, 3, 2, "c3")
+    p5 = conv(p4, 64, 64, 3, 2, "c4")
+    z = []
+    for i, (f, cin, n) in enumerate(((p3, 32, 16), (p4, 64, 8), (p5, 64, 4))):
+        stride = 128 // n
+        # bias: objectness mostly low, so that a few cells pass the threshold
+        h = conv(f, cin, na * no, 1, 1, f"m{i}", silu=False, bias_mean=-1.0)
+        nodes.append(oh.make_node("Reshape", [h, const(f"m{i}.shape", np.array([1, na, no, n, n], np.int64))], [f"r{i}"]))
+        nodes.append(oh.make_node("Transpose", [f"r{i}"], [f"t{i}"], perm=[0, 1, 3, 4, 2]))
+        nodes.append(oh.make_node("Sigmoid", [f"t{i}"], [f"s{i}"]))
+        nodes.append(oh.make_node("Split", [f"s{i}", const(f"sp{i}", np.array([2, 2, no - 4], np.int64))],
+                                  [f"xy{i}", f"wh{i}", f"cf{i}"], axis=4))
+        yv, xv = np.meshgrid(np.arange(n, dtype=np.float32), np.arange(n, dtype=np.float32), indexing="ij")
+        grid = np.broadcast_to(np.stack((xv, yv), 2)[None, None], (1, na, n, n, 2)) - np.float32(0.5)
+        ag = np.broadcast_to((np.array(anchors[i], np.float32).reshape(na, 2))[None, :, None, None, :], (1, na, n, n, 2))
+        nodes.append(oh.make_node("Mul", [f"xy{i}", const(f"two{i}a", np.array(2.0, np.float32))], [f"xy2{i}"]))
+        nodes.append(oh.make_node("Add", [f"xy2{i}", const(f"grid{i}", grid.astype(np.float32))], [f"xy3{i}"]))
+        nodes.append(oh.make_node("Mul", [f"xy3{i}", const(f"stride{i}", np.array(float(stride), np.float32))], [f"xy4{i}"]))
+        nodes.append(oh.make_node("Mul", [f"wh{i}", const(f"two{i}b", np.array(2.0, np.float32))], [f"wh2{i}"]))
+        nodes.append(oh.make_node("Pow", [f"wh2{i}", const(f"pw{i}", np.array(2.0, np.float32))], [f"wh3{i}"]))
+        nodes.append(oh.make_node("Mul", [f"wh3{i}", const(f"anchor_grid{i}", ag.astype(np.float32))], [f"wh4{i}"]))
+        nodes.append(oh.make_node("Concat", [f"xy4{i}", f"wh4{i}", f"cf{i}"], [f"y{i}"], axis=4))
+        nodes.append(oh.make_node("Reshape", [f"y{i}", const(f"z{i}.shape", np.array([1, na * n * n, no], np.int64))], [f"z{i}"]))
+        z.append(f"z{i}")
+    nodes.append(oh.make_node("Concat", z, ["output0"], axis=1))
+    rows = na * (16 * 16 + 8 * 8 + 4 * 4)
+    g = oh.make_graph(nodes, "yolov5-test", [oh.make_tensor_value_info("images", TP.FLOAT, [1, 3, 128, 128])],
+                      [oh.make_tensor_value_info("output0", TP.FLOAT, [1, rows, no])], inits)
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    m.metadata_props.add(key="names", value="{0: 'apple', 1: 'banana', 2: 'cherry'}")
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return rows, no
+
+
+def yolov5_tests(imgs, np, ort):
+    """YOLOv5's anchor head (yolov5_model): imported into yquant's yolo heads (new_coords,
+    scale_x_y 2, the anchors read from the anchor_grid constants), run in FP32: the output0
+    onnx_dump writes from YOLOv5's definition against onnxruntime's (max rel <= 1e-4), yquant's
+    detections against decode_v5 of onnxruntime's output; quantized to a package and run on
+    the CPU reference (its yolo heads kept); a grid constant that is not YOLOv5's refused in
+    one line."""
+    try:
+        import onnx
+    except ImportError:
+        print("SKIP onnx_yolov5: no onnx module")
+        return
+    with tempfile.TemporaryDirectory(prefix="yq_onnx_v5_") as tmp:
+        model = os.path.join(tmp, "v5.onnx")
+        rows, no = yolov5_model(model, np)
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        worst, n_dets, bad_raw, bad_dets = 0.0, 0, [], []
+        for img in imgs:
+            d = os.path.join(tmp, os.path.basename(img))
+            os.makedirs(d)
+            r = subprocess.run([DUMP, model, img, d], capture_output=True, text=True)
+            if r.returncode:
+                bad_raw.append(f"{os.path.basename(img)}: onnx_dump failed: {r.stderr.strip()}")
+                continue
+            c, h, w, nr, n, iw, ih = map(int, open(os.path.join(d, "shape.txt")).read().split())
+            x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
+            ours = np.fromfile(os.path.join(d, "output.f32"), dtype=np.float32).reshape(nr, n)
+            ref = sess.run(None, {"images": x})[0][0]
+            rel = float(np.abs(ours - ref).max() / np.abs(ref).max()) if ours.shape == ref.shape else 1.0
+            worst = max(worst, rel)
+            if (nr, n) != (rows, no) or rel > 1e-4:
+                bad_raw.append(f"{os.path.basename(img)}: {nr}x{n}, rel {rel:.3g}")
+            mine = [tuple(float(v) for v in l.split()) for l in open(os.path.join(d, "dets.txt"))]
+            theirs = decode_v5(ref, iw, ih, w, h)
+            n_dets += len(mine)
+            if len(mine) != len(theirs):
+                bad_dets.append(f"{os.path.basename(img)}: {len(mine)} detections, the independent decode {len(theirs)}")
+                continue
+            for a, b in zip(mine, theirs):
+                if int(a[0]) != b[0] or abs(a[1] - b[1]) > 1e-4 or max(abs(a[k] - b[k]) for k in range(2, 6)) > 0.5:
+                    bad_dets.append(f"{os.path.basename(img)}: ours {a} vs {tuple(round(v, 3) for v in b)}")
+                    break
+        print(f"# YOLOv5 anchor head, {len(imgs)} images: worst max|ours - ort| / max|ort| = {worst:.3g}; {n_dets} detections")
+        report("onnx_yolov5_fp32_vs_onnxruntime", len(imgs) >= 6 and not bad_raw, "; ".join(bad_raw[:4]))
+        report("onnx_yolov5_detections_vs_independent_decode", len(imgs) >= 6 and n_dets > 0 and not bad_dets,
+               "; ".join(bad_dets[:4]))
+        # inspect names the heads; quantize (calibrated on three images) and detect on the package
+        import json
+        ins = subprocess.run([YQ, "inspect", model, "--json", "-"], capture_output=True, text=True)
+        heads = [l for l in json.loads(ins.stdout)["layers"] if l["type"] == "yolo"] if ins.returncode == 0 else []
+        calib = os.path.join(tmp, "calib")
+        os.makedirs(calib)
+        for p in imgs[:3]:
+            os.symlink(p, os.path.join(calib, os.path.basename(p)))
+        pkg = os.path.join(tmp, "v5.yqp")
+        q = subprocess.run([YQ, "quantize", model, "--calib", calib, "--no-val", "--layers", "0", "-o", pkg],
+                           capture_output=True, text=True)
+        det = subprocess.run([YQ, "detect", pkg, imgs[0], "--json", "-"], capture_output=True, text=True) \
+            if q.returncode == 0 else None
+        ok = len(heads) == 3 and q.returncode == 0 and det is not None and det.returncode == 0 and \
+            isinstance(json.loads(det.stdout), (dict, list))
+        report("onnx_yolov5_package", ok, f"{len(heads)} yolo heads; quantize exit {q.returncode} {q.stderr.strip()[-300:]}; "
+               f"detect {det.returncode if det else '-'} {det.stderr.strip()[-200:] if det else ''}")
+        # a grid that is not YOLOv5's cell offsets (+0.5 instead of -0.5): refused, one line
+        m = onnx.load(model)
+        from onnx import numpy_helper as nh
+        for t in m.graph.initializer:
+            if t.name == "grid1":
+                t.CopyFrom(nh.from_array(nh.to_array(t) + np.float32(1.0), t.name))
+        bad = os.path.join(tmp, "v5_badgrid.onnx")
+        onnx.save(m, bad)
+        r = subprocess.run([YQ, "inspect", bad], capture_output=True, text=True)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        report("onnx_yolov5_bad_grid", r.returncode == 1 and len(lines) == 1 and bad in lines[0] and "grid" in lines[0]
+               and not r.stdout, f"exit {r.returncode}, stderr {r.stderr.strip()[:300]!r}")
+
+
 def dets_text(out):
     """`yquant detect`'s printed detections: [(name, score, x, y, w, h)]."""
     import re
@@ -258,6 +409,8 @@ def main():
     print(f"# {len(imgs)} images: worst max|ours - ort| / max|ort| = {worst:.3g}; {n_dets} detections")
     report("onnx_fp32_vs_onnxruntime", len(imgs) >= 6 and not bad_raw, "; ".join(bad_raw[:4]))
     report("onnx_detections_vs_independent_decode", len(imgs) >= 6 and n_dets > 0 and not bad_dets, "; ".join(bad_dets[:4]))
+
+    yolov5_tests(imgs, np, ort)
 
     # int8: quantized on four sample images, written as a package (format 5 holds the detect
     # heads), loaded again and run on the CPU reference: the same objects as FP32 in dog.jpg

@@ -4,7 +4,7 @@
  *     onnx_dump MODEL.onnx IMAGE OUTDIR
  *
  * OUTDIR/input.f32 (C x H x W floats, the letterboxed image), OUTDIR/output.f32 ((4 +
- * classes) x N floats, as the export's output0), OUTDIR/dets.txt (one detection a line: class
+ * classes) x N floats, as the export's output0; YOLOv5's anchor heads: N x (5 + classes)), OUTDIR/dets.txt (one detection a line: class
  * score x y w h, in image pixels, conf 0.25, NMS 0.45) and OUTDIR/shape.txt ("C H W rows N"). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +55,49 @@ int main(int argc, char **argv)
     int nh = 0;
     for (int i = 0; i < g->n_nodes && nh < 16; i++)
         if (yq_op_is_head(g->nodes[i].op)) heads[nh++] = yq_plan_tensor(p, g->nodes[i].src[0]);
-    long N = yq_detect_raw_cells(g);
-    int rows = 4 + g->nodes[g->n_nodes - 1].p.head.classes;
-    out = malloc(sizeof *out * (size_t)(rows * N));
-    if (!out || yq_detect_raw(g, heads, 0, out) != rows) {
-        fprintf(stderr, "onnx_dump: no detect heads\n");
-        goto done;
+    long N;
+    int rows;
+    if (nh && g->nodes[g->n_nodes - 1].op == YQ_OP_YOLO) {
+        /* YOLOv5's output0, N x (5 + classes), written here from YOLOv5's definition (not
+         * yquant's post-processing): per scale (finest first), anchor a, cell (j, i) of the
+         * logistic head input s: x, y = (2 s + (i, j) - 0.5) stride, w, h = (2 s)^2
+         * anchor, then s of the objectness and the classes */
+        N = 0;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (g->nodes[i].op == YQ_OP_YOLO)
+                N += (long)g->nodes[i].p.head.n_mask * g->nodes[g->nodes[i].src[0]].out.h * g->nodes[g->nodes[i].src[0]].out.w;
+        rows = (int)N;
+        N = 5 + g->nodes[g->n_nodes - 1].p.head.classes;
+        out = malloc(sizeof *out * (size_t)(rows * N));
+        float *o = out;
+        for (int i = 0, k = 0; out && i < g->n_nodes; i++) {
+            if (g->nodes[i].op != YQ_OP_YOLO) continue;
+            const yq_head_p *h = &g->nodes[i].p.head;
+            yq_shape s = g->nodes[g->nodes[i].src[0]].out;
+            const float *x = heads[k++];
+            const float stride = (float)in.w / (float)s.w;
+            const long plane = (long)s.h * s.w;
+            for (int a = 0; a < h->n_mask; a++)
+                for (int y = 0; y < s.h; y++)
+                    for (int xx = 0; xx < s.w; xx++, o += N) {
+                        const float *v = x + (long)a * N * plane + (long)y * s.w + xx;
+                        const float *anc = h->anchors + 2 * h->mask[a];
+                        o[0] = (v[0] * 2 + ((float)xx - 0.5f)) * stride;
+                        o[1] = (v[plane] * 2 + ((float)y - 0.5f)) * stride;
+                        o[2] = (v[2 * plane] * 2) * (v[2 * plane] * 2) * anc[0];
+                        o[3] = (v[3 * plane] * 2) * (v[3 * plane] * 2) * anc[1];
+                        for (long c = 4; c < N; c++) o[c] = v[c * plane];
+                    }
+        }
+        if (!out) goto done;
+    } else {
+        N = yq_detect_raw_cells(g);
+        rows = 4 + g->nodes[g->n_nodes - 1].p.head.classes;
+        out = malloc(sizeof *out * (size_t)(rows * N));
+        if (!out || yq_detect_raw(g, heads, 0, out) != rows) {
+            fprintf(stderr, "onnx_dump: no detect heads\n");
+            goto done;
+        }
     }
     if (write_f32(argv[3], "output.f32", out, rows * N)) {
         fprintf(stderr, "onnx_dump: cannot write into %s\n", argv[3]);
