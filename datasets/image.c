@@ -170,6 +170,32 @@ yq_status yq_image_load(const char *path, yq_image *out, yq_error *err)
     return st;
 }
 
+yq_status yq_image_from_frame(const yq_frame *f, yq_image *out, yq_error *err)
+{
+    if (!f || !f->data) return yq_fail(err, YQ_ERR_INVALID_ARG, "frame: no pixel data");
+    if ((unsigned)f->format > YQ_PIX_BGRA8) return yq_fail(err, YQ_ERR_INVALID_ARG, "frame: unknown pixel format %d", (int)f->format);
+    if (f->width < 1 || f->height < 1 || (long)f->width * f->height > max_pixels)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "frame: %dx%d pixels (1 to %.1f megapixels)", f->width, f->height,
+                       (double)max_pixels / 1e6);
+    const int bpp = f->format == YQ_PIX_RGB8 || f->format == YQ_PIX_BGR8 ? 3 : 4;
+    const long row = (long)f->width * bpp, stride = f->stride ? f->stride : row;
+    if (stride < row) return yq_fail(err, YQ_ERR_INVALID_ARG, "frame: stride %ld bytes under a row of %ld", stride, row);
+    yq_status st = yq_image_make(f->width, f->height, 3, out, err);
+    if (st != YQ_OK) return st;
+    const int bgr = f->format == YQ_PIX_BGR8 || f->format == YQ_PIX_BGRA8;
+    const size_t plane = (size_t)f->width * f->height;
+    for (int y = 0; y < f->height; y++) {
+        const uint8_t *p = f->data + (size_t)y * (size_t)stride;
+        float *r = out->data + (size_t)y * f->width, *g = r + plane, *b = g + plane;
+        for (int x = 0; x < f->width; x++, p += bpp) {
+            r[x] = (float)p[bgr ? 2 : 0] / 255.f;
+            g[x] = (float)p[1] / 255.f;
+            b[x] = (float)p[bgr ? 0 : 2] / 255.f;
+        }
+    }
+    return YQ_OK;
+}
+
 yq_status yq_image_make(int w, int h, int c, yq_image *out, yq_error *err)
 {
     if (w < 1 || h < 1 || c < 1 || (long)w * h > MAX_PIXELS || c > 64)

@@ -207,6 +207,29 @@ yq_status yq_session_run_images(yq_session *s, const char *const *paths, int n, 
 yq_status yq_session_run_tensor(yq_session *s, const float *nchw, int n, const int *orig_wh,
                                 yq_detection *dets, int cap_per_image, int *counts, yq_error *err);
 
+/* A frame already in memory, as a camera or video pipeline holds it: 8-bit interleaved
+ * pixels, rows of stride bytes (0: width x the format's bytes a pixel; larger for padded
+ * rows, never smaller), the first row first. */
+typedef enum yq_pixel_format {
+    YQ_PIX_RGB8 = 0,              /* R, G, B */
+    YQ_PIX_BGR8 = 1,              /* B, G, R (OpenCV's default) */
+    YQ_PIX_RGBA8 = 2,             /* R, G, B, A (the alpha ignored) */
+    YQ_PIX_BGRA8 = 3              /* B, G, R, A (the alpha ignored) */
+} yq_pixel_format;
+typedef struct yq_frame {
+    const uint8_t *data;
+    int width, height;
+    int stride;                   /* bytes a row; 0: dense */
+    yq_pixel_format format;
+} yq_frame;
+/* Detects objects in n frames in memory, as yq_session_run_images does in files: each
+ * frame is taken to RGB in [0,1] (v / 255, the decoders' arithmetic), then the same
+ * preprocessing, so a frame holding a decoded file's pixels gives that file's detections
+ * to the byte.  A frame with no data, a size out of range (yq_image_max_pixels), a stride
+ * under a row or an unknown format fails the call naming the frame. */
+yq_status yq_session_run_frames(yq_session *s, const yq_frame *frames, int n, yq_detection *dets, int cap_per_image,
+                                int *counts, yq_error *err);
+
 /* ---- GPUs ------------------------------------------------------------------------ */
 
 /* CUDA devices usable here; 0 when there is no driver or no GPU (never an error). */

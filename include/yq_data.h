@@ -49,6 +49,12 @@ yq_status yq_image_load(const char *path, yq_image *out, yq_error *err);
  * truncation as yq_image_load does, without decoding pixels. */
 yq_status yq_image_size(const char *path, int *w, int *h, yq_error *err);
 
+/* An 8-bit interleaved frame (yq_frame of yq.h: RGB, BGR, RGBA or BGRA, rows of stride
+ * bytes, 0 for dense) as an RGB image in [0,1] (v/255.f, as the decoders give), so that
+ * the pixels of a decoded file give its image to the bit.  Checked: data, size (the pixel
+ * limit), stride, format; *out set only on YQ_OK. */
+yq_status yq_image_from_frame(const yq_frame *f, yq_image *out, yq_error *err);
+
 /* A w x h x c image filled with zeros. */
 yq_status yq_image_make(int w, int h, int c, yq_image *out, yq_error *err);
 

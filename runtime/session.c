@@ -436,6 +436,24 @@ static yq_status fill_image(void *ctx, const yq_session *s, int i, float *dst, i
     return st;
 }
 
+typedef struct { const yq_frame *f; } frames_ctx;
+static yq_status fill_frame(void *ctx, const yq_session *s, int i, float *dst, int *w, int *h, yq_error *err)
+{
+    const frames_ctx *c = ctx;
+    yq_image im;
+    yq_status st = yq_image_from_frame(&c->f[i], &im, err);
+    if (st) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s", err->msg + (strncmp(err->msg, "frame: ", 7) ? 0 : 7));
+        return yq_fail(err, st, "frame %d: %s", i, m);
+    }
+    st = yq_preprocess(s->g, &im, s->opt.letterbox, dst, err);
+    *w = im.w;
+    *h = im.h;
+    yq_image_free(&im);
+    return st;
+}
+
 typedef struct { const float *x; const int *wh; } tensor_ctx;
 static yq_status fill_tensor(void *ctx, const yq_session *s, int i, float *dst, int *w, int *h, yq_error *err)
 {
@@ -524,6 +542,14 @@ yq_status yq_session_run_images(yq_session *s, const char *const *paths, int n, 
     if (n > 0 && !paths) return yq_fail(err, YQ_ERR_INVALID_ARG, "run_images: no paths");
     images_ctx c = { paths };
     return run(s, n, fill_image, &c, dets, cap_per_image, counts, err);
+}
+
+yq_status yq_session_run_frames(yq_session *s, const yq_frame *frames, int n, yq_detection *dets, int cap_per_image,
+                                int *counts, yq_error *err)
+{
+    if (n > 0 && !frames) return yq_fail(err, YQ_ERR_INVALID_ARG, "run_frames: no frames");
+    frames_ctx c = { frames };
+    return run(s, n, fill_frame, &c, dets, cap_per_image, counts, err);
 }
 
 yq_status yq_session_run_tensor(yq_session *s, const float *nchw, int n, const int *orig_wh,

@@ -93,6 +93,11 @@ def main():
         shutil.copy(os.path.join(ROOT, "examples", "quantize.c"), qsrc)
         r = run([cc, "-std=c11", "-o", os.path.join(tmp, "quantize"), qsrc] + shlex.split(cflags) + shlex.split(libs), cwd=tmp)
         report("install_build_quantize_example", r.returncode == 0, r.stderr[-600:])
+        fsrc = os.path.join(tmp, "frames.c")
+        shutil.copy(os.path.join(ROOT, "examples", "frames.c"), fsrc)
+        fexe = os.path.join(tmp, "frames")
+        r = run([cc, "-std=c11", "-o", fexe, fsrc] + shlex.split(cflags) + shlex.split(libs), cwd=tmp)
+        report("install_build_frames_example", r.returncode == 0, r.stderr[-600:])
         need = run(["readelf", "-d", exe]).stdout
         report("install_links_shared", f"[libyq.so.{major}]" in need, need[-300:])
 
@@ -108,6 +113,12 @@ def main():
             report("install_run_example", a.returncode == 0 and len(dets) > 0 and a.stdout == b.stdout,
                    f"exit {a.returncode}, {len(dets)} lines; differs from build/examples/detect: {a.stdout != b.stdout}; "
                    f"{a.stderr[-300:]}")
+            # the frames example: the image's pixels as BGR frames in memory, the file's detections
+            fr = run([fexe, model, img, "3"], env=renv)
+            want = [l for l in a.stdout.splitlines()[2:] if l.startswith("  ")]
+            got = [l for l in fr.stdout.splitlines() if l.startswith("  ")]
+            report("install_run_frames_example", fr.returncode == 0 and got and got == want,
+                   f"exit {fr.returncode}; frames {got[:3]} vs file {want[:3]}; {fr.stderr[-300:]}")
         v = run([os.path.join(pfx, "bin", "yquant"), "--version"])
         report("install_cli", v.returncode == 0 and version in v.stdout, v.stdout + v.stderr)
 

@@ -265,6 +265,81 @@ static void t_preprocess(void)
     yq_model_free(m);
 }
 
+/* A decoded file's pixels as 8-bit interleaved frames (RGB dense, BGR with padded rows,
+ * RGBA, BGRA padded), as a capture pipeline would hold them. */
+static uint8_t *frame_of(const yq_image *im, yq_pixel_format fmt, int pad, yq_frame *f)
+{
+    const int bpp = fmt == YQ_PIX_RGB8 || fmt == YQ_PIX_BGR8 ? 3 : 4, bgr = fmt == YQ_PIX_BGR8 || fmt == YQ_PIX_BGRA8;
+    const int stride = im->w * bpp + pad;
+    const size_t plane = (size_t)im->w * im->h;
+    uint8_t *d = malloc((size_t)stride * im->h);
+    CHECK(d);
+    memset(d, 0xA5, (size_t)stride * im->h);        /* padding and alpha: anything */
+    for (int y = 0; y < im->h; y++)
+        for (int x = 0; x < im->w; x++) {
+            uint8_t *p = d + (size_t)y * stride + (size_t)x * bpp;
+            for (int ch = 0; ch < 3; ch++) {
+                float v = im->data[ch * plane + (size_t)y * im->w + x];
+                long b = lrintf(v * 255.f);
+                /* the decoders' v/255.f: each byte comes back exactly */
+                CHECKF(b >= 0 && b <= 255 && (float)b / 255.f == v, "pixel (%d, %d) channel %d: %g", x, y, ch, (double)v);
+                p[bgr ? 2 - ch : ch] = (uint8_t)b;
+            }
+        }
+    *f = (yq_frame){ d, im->w, im->h, pad ? stride : 0, fmt };
+    return d;
+}
+
+/* Frames in memory (yq_session_run_frames): the same detections, byte for byte, as the files
+ * their pixels were decoded from, in every pixel format, padded rows or not, two images in
+ * one batch; a frame without data, a stride under a row and an unknown format fail naming
+ * the frame. */
+static void t_session_frames(void)
+{
+    char dir[700], dog[700], horses[700];
+    shared("models/yolo-fastest-1.1", dir, sizeof dir);
+    shared("datasets/darknet-samples/dog.jpg", dog, sizeof dog);
+    shared("datasets/darknet-samples/horses.jpg", horses, sizeof horses);
+    yq_model *m = open_model(dir, NULL);
+    yq_session *s = NULL;
+    CHECKF(yq_session_new(m, "cpu", 4, &s, &err) == YQ_OK, "%s", err.msg);
+    yq_image a, b;
+    CHECKF(yq_image_load(dog, &a, &err) == YQ_OK && yq_image_load(horses, &b, &err) == YQ_OK, "%s", err.msg);
+    yq_frame f[4];
+    uint8_t *buf[4] = { frame_of(&a, YQ_PIX_RGB8, 0, &f[0]), frame_of(&b, YQ_PIX_BGR8, 13, &f[1]),
+                        frame_of(&a, YQ_PIX_RGBA8, 0, &f[2]), frame_of(&b, YQ_PIX_BGRA8, 64, &f[3]) };
+    const char *paths[4] = { dog, horses, dog, horses };
+    enum { CAP = 100 };
+    yq_detection *d1 = calloc(4 * CAP, sizeof *d1), *d2 = calloc(4 * CAP, sizeof *d2);
+    int c1[4], c2[4];
+    CHECK(d1 && d2);
+    CHECKF(yq_session_run_images(s, paths, 4, d1, CAP, c1, &err) == YQ_OK, "%s", err.msg);
+    CHECKF(yq_session_run_frames(s, f, 4, d2, CAP, c2, &err) == YQ_OK, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        CHECKF(c1[i] > 0 && c1[i] == c2[i], "image %d: %d detections from the file, %d from the frame", i, c1[i], c2[i]);
+        CHECKF(!memcmp(d1 + i * CAP, d2 + i * CAP, sizeof *d1 * (size_t)c1[i]), "image %d: the detections differ", i);
+    }
+    printf("# frames: %d + %d + %d + %d detections, the files' bytes\n", c2[0], c2[1], c2[2], c2[3]);
+    yq_frame bad[3] = { f[0], f[1], f[2] };
+    bad[1].data = NULL;
+    CHECK(yq_session_run_frames(s, bad, 3, d2, CAP, c2, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "frame 1"));
+    bad[1] = f[1];
+    bad[2].stride = bad[2].width * 4 - 1;
+    CHECK(yq_session_run_frames(s, bad, 3, d2, CAP, c2, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "frame 2") &&
+          strstr(err.msg, "stride"));
+    bad[2] = f[2];
+    bad[0].format = (yq_pixel_format)9;
+    CHECK(yq_session_run_frames(s, bad, 3, d2, CAP, c2, &err) == YQ_ERR_INVALID_ARG && strstr(err.msg, "frame 0") &&
+          strstr(err.msg, "format"));
+    for (int i = 0; i < 4; i++) free(buf[i]);
+    free(d1);
+    free(d2);
+    yq_image_free(&a);
+    yq_image_free(&b);
+    yq_session_free(s);
+    yq_model_free(m);
+}
+
 static void count_warn(void *ctx, const char *msg)
 {
     ++*(int *)ctx;
@@ -544,6 +619,7 @@ int main(void)
     TEST(t_package_record);
     TEST(t_package_options);
     TEST(t_preprocess);
+    TEST(t_session_frames);
     TEST(t_session_evaluate);
     TEST(t_qconf_text);
     TEST(t_layer_errors);
