@@ -78,6 +78,17 @@ int  cli_write_json(const char *path, struct cJSON *root);
 int  cli_write_json_compact(const char *path, struct cJSON *root);
 
 /* Terminal progress bar; pass cli_progress as a progress callback with &bar as ctx. */
+/* -q/--quiet (0), the default (1), -v/--verbose (2): taken out of argv by main wherever
+ * they stand.  Quiet: no progress bars, no notes (results, warnings and errors stay).
+ * Verbose: each step's start and end as a timed line, also when stderr is not a terminal. */
+extern int cli_verbosity;
+/* "yquant: note: ..." on stderr, unless quiet. */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A session on `device`, or when device is NULL on the GPU where the model runs there (an
+ * int8 model, a usable GPU), else the CPU: the default of every command's --device. */
+yq_status cli_session_new(const yq_model *m, const char *device, int max_batch, yq_session **out, yq_error *err);
+#define CLI_DEVICE_HELP "the GPU (cuda) when one is usable and the model is int8, else cpu"
+
 typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;
 void cli_progress_start(cli_bar *p, const char *label);
 void cli_progress(void *ctx, int done, int total);

@@ -48,7 +48,9 @@ static const char *help =
     "  --tune            cuda int8: tune the kernel of every conv first (as `yquant tune`),\n"
     "                    then time the tuned network too: any family, dp4a only, mma only\n"
     "  --log FILE        --tune: the tuning log to reuse and extend (default: none)\n"
-    "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32)\n"
+    "  --tuner T, --budget S, --trials N   --tune: as for `yquant tune` (model, 300 s, 32);\n"
+    "                    --tune-log, --tune-budget, --tune-trials: the same, as quantize and\n"
+    "                    sweep name them\n"
     "  --gpu-float P     cuda int8: the layers kept in float (--head float, a package's float\n"
     "                    layers) in fp32 (default: their exact FP32, the CPU reference's bytes,\n"
     "                    as every other command and the packages run them) or fp16 (FP16 tensor\n"
@@ -247,21 +249,15 @@ int cmd_bench(int argc, char **argv)
             bo.layout = v;
         } else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--tune")) tune = 1;
-        else if (!strcmp(a, "--log") && has) to.log = argv[++i];
+        else if ((!strcmp(a, "--log") || !strcmp(a, "--tune-log")) && has) to.log = argv[++i];
         else if (!strcmp(a, "--tuner") && has) {
             yq_error e;
             to.tuner = argv[++i];
             if (yq_tuning_check(&to, &e) != YQ_OK) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
-        } else if (!strcmp(a, "--budget") && has) {
-            char *end;
-            double b = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(b >= 0) || b > 1e7) return cli_usage_error("--budget %s: expected seconds >= 0", argv[i]);
-            to.budget_s = b;
-        } else if (!strcmp(a, "--trials") && has) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || v < 0 || v > 100000) return cli_usage_error("--trials %s: expected a count >= 0", argv[i]);
-            to.trials = (int)v;
+        } else if ((!strcmp(a, "--budget") || !strcmp(a, "--tune-budget")) && has) {
+            if (cli_num(a, argv[++i], 0, 1e7, &to.budget_s)) return 2;
+        } else if ((!strcmp(a, "--trials") || !strcmp(a, "--tune-trials")) && has) {
+            if (cli_int(a, argv[++i], 0, 100000, &to.trials)) return 2;
         }
         else if (a[0] == '-') return cli_usage_error("bench: unknown option %s (or a missing value)", a);
         else if (!mo.model) mo.model = a;
@@ -282,7 +278,7 @@ int cmd_bench(int argc, char **argv)
     bo.device = cuda ? "cuda" : "cpu";
     bo.runs = runs >= 0 ? runs : cuda ? 100 : 10;
     bo.warmup = warmup >= 0 ? warmup : cuda ? 10 : 2;
-    if (cuda && bo.runs < 100) fprintf(stderr, "yquant: note: %d runs (the latency figures want >= 100)\n", bo.runs);
+    if (cuda && bo.runs < 100) cli_note("%d runs (the latency figures want >= 100)", bo.runs);
     if (tune && (!cuda || !(prec & P_INT8)))
         return cli_usage_error("bench --tune: tuning is for int8 on cuda (--device cuda --precision ...,int8)");
 

@@ -19,13 +19,14 @@ static const char *help =
     "Runs the detector on each image: one line per detection (class, confidence, box\n"
     "x,y,w,h in pixels).  MODEL is a Darknet model or an Ultralytics .onnx export (FP32, cpu\n"
     "only), or an int8 package (.yqp).\n"
-    "  --device D        cpu (default), cuda or cuda:N (int8 packages; decode and NMS on the GPU)\n"
+    "  --device D        cpu, cuda or cuda:N (int8 packages; decode and NMS on the GPU);\n"
+    "                    default " CLI_DEVICE_HELP "\n"
     "  --conf P          confidence threshold (default 0.25)\n"
     "  --nms T           per-class NMS IoU threshold (default 0.45)\n"
     "  --max-dets N      detections kept per image (default 100)\n"
     "  --letterbox       letterbox the image (aspect kept, grey padding)\n"
     "  --no-letterbox    plain resize (default unless the cfg sets letter_box=1)\n"
-    "  --out DIR         write DIR/<image>.png with the boxes and class names drawn\n"
+    "  -o, --output DIR  write DIR/<image>.png with the boxes and class names drawn (--out: the same)\n"
     "  --json FILE       COCO results JSON: image_id, category_id, bbox [x,y,w,h], score, and the\n"
     "                    image's file_name ('-': standard output, the listing then on standard error)\n"
     "  --weights, --size, --bn  as for inspect\n"
@@ -79,7 +80,7 @@ int cmd_detect(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
     yq_session_opt po = yq_session_defaults();
-    const char *out_dir = NULL, *json = NULL, *device = "cpu";
+    const char *out_dir = NULL, *json = NULL, *device = NULL;
     int letterbox = -1;
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
@@ -94,7 +95,7 @@ int cmd_detect(int argc, char **argv)
         else if (!strcmp(a, "--conf") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.conf)) return 2; }
         else if (!strcmp(a, "--nms") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.nms)) return 2; }
         else if (!strcmp(a, "--max-dets") && has) { if (cli_int(a, argv[++i], 1, 100000, &po.max_dets)) return 2; }
-        else if (!strcmp(a, "--out") && has) out_dir = argv[++i];
+        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out_dir = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--device") && has) device = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
@@ -119,7 +120,7 @@ int cmd_detect(int argc, char **argv)
     yq_detection *dets = malloc(sizeof *dets * (size_t)po.max_dets);
     float *input = NULL;
     if (!dets) { fprintf(stderr, "yquant: detect: out of memory for %d detections\n", po.max_dets); goto done; }
-    if (cli_open_model(&mo, &model, &err) != YQ_OK || yq_session_new(model, device, 1, &sess, &err) != YQ_OK) {
+    if (cli_open_model(&mo, &model, &err) != YQ_OK || cli_session_new(model, device, 1, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }

@@ -13,7 +13,7 @@ static const char *help =
     "COCO mAP@[.5:.95], mAP@.5 and the other ten COCO stats, computed as pycocotools does.\n"
     "MODEL is a Darknet model or an Ultralytics .onnx export (FP32, or int8 with --calib) or an\n"
     "int8 package (.yqp).\n"
-    "  --device D        cpu (default), cuda or cuda:N (int8 only)\n"
+    "  --device D        cpu, cuda or cuda:N (int8 only); default " CLI_DEVICE_HELP "\n"
     "  --batch N         images per GPU batch (default 8; the cpu runs one at a time)\n"
     "  --conf P          confidence threshold (default 0.005)\n"
     "  --nms T           per-class NMS IoU (default 0.45)\n"
@@ -41,8 +41,7 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
         return cli_fail(err, YQ_ERR_INVALID_ARG, "needs --images DIR and one of --ann FILE or --labels DIR");
     yq_status st = ann ? yq_dataset_load_coco(ann, images, ds, err) : yq_dataset_load_yolo(images, labels, ds, err);
     if (st == YQ_OK && (*ds)->n_listed > (*ds)->n_images)   /* an annotation file of a larger set */
-        fprintf(stderr, "yquant: note: %s lists %d images, %d of them in %s: evaluating those\n", ann, (*ds)->n_listed,
-                (*ds)->n_images, images);
+        cli_note("%s lists %d images, %d of them in %s: evaluating those", ann, (*ds)->n_listed, (*ds)->n_images, images);
     return st;
 }
 
@@ -99,13 +98,13 @@ static int eval_parse(eval_args *A, cli_quant_opt *qo, int argc, char **argv)
     if (!(A->ep.conf >= 0 && A->ep.conf < 1) || !(A->ep.nms > 0 && A->ep.nms <= 1))
         return cli_usage_error("eval: --conf in [0,1), --nms in (0,1]");
     if (cli_quant_any(qo) && !cli_quant_calib_dir(qo)) return cli_usage_error("eval: quantization flags need --calib DIR");
-    int dev;
+    int dev = -1;
     yq_error err;
-    if (yq_device_parse(A->device, &dev, &err) != YQ_OK) return cli_usage_error("eval: %s", err.msg);
+    if (A->device && yq_device_parse(A->device, &dev, &err) != YQ_OK) return cli_usage_error("eval: %s", err.msg);
     if (A->batch < 0 || A->batch > 1024) return cli_usage_error("eval: --batch in 1..1024");
     const char *ins[] = { A->mo.model, A->mo.weights, A->images, A->ann, A->labels, A->dets_path, cli_quant_calib_dir(qo) };
     if (cli_check_outputs(ins, (int)(sizeof ins / sizeof *ins), "--json", A->json, NULL, NULL)) return 1;
-    if (!A->batch || dev < 0) A->batch = dev < 0 ? 1 : 8;
+    if (A->device && (!A->batch || dev < 0)) A->batch = dev < 0 ? 1 : 8;   /* (no --device: eval_run) */
     return 0;
 }
 
@@ -113,7 +112,7 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo);
 
 int cmd_eval(int argc, char **argv)
 {
-    eval_args A = { .ep = yq_eval_params_defaults(), .device = "cpu", .letterbox = -1 };
+    eval_args A = { .ep = yq_eval_params_defaults(), .device = NULL, .letterbox = -1 };
     cli_quant_opt *qo = cli_quant_new();
     if (!qo) return 1;
     int rc = eval_parse(&A, qo, argc, argv);
@@ -175,7 +174,8 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo)
     ep.progress = cli_progress;
     ep.warn = cli_warn;
     ep.ctx = &bar;
-    if (yq_session_new(model, device, batch, &sess, &err) != YQ_OK) {
+    if (!batch) batch = !device && yq_model_is_int8(model) && yq_gpu_count() > 0 ? 8 : 1;
+    if (cli_session_new(model, device, batch, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }

@@ -52,7 +52,7 @@ static const char *help =
     "  --tune-budget S, --lat-batch N   as for yquant sweep (60 s of tuning per step, batch 1)\n"
     "  --no-tune         with a GPU present, the package's int8 kernels are tuned on it\n"
     "                    (yquant tune OUT --batch 1,32) unless this is given\n"
-    "  -o FILE           the package\n"
+    "  -o, --output FILE the package\n"
     "  --json FILE       the table and the per-layer report as JSON\n";
 
 typedef struct valset { const char *images, *ann, *labels; } valset;
@@ -250,7 +250,7 @@ int cmd_quantize(int argc, char **argv)
         else if (!strcmp(a, "--max-float") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_float)) goto early; }
         else if (!strcmp(a, "--no-tune")) no_tune = 1;
         else if (!strcmp(a, "--target") && has) target_arg = argv[++i];
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && has) out = argv[++i];
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--output")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--letterbox")) letterbox = 1;
         else if (!strcmp(a, "--no-letterbox")) letterbox = 0;

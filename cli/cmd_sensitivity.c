@@ -22,7 +22,7 @@ static const char *help =
     "goes to stdout and DIR/sensitivity.csv, the chart to DIR/sensitivity.png.\n"
     "  --layers N        only the N convs with the lowest SQNR in the all-int8 graph (faster)\n"
     "  --sqnr-images N   calibration images for the SQNR figures (default 8)\n"
-    "  --out DIR         default MODELNAME-sensitivity\n"
+    "  -o, --output DIR  default MODELNAME-sensitivity (--out: the same)\n"
     "The qconfig flags set bits, calibration method, weights and so on; skip_layers, head,\n"
     "first and keep_float are what this command varies (keep_float is 0 throughout).\n";
 
@@ -114,7 +114,7 @@ int cmd_sensitivity(int argc, char **argv)
         else if ((!strcmp(a, "--val") || !strcmp(a, "--images")) && has) val = argv[++i];
         else if (!strcmp(a, "--ann") && has) ann = argv[++i];
         else if (!strcmp(a, "--labels") && has) labels = argv[++i];
-        else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
+        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_layers)) goto early; }
         else if (!strcmp(a, "--rank") && has) rank = argv[++i];

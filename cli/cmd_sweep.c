@@ -36,9 +36,9 @@ static const char *help =
     "                    \"bits=8,6,4; calib=max,percentile:99.99,kl,mse; weights=per_channel,per_tensor;\n"
     "                    head=float,int8\".  Separate values with | when they hold commas\n"
     "                    (skip_layers=|0,105|0).  The qconfig flags set the values the grid leaves.\n"
-    "  --out DIR         sweep.csv, pareto.png, report.html (default MODELNAME-sweep); in the CSV\n"
-    "                    the settings are as asked, skip_layers and float_convs as run (keep_float's\n"
-    "                    choice included), qconfig the effective qconfig\n"
+    "  -o, --output DIR  sweep.csv, pareto.png, report.html (default MODELNAME-sweep; --out: the\n"
+    "                    same); in the CSV the settings are as asked, skip_layers and float_convs\n"
+    "                    as run (keep_float's choice included), qconfig the effective qconfig\n"
     "  --json FILE       every point as JSON\n"
     "  --sqnr-images N   calibration images for the chosen point's per-layer SQNR (default 8)\n"
     "  --device D        the latency engine: cuda (default when a GPU is present), cuda:N or\n"
@@ -209,7 +209,7 @@ int cmd_sweep(int argc, char **argv)
         else if (!strcmp(a, "--ann") && has) ann = argv[++i];
         else if (!strcmp(a, "--labels") && has) labels = argv[++i];
         else if (!strcmp(a, "--grid") && has) grid_text = argv[++i];
-        else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && has) out = argv[++i];
+        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out = argv[++i];
         else if (!strcmp(a, "--json") && has) json = argv[++i];
         else if (!strcmp(a, "--sqnr-images") && has) { if (cli_int(a, argv[++i], 1, 100000, &sqnr_images)) goto early; }
         else if (!strcmp(a, "--eval-device") && has) eval_device = argv[++i];

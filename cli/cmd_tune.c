@@ -31,6 +31,8 @@ static const char *help =
     "  --batch LIST         session batch sizes to tune for (default 1)\n"
     "  --budget S           wall-clock seconds for the whole run, shared among the shapes\n"
     "                       still to tune (default 300; 0: no limit)\n"
+    "                       (--tune-budget, --tune-trials, --tune-log: the names every command\n"
+    "                       that tunes gives these three; the same here)\n"
     "  --trials N           candidates per shape besides the default (default 32; 0: all)\n"
     "  --early-stopping N   end a shape after N trials without a faster one (default 12; 0: off)\n"
     "  --tuner T            model (default: an analytic cost model orders the candidates),\n"
@@ -122,14 +124,10 @@ int cmd_tune(int argc, char **argv)
         else if (!strcmp(a, "--batch") && has) {
             if ((req.o.n_batches = cli_parse_batches(argv[++i], req.o.batches, 16)) < 1)
                 return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
-        } else if (!strcmp(a, "--budget") && has) {
-            char *end;
-            double b = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(b >= 0) || b > 1e7) return cli_usage_error("--budget %s: expected seconds >= 0", argv[i]);
-            req.o.budget_s = b;
-        } else if (!strcmp(a, "--trials") && has) {
-            if (parse_int(argv[++i], 0, 100000, &v)) return cli_usage_error("--trials %s: expected a count >= 0", argv[i]);
-            req.o.trials = (int)v;
+        } else if ((!strcmp(a, "--budget") || !strcmp(a, "--tune-budget")) && has) {
+            if (cli_num(a, argv[++i], 0, 1e7, &req.o.budget_s)) return 2;
+        } else if ((!strcmp(a, "--trials") || !strcmp(a, "--tune-trials")) && has) {
+            if (cli_int(a, argv[++i], 0, 100000, &req.o.trials)) return 2;
         } else if (!strcmp(a, "--early-stopping") && has) {
             if (parse_int(argv[++i], 0, 100000, &v)) return cli_usage_error("--early-stopping %s: expected a count >= 0", argv[i]);
             req.o.early_stopping = (int)v;
@@ -147,7 +145,7 @@ int cmd_tune(int argc, char **argv)
             if (!strcmp(h, "int8")) req.o.head_int8 = 1;
             else if (!strcmp(h, "float")) req.o.head_int8 = 0;
             else return cli_usage_error("--head %s: expected int8 or float", h);
-        } else if (!strcmp(a, "--log") && has) req.o.log = argv[++i];
+        } else if ((!strcmp(a, "--log") || !strcmp(a, "--tune-log")) && has) req.o.log = argv[++i];
         else if (!strcmp(a, "--json") && has) req.json = argv[++i];
         else if (!strcmp(a, "--device") && has) req.o.device = argv[++i];
         else if (a[0] == '-') return cli_usage_error("tune: unknown option %s (or a missing value)", a);

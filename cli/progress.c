@@ -1,4 +1,6 @@
-/* A progress bar on a terminal (stderr); nothing when stderr is not a tty. */
+/* A progress bar on a terminal (stderr); nothing when stderr is not a tty or -q is given;
+ * with -v each step's start and end as timed lines (terminal or not). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,17 +13,35 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int cli_verbosity = 1;
+
+void cli_note(const char *fmt, ...)
+{
+    if (cli_verbosity < 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("yquant: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 void cli_progress_start(cli_bar *p, const char *label)
 {
     p->label = label;
     p->t0 = now();
-    p->tty = isatty(2);
+    p->tty = isatty(2) && cli_verbosity >= 1;
     p->last = -1;
+    if (cli_verbosity >= 2 && !p->tty) fprintf(stderr, "yquant: %s ...\n", label);
 }
 
 void cli_progress(void *ctx, int done, int total)
 {
     cli_bar *p = ctx;
+    if (cli_verbosity >= 2 && !p->tty && total > 0 && done == total && p->last != 100) {
+        p->last = 100;
+        fprintf(stderr, "yquant: %s: %d/%d done in %.1f s\n", p->label, done, total, now() - p->t0);
+    }
     if (!p->tty || total <= 0) return;
     int pct = (int)(100.0 * done / total);
     if (pct == p->last && done != total) return;

@@ -127,7 +127,7 @@ static void bar_stage(void *ctx, const char *label) { cli_progress_start(ctx, la
 static void note_line(void *ctx, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "%s\n", msg);
+    if (cli_verbosity >= 1) fprintf(stderr, "%s\n", msg);
 }
 
 yq_quant_io cli_quant_term_io(cli_bar *bar)

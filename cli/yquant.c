@@ -29,7 +29,14 @@ static const char *usage =
     "with --weights FILE|synthetic[:SEED], or a model name under $YQ_DATA/models\n"
     "(YQ_DATA defaults to ../shared).\n"
     "\n"
-    "Every option takes its value as --opt VALUE or --opt=VALUE.  yquant --version prints the version.\n";
+    "Every option takes its value as --opt VALUE or --opt=VALUE.  Every command takes\n"
+    "  -q, --quiet       no progress bars and no notes (results, warnings and errors stay)\n"
+    "  -v, --verbose     each step's start and end as a timed line, on a terminal or not\n"
+    "and, where it has them, the same names for the same things:\n"
+    "  -o, --output      its main output (the package, the drawn images, a folder of reports)\n"
+    "  --json FILE|-     its results as JSON ('-': stdout, the JSON alone)\n"
+    "  --device D        cpu, cuda or cuda:N; default the GPU when one is usable for the model\n"
+    "yquant --version prints the version.\n";
 
 /* Ctrl-C or a kill: the temporaries of writes in progress removed, then the default action
  * (so the exit status says which signal). */
@@ -55,10 +62,24 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
     if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
-        fprintf(stderr, "yquant: note: YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
-                        "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)\n");
+        cli_note("YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
+                 "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)");
     argv = cli_split_equals(argc, argv);     /* --opt=value as --opt value, for every command */
     for (argc = 0; argv[argc]; argc++) {}
+    /* -q / -v wherever they stand (after the command too): taken out, the last one wins */
+    int kept = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) cli_verbosity = 0;
+        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) cli_verbosity = 2;
+        else argv[kept++] = argv[i];
+    }
+    argv[kept] = NULL;
+    argc = kept;
+    if (argc < 2) {
+        fputs(usage, stdout);
+        return 2;
+    }
     const char *cmd = argv[1];
     if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);

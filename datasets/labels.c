@@ -362,6 +362,12 @@ static char *default_label_dir(const char *image_dir)
     return p;
 }
 
+/* The classes a YOLO label folder may hold: class k is the model's class k.  Up to 80 the
+ * dataset's categories are COCO's ids through darknet's table (so that COCO-trained models
+ * and COCO's labels in YOLO form score as COCO does), above that the classes themselves
+ * (category k + 1), matched to a model's classes in order (yq_dataset_class_map). */
+#define YOLO_MAX_CLASSES 100000
+
 /* Parses one label file into ds->boxes for image index ii (size w x h). */
 static yq_status yolo_labels(yq_dataset *ds, int *cap, int ii, const char *path, yq_error *err)
 {
@@ -394,9 +400,8 @@ static yq_status yolo_labels(yq_dataset *ds, int *cap, int ii, const char *path,
             st = yq_fail(err, YQ_ERR_FORMAT, "%s:%d: expected \"class cx cy w h\"", path, ln);
             break;
         }
-        if (cls < 0 || cls >= YQ_COCO_CLASSES) {
-            st = yq_fail(err, YQ_ERR_FORMAT, "%s:%d: class %ld out of range 0..%d", path, ln, cls,
-                         YQ_COCO_CLASSES - 1);
+        if (cls < 0 || cls >= YOLO_MAX_CLASSES) {
+            st = yq_fail(err, YQ_ERR_FORMAT, "%s:%d: class %ld out of range 0..%d", path, ln, cls, YOLO_MAX_CLASSES - 1);
             break;
         }
         for (int k = 0; k < 4 && st == YQ_OK; k++)
@@ -414,7 +419,7 @@ static yq_status yolo_labels(yq_dataset *ds, int *cap, int ii, const char *path,
         b->image = ii;
         b->id = ds->n_boxes + 1;
         b->cls = (int)cls;
-        b->category_id = coco_ids[cls];
+        b->category_id = -1;             /* (yq_dataset_load_yolo, once every class is known) */
         b->bbox[0] = (v[0] - v[2] / 2) * W;
         b->bbox[1] = (v[1] - v[3] / 2) * H;
         b->bbox[2] = v[2] * W;
@@ -492,6 +497,19 @@ yq_status yq_dataset_load_yolo(const char *image_dir, const char *label_dir, yq_
     }
     if (st == YQ_OK && !ds->by_id) st = build_index(ds, image_dir, err);
     if (st == YQ_OK) ds->n_listed = ds->n_images;
+    int top = -1;
+    for (int i = 0; i < ds->n_boxes; i++) top = ds->boxes[i].cls > top ? ds->boxes[i].cls : top;
+    if (st == YQ_OK && top >= YQ_COCO_CLASSES) {      /* over COCO's 80: the classes themselves */
+        int *ids = realloc(ds->category_ids, sizeof *ids * (size_t)(top + 1));
+        if (!ids) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+        else {
+            ds->category_ids = ids;
+            for (int c = 0; c <= top; c++) ids[c] = c + 1;
+            ds->n_categories = top + 1;
+        }
+    }
+    for (int i = 0; st == YQ_OK && i < ds->n_boxes; i++)
+        ds->boxes[i].category_id = top >= YQ_COCO_CLASSES ? ds->boxes[i].cls + 1 : coco_ids[ds->boxes[i].cls];
 done:
     yq_list_images_free(paths, n);
     free(ldir);

@@ -124,8 +124,18 @@ def main():
         if r.returncode != 0 or f"usage: yquant {c}" not in r.stdout:
             bad.append(f"{c} --help: exit {r.returncode}, {r.stdout[:80]!r}")
     r = run("--help")
-    if r.returncode != 0 or "--version" not in r.stdout or "--opt=VALUE" not in r.stdout:
-        bad.append("yquant --help does not name --version and --opt=VALUE")
+    if r.returncode != 0 or any(k not in r.stdout for k in ("--version", "--opt=VALUE", "--quiet", "--verbose", "--output")):
+        bad.append("yquant --help does not name --version, --opt=VALUE, -q/--quiet, -v/--verbose and -o/--output")
+    # the same default device, said the same way, wherever a command runs a model on one
+    for c in ("detect", "eval"):
+        h = run(c, "--help").stdout
+        if "default the GPU (cuda) when one is usable and the model is int8, else cpu" not in " ".join(h.split()):
+            bad.append(f"{c} --help does not give the common --device default")
+    # -o/--output for the main output of the commands that write one
+    for c, opt in (("detect", "-o, --output DIR"), ("quantize", "-o, --output FILE"), ("sweep", "-o, --output DIR"),
+                   ("sensitivity", "-o, --output DIR"), ("export", "-o, --output FILE")):
+        if opt not in run(c, "--help").stdout:
+            bad.append(f"{c} --help does not name {opt}")
     v = run("--version")
     if v.returncode != 0 or not v.stdout.startswith("yquant "):
         bad.append(f"--version: {v.returncode} {v.stdout!r}")
@@ -153,6 +163,9 @@ def main():
         (["sweep", *m, "--sqnr-images", "x"], "--sqnr-images", "[1, 100000]"),
         (["bench", *m, "--runs", "x"], "--runs", ""),
         (["tune", "x.yqp", "--trials", "-3"], "--trials", ""),
+        # the tuning options by the names quantize and sweep give them, in tune and bench too
+        (["tune", "x.yqp", "--tune-trials", "-3"], "--tune-trials", ""),
+        (["bench", *m, "--tune-budget", "soon"], "--tune-budget", ""),
     ]
     bad = []
     for args, opt, rng in cases:
@@ -167,6 +180,15 @@ def main():
     c = run("detect", *m, dog)                  # (the defaults: other detections, so the values took)
     report("cli_opt_equals_value", a.returncode == 0 and a.stdout == b.stdout and a.stdout != c.stdout,
            f"exit {a.returncode}/{b.returncode}: {a.stdout[:120]!r} vs {b.stdout[:120]!r}")
+
+    # -o DIR and --output=DIR: detect's drawings, as --out DIR
+    with tempfile.TemporaryDirectory(prefix="yq_cli_o_") as tmp:
+        outs = []
+        for flag in (["-o", os.path.join(tmp, "a")], ["--output=" + os.path.join(tmp, "b")], ["--out", os.path.join(tmp, "c")]):
+            r = run("detect", *m, dog, "--conf", "0.02", *flag)
+            png = os.path.join(tmp, "abc"[len(outs)], "dog.png")
+            outs.append(r.returncode == 0 and os.path.isfile(png) and open(png, "rb").read())
+        report("cli_output_option", all(outs) and outs[0] == outs[1] == outs[2], f"{[bool(o) for o in outs]}")
 
     # --json -: the JSON alone on standard output, each detection naming its image's file
     import json
@@ -194,6 +216,14 @@ def main():
             e = run("eval", *m, "--images", sub, "--ann", ann)
             report("cli_eval_annotations_of_a_larger_set", e.returncode == 0 and "lists 79 images, 3 of them" in e.stderr
                    and "mAP@[.5:.95]" in e.stdout, f"exit {e.returncode}: {e.stderr.strip()[-300:]}")
+            # -q: the same results, no note; -v (stderr not a terminal here): the step's timed lines
+            eq = run("eval", *m, "--images", sub, "--ann", ann, "-q")
+            ev = run("--verbose", "eval", *m, "--images", sub, "--ann", ann)
+            report("cli_quiet_verbose", eq.returncode == 0 and eq.stdout == e.stdout and "note" not in eq.stderr
+                   and ev.returncode == 0 and ev.stdout == e.stdout and "lists 79 images" in ev.stderr
+                   and "yquant: fp32 ..." in ev.stderr and "yquant: fp32: 3/3 done in" in ev.stderr,
+                   f"quiet exit {eq.returncode} stderr {eq.stderr.strip()[-200:]!r}; "
+                   f"verbose exit {ev.returncode} stderr {ev.stderr.strip()[-300:]!r}")
         else:
             print("SKIP cli_eval_annotations_of_a_larger_set: coco-mini not found")
         own_classes(tmp, run)

@@ -403,7 +403,18 @@ static void t_yolo_errors(void)
     CHECK(b->category_id == 1 && ds->boxes[1].category_id == 90 && ds->boxes[1].cls == 79);
     yq_dataset_free(ds);
 
-    expect_yolo_error("0 0.5 0.5 0.1 0.1\n80 0.5 0.5 0.1 0.1\n", "p.txt:2: class 80 out of range");
+    /* over COCO's 80 classes: the classes themselves are the categories (class k, id k + 1),
+     * and a model's classes map to them in order */
+    write_text(tmp_path("y/labels/p.txt"), "0 0.5 0.5 0.1 0.1\n80 0.5 0.5 0.2 0.2\n119 0.5 0.5 0.3 0.3\n");
+    CHECKF(yq_dataset_load_yolo(tmp_path("y/images"), NULL, &ds, &err) == YQ_OK, EMSG, err.msg);
+    CHECK(ds->n_categories == 120 && ds->category_ids[0] == 1 && ds->category_ids[119] == 120);
+    CHECK(ds->boxes[0].category_id == 1 && ds->boxes[1].category_id == 81 && ds->boxes[2].category_id == 120 &&
+          ds->boxes[2].cls == 119);
+    int *cm = yq_dataset_class_map(ds, NULL, 120);
+    CHECK(cm && cm[0] == 1 && cm[80] == 81 && cm[119] == 120);
+    free(cm);
+    yq_dataset_free(ds);
+    expect_yolo_error("0 0.5 0.5 0.1 0.1\n100000 0.5 0.5 0.1 0.1\n", "p.txt:2: class 100000 out of range");
     expect_yolo_error("-1 0.5 0.5 0.1 0.1\n", "p.txt:1: class -1 out of range");
     expect_yolo_error("3 0.5 1.5 0.1 0.1\n", "p.txt:1: coordinate 1.5 outside [0,1]");
     expect_yolo_error("3 0.5 0.5 0.1\n", "p.txt:1: expected");
