@@ -320,7 +320,7 @@ def check_tune():
 
     for name, args, opt in (("tune_unknown_tuner", ["tune", tiny, "--tuner", "xgb"], "--tuner xgb"),
                             ("tune_cpu_device", ["tune", tiny, "--device", "cpu"], "--device cpu"),
-                            ("tune_bad_trials", ["tune", tiny, "--trials", "-1"], "--trials -1"),
+                            ("tune_bad_trials", ["tune", tiny, "--trials", "-1"], "--trials: '-1'"),
                             ("bench_tune_cpu", ["bench", tiny, "--weights", "synthetic", "--device", "cpu", "--tune"],
                              "--tune")):
         rc, out, err = run(args)
