@@ -90,6 +90,42 @@ def decode_v5(out, iw, ih, netw, neth, conf=0.25, nms=0.45, max_dets=100):
     return decode(np.concatenate([out[:, :4], score], axis=1).T, iw, ih, netw, neth, conf, nms, max_dets)
 
 
+def parity(model, imgs, tmp, decoder, shape, np, ort):
+    """model's FP32 output through build/tests/onnx_dump against onnxruntime's on each image
+    (the same input tensor), and its detections against decoder() of onnxruntime's output;
+    shape: the output's (rows, columns) when known.  (worst max rel, detections, raw
+    failures, detection failures)."""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    iname = sess.get_inputs()[0].name
+    worst, n_dets, bad_raw, bad_dets = 0.0, 0, [], []
+    for img in imgs:
+        d = os.path.join(tmp, os.path.basename(img))
+        os.makedirs(d)
+        r = subprocess.run([DUMP, model, img, d], capture_output=True, text=True)
+        if r.returncode:
+            bad_raw.append(f"{os.path.basename(img)}: onnx_dump failed: {r.stderr.strip()}")
+            continue
+        c, h, w, rows, n, iw, ih = map(int, open(os.path.join(d, "shape.txt")).read().split())
+        x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
+        ours = np.fromfile(os.path.join(d, "output.f32"), dtype=np.float32).reshape(rows, n)
+        ref = sess.run(None, {iname: x})[0][0]
+        rel = float(np.abs(ours - ref).max() / np.abs(ref).max()) if ours.shape == ref.shape else 1.0
+        worst = max(worst, rel)
+        if ref.shape != ours.shape or (shape and (rows, n) != shape) or rel > 1e-4:
+            bad_raw.append(f"{os.path.basename(img)}: {rows}x{n}, rel {rel:.3g}")
+        mine = [tuple(float(v) for v in l.split()) for l in open(os.path.join(d, "dets.txt"))]
+        theirs = decoder(ref, iw, ih, w, h)
+        n_dets += len(mine)
+        if len(mine) != len(theirs):
+            bad_dets.append(f"{os.path.basename(img)}: {len(mine)} detections, the independent decode {len(theirs)}")
+            continue
+        for a, b in zip(mine, theirs):
+            if int(a[0]) != b[0] or abs(a[1] - b[1]) > 1e-4 or max(abs(a[k] - b[k]) for k in range(2, 6)) > 0.5:
+                bad_dets.append(f"{os.path.basename(img)}: ours {a} vs {tuple(round(v, 3) for v in b)}")
+                break
+    return worst, n_dets, bad_raw, bad_dets
+
+
 def yolov5_model(path, np):
     """A small model in the graph YOLOv5 (v6.0 and later) exports: SiLU convs down to three
     scales (strides 8, 16, 32 of a 128 x 128 input), each with its Detect conv and the
@@ -169,33 +205,7 @@ def yolov5_tests(imgs, np, ort):
     with tempfile.TemporaryDirectory(prefix="yq_onnx_v5_") as tmp:
         model = os.path.join(tmp, "v5.onnx")
         rows, no = yolov5_model(model, np)
-        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        worst, n_dets, bad_raw, bad_dets = 0.0, 0, [], []
-        for img in imgs:
-            d = os.path.join(tmp, os.path.basename(img))
-            os.makedirs(d)
-            r = subprocess.run([DUMP, model, img, d], capture_output=True, text=True)
-            if r.returncode:
-                bad_raw.append(f"{os.path.basename(img)}: onnx_dump failed: {r.stderr.strip()}")
-                continue
-            c, h, w, nr, n, iw, ih = map(int, open(os.path.join(d, "shape.txt")).read().split())
-            x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
-            ours = np.fromfile(os.path.join(d, "output.f32"), dtype=np.float32).reshape(nr, n)
-            ref = sess.run(None, {"images": x})[0][0]
-            rel = float(np.abs(ours - ref).max() / np.abs(ref).max()) if ours.shape == ref.shape else 1.0
-            worst = max(worst, rel)
-            if (nr, n) != (rows, no) or rel > 1e-4:
-                bad_raw.append(f"{os.path.basename(img)}: {nr}x{n}, rel {rel:.3g}")
-            mine = [tuple(float(v) for v in l.split()) for l in open(os.path.join(d, "dets.txt"))]
-            theirs = decode_v5(ref, iw, ih, w, h)
-            n_dets += len(mine)
-            if len(mine) != len(theirs):
-                bad_dets.append(f"{os.path.basename(img)}: {len(mine)} detections, the independent decode {len(theirs)}")
-                continue
-            for a, b in zip(mine, theirs):
-                if int(a[0]) != b[0] or abs(a[1] - b[1]) > 1e-4 or max(abs(a[k] - b[k]) for k in range(2, 6)) > 0.5:
-                    bad_dets.append(f"{os.path.basename(img)}: ours {a} vs {tuple(round(v, 3) for v in b)}")
-                    break
+        worst, n_dets, bad_raw, bad_dets = parity(model, imgs, tmp, decode_v5, (rows, no), np, ort)
         print(f"# YOLOv5 anchor head, {len(imgs)} images: worst max|ours - ort| / max|ort| = {worst:.3g}; {n_dets} detections")
         report("onnx_yolov5_fp32_vs_onnxruntime", len(imgs) >= 6 and not bad_raw, "; ".join(bad_raw[:4]))
         report("onnx_yolov5_detections_vs_independent_decode", len(imgs) >= 6 and n_dets > 0 and not bad_dets,
@@ -377,35 +387,8 @@ def main():
     if os.path.isdir(val):
         imgs += [os.path.join(val, f) for f in sorted(os.listdir(val))[:6]]
     imgs = [p for p in imgs if os.path.isfile(p)]
-    sess = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
-    iname = sess.get_inputs()[0].name
-    worst, n_dets, bad_raw, bad_dets = 0.0, 0, [], []
     with tempfile.TemporaryDirectory(prefix="yq_onnx_") as tmp:
-        for img in imgs:
-            d = os.path.join(tmp, os.path.basename(img))
-            os.makedirs(d)
-            r = subprocess.run([DUMP, MODEL, img, d], capture_output=True, text=True)
-            if r.returncode:
-                bad_raw.append(f"{os.path.basename(img)}: onnx_dump failed: {r.stderr.strip()}")
-                continue
-            c, h, w, rows, n, iw, ih = map(int, open(os.path.join(d, "shape.txt")).read().split())
-            x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
-            ours = np.fromfile(os.path.join(d, "output.f32"), dtype=np.float32).reshape(rows, n)
-            ref = sess.run(None, {iname: x})[0][0]
-            rel = float(np.abs(ours - ref).max() / np.abs(ref).max())
-            worst = max(worst, rel)
-            if ref.shape != ours.shape or rel > 1e-4:
-                bad_raw.append(f"{os.path.basename(img)}: rel {rel:.3g}")
-            mine = [tuple(float(v) for v in l.split()) for l in open(os.path.join(d, "dets.txt"))]
-            theirs = decode(ref, iw, ih, w, h)
-            n_dets += len(mine)
-            if len(mine) != len(theirs):
-                bad_dets.append(f"{os.path.basename(img)}: {len(mine)} detections, the independent decode {len(theirs)}")
-                continue
-            for a, b in zip(mine, theirs):
-                if int(a[0]) != b[0] or abs(a[1] - b[1]) > 1e-4 or max(abs(a[k] - b[k]) for k in range(2, 6)) > 0.5:
-                    bad_dets.append(f"{os.path.basename(img)}: ours {a} vs {tuple(round(v, 3) for v in b)}")
-                    break
+        worst, n_dets, bad_raw, bad_dets = parity(MODEL, imgs, tmp, decode, None, np, ort)
     print(f"# {len(imgs)} images: worst max|ours - ort| / max|ort| = {worst:.3g}; {n_dets} detections")
     report("onnx_fp32_vs_onnxruntime", len(imgs) >= 6 and not bad_raw, "; ".join(bad_raw[:4]))
     report("onnx_detections_vs_independent_decode", len(imgs) >= 6 and n_dets > 0 and not bad_dets, "; ".join(bad_dets[:4]))
