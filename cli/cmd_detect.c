@@ -58,17 +58,40 @@ static yq_status draw_png(const yq_model *m, const yq_image *im, const yq_detect
     yq_canvas cv;
     yq_status st = yq_canvas_from_chw(im->data, im->c, im->w, im->h, &cv, err);
     if (st != YQ_OK) return st;
-    int thick = im->w > 600 ? 3 : 2, scale = im->w > 600 ? 2 : 1;
+    /* labels sized for the picture and placed best first so that none covers another */
+    int thick, scale;
+    yq_label_style(im->w, im->h, &scale, &thick);
+    char (*label)[96] = malloc(sizeof *label * (size_t)(n > 0 ? n : 1));
+    float *box = malloc(sizeof *box * 4 * (size_t)(n > 0 ? n : 1));
+    int *lw = malloc(sizeof *lw * 4 * (size_t)(n > 0 ? n : 1)), *lh = lw + n, *lx = lh + n, *ly = lx + n;
+    if (!label || !box || !lw) {
+        free(label);
+        free(box);
+        free(lw);
+        yq_canvas_free(&cv);
+        return cli_fail(err, YQ_ERR_NOMEM, "out of memory drawing %s", path);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = yq_model_class_name(m, d[i].cls);
+        if (name) snprintf(label[i], sizeof label[i], "%s %.0f%%", name, 100.0 * (double)d[i].score);
+        else snprintf(label[i], sizeof label[i], "class %d %.0f%%", d[i].cls, 100.0 * (double)d[i].score);
+        yq_label_size(label[i], scale, &lw[i], &lh[i]);
+        box[4 * i] = d[i].x, box[4 * i + 1] = d[i].y, box[4 * i + 2] = d[i].w, box[4 * i + 3] = d[i].h;
+    }
+    yq_label_place(box, lw, lh, n, cv.w, cv.h, lx, ly);
     for (int i = n - 1; i >= 0; i--) {         /* best drawn last, on top */
         uint8_t rgb[3];
         yq_class_color(d[i].cls, rgb);
         yq_draw_box(&cv, d[i].x, d[i].y, d[i].w, d[i].h, thick, rgb[0], rgb[1], rgb[2]);
-        char label[96];
-        const char *name = yq_model_class_name(m, d[i].cls);
-        if (name) snprintf(label, sizeof label, "%s %.0f%%", name, 100.0 * (double)d[i].score);
-        else snprintf(label, sizeof label, "class %d %.0f%%", d[i].cls, 100.0 * (double)d[i].score);
-        yq_draw_label(&cv, (int)d[i].x, (int)d[i].y, label, scale, rgb[0], rgb[1], rgb[2]);
     }
+    for (int i = n - 1; i >= 0; i--) {         /* the labels over every box */
+        uint8_t rgb[3];
+        yq_class_color(d[i].cls, rgb);
+        yq_draw_label_at(&cv, lx[i], ly[i], label[i], scale, rgb[0], rgb[1], rgb[2]);
+    }
+    free(label);
+    free(box);
+    free(lw);
     char out[1024];
     png_name(dir, path, out, sizeof out);
     st = yq_png_write(out, &cv, err);

@@ -61,9 +61,6 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
-    if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
-        cli_note("YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
-                 "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)");
     argv = cli_split_equals(argc, argv);     /* --opt=value as --opt value, for every command */
     for (argc = 0; argv[argc]; argc++) {}
     /* -q / -v wherever they stand (after the command too): taken out, the last one wins */
@@ -80,6 +77,9 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 2;
     }
+    if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
+        cli_note("YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
+                 "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)");
     const char *cmd = argv[1];
     if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);

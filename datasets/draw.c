@@ -297,6 +297,99 @@ void yq_draw_label(yq_canvas *c, int x, int y, const char *text, int scale,
     }
 }
 
+void yq_draw_label_at(yq_canvas *c, int left, int top, const char *text, int scale, uint8_t r, uint8_t g, uint8_t b)
+{
+    if (!canvas_ok(c) || !text || !*text) return;
+    int s = label_scale(scale);
+    size_t n = strlen(text);
+    long long lw, lh;
+    label_dims(n, s, &lw, &lh);
+    fill_rect(c, left, top, lw, lh, r, g, b);
+    uint8_t fg = (299 * r + 587 * g + 114 * b) / 1000 >= 128 ? 0 : 255;
+    long long gy = (long long)top + (long long)LABEL_PAD * s;
+    for (size_t i = 0; i < n; i++) {
+        long long gx = (long long)left + ((long long)LABEL_PAD + (long long)i * FONT_ADV) * s;
+        if (gx >= c->w) break;
+        unsigned ch = (unsigned char)text[i];
+        if (ch < FONT_FIRST || ch > FONT_LAST) ch = '?';
+        const uint8_t *rows = font5x8[ch - FONT_FIRST];
+        for (int ry = 0; ry < FONT_H; ry++)
+            for (int rx = 0; rx < FONT_W; rx++)
+                if (rows[ry] & (0x10 >> rx))
+                    fill_rect(c, gx + (long long)rx * s, gy + (long long)ry * s, s, s, fg, fg, fg);
+    }
+}
+
+/* --- label placement ------------------------------------------------------ */
+
+typedef struct { long long x, y, w, h; } rect;
+
+static int overlaps(rect a, rect b) { return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h; }
+
+/* r moved onto a cw x ch canvas (to 0 where it is larger) */
+static rect onto(rect r, int cw, int ch)
+{
+    if (r.x + r.w > cw) r.x = cw - r.w;
+    if (r.y + r.h > ch) r.y = ch - r.h;
+    if (r.x < 0) r.x = 0;
+    if (r.y < 0) r.y = 0;
+    return r;
+}
+
+static int is_free(rect r, const rect *placed, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (overlaps(r, placed[k])) return 0;
+    return 1;
+}
+
+static long long round_ll(float v) { return isfinite(v) ? (long long)lrintf(fmaxf(fminf(v, 1e9f), -1e9f)) : 0; }
+
+int yq_label_place(const float *box, const int *lw, const int *lh, int n, int cw, int ch, int *left, int *top)
+{
+    rect *placed = n > 0 ? malloc(sizeof *placed * (size_t)n) : NULL;
+    int covered = 0;
+    for (int i = 0; i < n; i++) {
+        long long x = round_ll(box[4 * i]), y = round_ll(box[4 * i + 1]);
+        long long w = round_ll(box[4 * i + 2]), h = round_ll(box[4 * i + 3]);
+        long long W = lw[i] > 0 ? lw[i] : 0, H = lh[i] > 0 ? lh[i] : 0;
+        const rect cand[5] = { { x, y - H, W, H }, { x, y, W, H }, { x, y + h, W, H }, { x + w - W, y - H, W, H },
+                               { x, y + h - H, W, H } };
+        rect r = onto(cand[0], cw, ch);
+        int found = 0;
+        for (int k = 0; k < 5 && !found && placed; k++) {
+            rect t = onto(cand[k], cw, ch);
+            if (is_free(t, placed, i)) r = t, found = 1;
+        }
+        /* the nearest free row above or below the first spot */
+        for (long long d = H > 0 ? H : 1; !found && placed && H > 0 && d <= ch; d += H > 0 ? (H + 1) / 2 : 1)
+            for (int sgn = -1; sgn <= 1 && !found; sgn += 2) {
+                rect t = onto(cand[0], cw, ch);
+                t.y += sgn * d;
+                if (t.y < 0 || t.y + t.h > ch) continue;
+                if (is_free(t, placed, i)) r = t, found = 1;
+            }
+        if (!found && placed) {
+            r = onto(cand[0], cw, ch);
+            covered += i > 0 && !is_free(r, placed, i);
+        }
+        if (placed) placed[i] = r;
+        left[i] = (int)r.x;
+        top[i] = (int)r.y;
+    }
+    free(placed);
+    return covered;
+}
+
+void yq_label_style(int w, int h, int *scale, int *thickness)
+{
+    int m = w < h ? w : h;
+    int s = (m + 150) / 300;
+    s = s < 1 ? 1 : s > LABEL_SCALE_MAX ? LABEL_SCALE_MAX : s;
+    if (scale) *scale = s;
+    if (thickness) *thickness = s < 2 ? 2 : s;
+}
+
 /* --- class colours -------------------------------------------------------- */
 
 void yq_class_color(int cls, uint8_t rgb[3])

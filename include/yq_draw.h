@@ -60,6 +60,24 @@ void yq_draw_label(yq_canvas *c, int x, int y, const char *text, int scale,
 /* Label size in pixels at this scale, as yq_draw_label draws it (before clipping). */
 void yq_label_size(const char *text, int scale, int *w, int *h);
 
+/* The same label with its top-left corner exactly at (left, top), clipped to the canvas
+ * (yq_label_place chose the spot). */
+void yq_draw_label_at(yq_canvas *c, int left, int top, const char *text, int scale, uint8_t r, uint8_t g, uint8_t b);
+
+/* Places n labels of sizes lw[i] x lh[i] for the boxes (x, y, w, h)[i] on a cw x ch canvas so
+ * that they do not cover each other: label i, in order (give the best detection first), at
+ * the first free spot of: just above its box at its left edge, just inside its top, just
+ * below it, above at its right edge, inside its bottom; then the nearest free row above or
+ * below the first spot; kept on the canvas (a label wider or taller than the canvas at 0).
+ * Only where no spot is free does a label cover another (at the first spot).  Top-left
+ * corners into left[i], top[i]; the number of labels that had to cover another returned. */
+int yq_label_place(const float *box_xywh, const int *lw, const int *lh, int n, int cw, int ch, int *left, int *top);
+
+/* The label scale and box thickness that read well on a w x h picture: the 5x8 font
+ * magnified about once per 300 pixels of the shorter side, boxes as thick as one of its
+ * strokes (at least 2). */
+void yq_label_style(int w, int h, int *scale, int *thickness);
+
 /* A colour for class cls: hues spread by the golden ratio, so neighbouring classes
  * differ strongly; deterministic, any int (negative too) is fine. */
 void yq_class_color(int cls, uint8_t rgb[3]);

@@ -312,6 +312,61 @@ static void t_label_absurd(void)
     guarded_free(&g);
 }
 
+/* Label placement: crowded boxes get labels that cover none of the others, every one on
+ * the canvas; the first goes just above its box; a label with no room left covers one
+ * and is counted; absurd boxes and oversized labels stay on the canvas. */
+static void check_placed(const int *lx, const int *ly, const int *lw, const int *lh, int n, int cw, int ch, int *overlap)
+{
+    *overlap = 0;
+    for (int i = 0; i < n; i++) {
+        CHECKF(lx[i] >= 0 && ly[i] >= 0 && (lw[i] > cw || lx[i] + lw[i] <= cw) && (lh[i] > ch || ly[i] + lh[i] <= ch),
+               "label %d at (%d, %d) size %dx%d off a %dx%d canvas", i, lx[i], ly[i], lw[i], lh[i], cw, ch);
+        for (int k = 0; k < i; k++)
+            *overlap += lx[i] < lx[k] + lw[k] && lx[k] < lx[i] + lw[i] && ly[i] < ly[k] + lh[k] && ly[k] < ly[i] + lh[i];
+    }
+}
+
+static void t_label_place(void)
+{
+    enum { N = 6 };
+    float box[4 * N];
+    int lw[N], lh[N], lx[N], ly[N], ov;
+    for (int i = 0; i < N; i++) {            /* six boxes nearly on top of each other */
+        box[4 * i] = 50 + (float)i, box[4 * i + 1] = 40, box[4 * i + 2] = 60, box[4 * i + 3] = 40;
+        yq_label_size("person 99%", 1, &lw[i], &lh[i]);
+    }
+    int covered = yq_label_place(box, lw, lh, N, 300, 200, lx, ly);
+    check_placed(lx, ly, lw, lh, N, 300, 200, &ov);
+    CHECKF(covered == 0 && ov == 0, "%d covered, %d overlapping pairs", covered, ov);
+    CHECKF(lx[0] == 50 && ly[0] == 40 - lh[0], "first label at (%d, %d)", lx[0], ly[0]);
+    CHECK(ly[1] == 40);                      /* the second just inside its box's top */
+
+    enum { M = 40 };                         /* more labels than a 60 x 30 canvas holds */
+    float b2[4 * M];
+    int w2[M], h2[M], x2[M], y2[M];
+    for (int i = 0; i < M; i++) {
+        b2[4 * i] = (float)(i % 7) * 8, b2[4 * i + 1] = (float)(i % 5) * 6, b2[4 * i + 2] = 10, b2[4 * i + 3] = 8;
+        yq_label_size("dog 50%", 1, &w2[i], &h2[i]);
+    }
+    covered = yq_label_place(b2, w2, h2, M, 60, 30, x2, y2);
+    check_placed(x2, y2, w2, h2, M, 60, 30, &ov);
+    CHECKF(covered > 0 && ov > 0, "%d covered, %d overlaps: a full canvas must overlap", covered, ov);
+
+    /* NaN and huge boxes, a label wider than the canvas */
+    float b3[8] = { NAN, 1e30f, -INFINITY, 5, 1e9f, -1e9f, 3, 3 };
+    int w3[2] = { 500, 20 }, h3[2] = { 10, 10 }, x3[2], y3[2];
+    yq_label_place(b3, w3, h3, 2, 100, 50, x3, y3);
+    check_placed(x3, y3, w3, h3, 2, 100, 50, &ov);
+    CHECK(x3[0] == 0);
+    int s, t;
+    yq_label_style(768, 576, &s, &t);
+    CHECK(s == 2 && t == 2);
+    yq_label_style(4000, 3000, &s, &t);
+    CHECK(s == 10 && t == 10);
+    yq_label_style(100, 80, &s, &t);
+    CHECK(s == 1 && t == 2);
+}
+
 static void t_class_color(void)
 {
     uint8_t c[80][3];
@@ -464,6 +519,7 @@ int main(void)
     TEST(t_box_absurd);
     TEST(t_label_renders);
     TEST(t_label_absurd);
+    TEST(t_label_place);
     TEST(t_class_color);
     TEST(t_png_roundtrip);
     TEST(t_png_errors);
