@@ -87,6 +87,7 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A session on `device`, or when device is NULL on the GPU where the model runs there (an
  * int8 model, a usable GPU), else the CPU: the default of every command's --device. */
 yq_status cli_session_new(const yq_model *m, const char *device, int max_batch, yq_session **out, yq_error *err);
+int cli_gpu_default(const yq_model *m);   /* whether a session without --device goes to the GPU */
 #define CLI_DEVICE_HELP "the GPU (cuda) when one is usable and the model is int8, else cpu"
 
 typedef struct cli_bar { const char *label; double t0; int tty, last; } cli_bar;

@@ -174,7 +174,7 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo)
     ep.progress = cli_progress;
     ep.warn = cli_warn;
     ep.ctx = &bar;
-    if (!batch) batch = !device && yq_model_is_int8(model) && yq_gpu_count() > 0 ? 8 : 1;
+    if (!batch) batch = !device && cli_gpu_default(model) ? 8 : 1;
     if (cli_session_new(model, device, batch, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;

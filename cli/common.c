@@ -377,10 +377,12 @@ int cli_check_report(const char *const *inputs, int n, const char *dir, const ch
     return bad;
 }
 
+int cli_gpu_default(const yq_model *m) { return yq_model_is_int8(m) && yq_gpu_count() > 0; }
+
 yq_status cli_session_new(const yq_model *m, const char *device, int max_batch, yq_session **out, yq_error *err)
 {
     if (device) return yq_session_new(m, device, max_batch, out, err);
-    if (yq_model_is_int8(m) && yq_gpu_count() > 0) {
+    if (cli_gpu_default(m)) {
         yq_status st = yq_session_new(m, "cuda", max_batch, out, err);
         if (st == YQ_OK) return st;
         cli_note("%s; running on the cpu (--device cpu says so, --device cuda insists)", err->msg);

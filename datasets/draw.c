@@ -279,22 +279,7 @@ void yq_draw_label(yq_canvas *c, int x, int y, const char *text, int scale,
     if (top < 0) top = y;                          /* no room above: inside the box */
     if (left + lw > c->w) left = (long long)c->w - lw;
     if (left < 0) left = 0;
-    fill_rect(c, left, top, lw, lh, r, g, b);
-
-    /* Rec. 601 luma: dark text on light boxes, white on dark. */
-    uint8_t fg = (299 * r + 587 * g + 114 * b) / 1000 >= 128 ? 0 : 255;
-    long long gy = top + (long long)LABEL_PAD * s;
-    for (size_t i = 0; i < n; i++) {
-        long long gx = left + ((long long)LABEL_PAD + (long long)i * FONT_ADV) * s;
-        if (gx >= c->w) break;                     /* left >= 0, so the rest is off too */
-        unsigned ch = (unsigned char)text[i];
-        if (ch < FONT_FIRST || ch > FONT_LAST) ch = '?';
-        const uint8_t *rows = font5x8[ch - FONT_FIRST];
-        for (int ry = 0; ry < FONT_H; ry++)
-            for (int rx = 0; rx < FONT_W; rx++)
-                if (rows[ry] & (0x10 >> rx))
-                    fill_rect(c, gx + (long long)rx * s, gy + (long long)ry * s, s, s, fg, fg, fg);
-    }
+    yq_draw_label_at(c, (int)left, (int)top, text, scale, r, g, b);
 }
 
 void yq_draw_label_at(yq_canvas *c, int left, int top, const char *text, int scale, uint8_t r, uint8_t g, uint8_t b)
@@ -305,11 +290,12 @@ void yq_draw_label_at(yq_canvas *c, int left, int top, const char *text, int sca
     long long lw, lh;
     label_dims(n, s, &lw, &lh);
     fill_rect(c, left, top, lw, lh, r, g, b);
+    /* Rec. 601 luma: dark text on light boxes, white on dark. */
     uint8_t fg = (299 * r + 587 * g + 114 * b) / 1000 >= 128 ? 0 : 255;
     long long gy = (long long)top + (long long)LABEL_PAD * s;
     for (size_t i = 0; i < n; i++) {
         long long gx = (long long)left + ((long long)LABEL_PAD + (long long)i * FONT_ADV) * s;
-        if (gx >= c->w) break;
+        if (gx >= c->w) break;                     /* the rest is off the canvas too */
         unsigned ch = (unsigned char)text[i];
         if (ch < FONT_FIRST || ch > FONT_LAST) ch = '?';
         const uint8_t *rows = font5x8[ch - FONT_FIRST];

@@ -321,6 +321,16 @@ void yq_letterbox_size(int im_w, int im_h, int w, int h, int *new_w, int *new_h)
     }
 }
 
+/* A letterbox's w x h canvas of im's channels, every value grey. */
+static yq_status grey_canvas(const yq_image *im, int w, int h, float grey, yq_image *box, yq_error *err)
+{
+    yq_status st = yq_image_make(w, h, im->c, box, err);
+    if (st != YQ_OK) return st;
+    size_t n = (size_t)w * h * im->c;
+    for (size_t i = 0; i < n; i++) box->data[i] = grey;
+    return YQ_OK;
+}
+
 yq_status yq_image_letterbox(const yq_image *im, int w, int h, yq_image *out, yq_error *err)
 {
     yq_status st = check_resize_args(im, w, h, err);
@@ -328,10 +338,7 @@ yq_status yq_image_letterbox(const yq_image *im, int w, int h, yq_image *out, yq
     int nw, nh;
     yq_letterbox_size(im->w, im->h, w, h, &nw, &nh);
     yq_image box = {0};
-    st = yq_image_make(w, h, im->c, &box, err);
-    if (st != YQ_OK) return st;
-    size_t n = (size_t)w * h * im->c;
-    for (size_t i = 0; i < n; i++) box.data[i] = .5f;
+    if ((st = grey_canvas(im, w, h, .5f, &box, err)) != YQ_OK) return st;
     /* An extreme aspect ratio can round a side to 0: darknet then embeds nothing. */
     if (nw > 0 && nh > 0) {
         float *part = malloc((size_t)nw * im->h * im->c * sizeof *part);
@@ -387,10 +394,7 @@ yq_status yq_image_letterbox_ultra(const yq_image *im, int w, int h, yq_image *o
     int nw, nh;
     yq_letterbox_size_ultra(im->w, im->h, w, h, &nw, &nh);
     yq_image box = {0};
-    st = yq_image_make(w, h, im->c, &box, err);
-    if (st != YQ_OK) return st;
-    size_t n = (size_t)w * h * im->c;
-    for (size_t i = 0; i < n; i++) box.data[i] = 114.f / 255.f;
+    if ((st = grey_canvas(im, w, h, 114.f / 255.f, &box, err)) != YQ_OK) return st;
     int *x0 = malloc(sizeof *x0 * (size_t)nw);
     float *ax = malloc(sizeof *ax * (size_t)nw);
     if (!x0 || !ax) {
