@@ -40,7 +40,7 @@ CUT_ARCHS := $(foreach g,$(filter arch=compute_80% arch=compute_90% arch=compute
 
 LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) \
             -lprotobuf-c -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
-            -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+            -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -fopenmp
 
 LIB_DIRS := ir quant calib kernels runtime datasets pipeline
 C_SRCS   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
@@ -76,6 +76,11 @@ all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The CPU kernels (the fast int8 engine, kernels/cpu_int8*.c, and the exact FP32 convs of
+# kernels/cpu_fp32.c) spread their loops over the cores with OpenMP (GCC's libgomp; linked
+# through LIBS, statically into the GPU programs).
+$(B)/kernels/cpu_int8.o $(B)/kernels/cpu_int8_%.o $(B)/kernels/cpu_fp32.o: CFLAGS += -fopenmp
 
 $(B)/gen/onnx.pb-c.c: $(ONNX_PROTO)
 	@test -n "$(ONNX_PROTO)" || { echo "error: onnx.proto not found (Debian: libonnx-dev): run scripts/install-deps.sh" >&2; exit 1; }
@@ -230,7 +235,7 @@ GPU_TEST_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard ir/*.c quant/*.c kernels/*.c
                    calib/hist.c calib/methods.c calib/compare.c $(wildcard calib/simulate.c) runtime/plan.c runtime/exec_int8.c \
                    runtime/exec_cuda.c) \
                  $(patsubst %.cu,$(B)/%.cu.o,$(wildcard kernels/*.cu)) $(B)/gen/onnx.pb-c.o
-GPU_TEST_LIBS := -Wl,-Bstatic -lprotobuf-c -lopenblas -ljpeg -lpng16 -lz -lcrypto -lgfortran -lquadmath -lstdc++ -Wl,-Bdynamic \
+GPU_TEST_LIBS := -Wl,-Bstatic -lprotobuf-c -lopenblas -ljpeg -lpng16 -lz -lcrypto -lgfortran -lquadmath -lstdc++ -lgomp -Wl,-Bdynamic \
                  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -lpthread -ldl -lrt
 
 .PHONY: gpu-test

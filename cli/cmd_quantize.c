@@ -25,7 +25,7 @@ static const char *help =
     "  --no-val          skip the accuracy check (the package records none)\n"
     "  --target T        the engine the package is validated on, as it will run: cuda or cuda:N\n"
     "                    (the GPU int8 engine: int8 layers bit-exact, float layers as it runs\n"
-    "                    them; default when a GPU is present) or cpu (the int8 reference engine).\n"
+    "                    them; default when a GPU is present) or cpu (the CPU int8 engine).\n"
     "                    The table, the package's accuracy and --max-drop's budget are that\n"
     "                    engine's (FP32 stays the CPU's)\n"
     "  --bootstrap N     resamples for the 95% interval of the drop (default 200, 0: none)\n"
@@ -43,8 +43,8 @@ static const char *help =
     "  --max-float N     --max-drop keeps at most N layers in float (default: no limit)\n"
     "                    (a budget not met: the package holds the best step tried, exit status 3)\n"
     "  --lat-device D    --max-drop's latency (each step, and the cost of the float layers): the\n"
-    "                    target's engine (cuda: tuned kernels, CUDA-graph replays; cpu: the int8\n"
-    "                    reference engine); given, it must name the target's engine.\n"
+    "                    target's engine (cuda: tuned kernels, CUDA-graph replays; cpu: the CPU\n"
+    "                    int8 engine); given, it must name the target's engine.\n"
     "                    On cuda the mAP of each step is measured there too, as the package will\n"
     "                    run (the CPU reference's bytes, float layers included)\n"
     "  --tune-log F      --max-drop on cuda: the tuning log reused and extended (default: OUT's\n"
@@ -87,7 +87,7 @@ static acc acc_of(const yq_quant_score *s, yq_det *dets, int n)
     return (acc){ s->map, s->map50, s->ms_wall, dets, n, s->gpu };
 }
 
-/* The engine the package is validated on (--target): device -1 the CPU int8 reference,
+/* The engine the package is validated on (--target): device -1 the CPU int8 engine,
  * else that CUDA device; name: the GPU as the runtime names it. */
 typedef struct target { int device; char spec[16], name[160]; } target;
 
@@ -105,13 +105,13 @@ static int target_pick(target *t, const char *v)
         t->device = p.want ? p.device : -1;
         if (p.want && ngpu == 0)
             return cli_usage_error("quantize: --target %s: no CUDA device here (no NVIDIA driver or no GPU); "
-                                   "--target cpu validates on the CPU int8 reference", v);
+                                   "--target cpu validates on the CPU int8 engine", v);
         if (p.want && t->device >= ngpu)
             return cli_usage_error("quantize: --target %s: this machine has %d CUDA device%s", v, ngpu, ngpu == 1 ? "" : "s");
     }
     if (t->device < 0) {
         snprintf(t->spec, sizeof t->spec, "cpu");
-        snprintf(t->name, sizeof t->name, "the CPU int8 reference engine");
+        snprintf(t->name, sizeof t->name, "the CPU int8 engine (%s)", yq_cpu_int8_engine());
         return 0;
     }
     yq_error e;
@@ -426,8 +426,9 @@ int cmd_quantize(int argc, char **argv)
                    "CPU reference, float layers %s):\n", ds->n_images, letterbox ? "letterbox" : "plain resize", tgt.spec,
                    tgt.name, CLI_GPU_FLOAT);
         else
-            printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 reference with the "
-                   "package's float layers in their exact FP32, as every engine runs them):\n", ds->n_images,
+            printf("\naccuracy on %d images (COCO, %s; target cpu; CPU engines: FP32 OpenBLAS, int8 %s (the reference's "
+                   "bytes) with the package's float layers in their exact FP32, as every engine runs them):\n", ds->n_images,
+                   yq_cpu_int8_engine(),
                    letterbox ? "letterbox" : "plain resize");
         printf("  %-26s %8s %8s   %6s %6s   %-31s %8s\n", "", "mAP", "mAP50", "drop", "drop50",
                boots ? "95% CI of the drops (paired)" : "", "ms/img");

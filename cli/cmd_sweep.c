@@ -4,7 +4,7 @@
  * it keeps two graphs) and comes from the cache when it can; every point is a rewrite of
  * the same graph and one evaluation.  Latency: on the GPU with tuned kernels when there is
  * one (cli/latency.c; the tuning log in the output folder makes every point after the
- * first read the kernels it needs), else the CPU int8 reference engine's per-image time
+ * first read the kernels it needs), else the CPU int8 engine's per-image time
  * measured during the evaluation.  Writes sweep.csv, pareto.png and report.html. */
 #include <math.h>
 #include <stdio.h>
@@ -25,10 +25,10 @@ static const char *help =
     "\n"
     "Evaluates one int8 rewrite per combination of the grid's values: COCO mAP on the\n"
     "labelled set (on the GPU int8 engine when the latency engine is the GPU: the CPU\n"
-    "reference's bytes in every int8 layer; else the CPU int8 reference) and the latency, on\n"
+    "reference's bytes in every int8 layer; else the CPU int8 engine) and the latency, on\n"
     "the GPU when there is one: the int8 forward with every conv's kernel tuned for this GPU\n"
     "(the tuning log is reused: the first point tunes, later ones read), median of CUDA-graph\n"
-    "replays at --lat-batch; else the CPU int8 reference engine (median over the images of\n"
+    "replays at --lat-batch; else the CPU int8 engine, AVX-512 VNNI or AVX2 (median over the images of\n"
     "the engine alone, batch 1).  Decoding, resizing and NMS are excluded; the CSV, the report\n"
     "and the chart name the engine.  FP32 is evaluated once; calibration runs once (and is\n"
     "cached).\n"

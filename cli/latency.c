@@ -1,5 +1,6 @@
 /* The latency engine of `yquant sweep` and `quantize --max-drop`: the GPU with tuned
- * kernels when there is one (runtime/latency.h), else the CPU int8 reference engine,
+ * kernels when there is one (runtime/latency.h), else the CPU int8 engine (AVX-512 VNNI or
+ * AVX2, the reference's bytes),
  * whose per-image times the evaluation measures anyway (yq_quantizer_point).  A GPU that
  * fails turns the engine to the CPU for the rest of the run, with one warning line, so
  * that every figure of a run comes from one engine and says which. */
@@ -10,8 +11,14 @@
 #include <cjson/cJSON.h>
 #include "cli/latency.h"
 
-#define TAG_CPU "cpu-int8-reference"
-#define LABEL_CPU "CPU int8 reference"
+#define TAG_CPU "cpu-int8"
+
+/* "CPU int8 (avx512-vnni)": the CPU engine and the instructions it runs */
+static const char *cpu_label(char *b, size_t n)
+{
+    snprintf(b, n, "CPU int8 (%s)", yq_cpu_int8_engine());
+    return b;
+}
 
 void cli_lat_init(cli_lat *l)
 {
@@ -19,8 +26,14 @@ void cli_lat_init(cli_lat *l)
     l->want = -1;
     l->batch = 1;
     l->budget_s = 60;
+    cli_lat_to_cpu(l);
+}
+
+void cli_lat_to_cpu(cli_lat *l)
+{
+    l->gpu = 0;
     snprintf(l->tag, sizeof l->tag, TAG_CPU);
-    snprintf(l->label, sizeof l->label, LABEL_CPU);
+    cpu_label(l->label, sizeof l->label);
 }
 
 int cli_lat_device(cli_lat *l, const char *opt, const char *v)
@@ -78,10 +91,8 @@ static void warn_line(void)
 
 static void to_cpu(cli_lat *l, const char *why)
 {
-    l->gpu = 0;
     snprintf(l->why_cpu, sizeof l->why_cpu, "%s", why);
-    snprintf(l->tag, sizeof l->tag, TAG_CPU);
-    snprintf(l->label, sizeof l->label, LABEL_CPU);
+    cli_lat_to_cpu(l);
 }
 
 void cli_lat_start(cli_lat *l, const char *out)
@@ -102,7 +113,7 @@ void cli_lat_start(cli_lat *l, const char *out)
         snprintf(l->why_cpu, sizeof l->why_cpu, "no CUDA device");
         if (l->want == 1)
             fprintf(stderr, "warning: latency: no CUDA device (no NVIDIA driver or no GPU); measuring on the %s engine "
-                            "instead\n", LABEL_CPU);
+                            "instead\n", l->label);
         return;
     }
     yq_error e;
@@ -118,7 +129,7 @@ void cli_lat_start(cli_lat *l, const char *out)
                  l->budget_s > 0 ? "tuned" : "kernels from the tuning log", l->batch, name);
         return;
     }
-    fprintf(stderr, "warning: latency: %s; measuring on the %s engine instead\n", e.msg, LABEL_CPU);
+    fprintf(stderr, "warning: latency: %s; measuring on the %s engine instead\n", e.msg, l->label);   /* still the CPU's */
     to_cpu(l, e.msg);
 }
 
@@ -138,8 +149,9 @@ int cli_lat_measure(cli_lat *l, const yq_model *m, double *ms)
     yq_status st = yq_model_latency(m, &o, &r, &e);
     if (st != YQ_OK) {
         warn_line();
+        char lb[64];
         fprintf(stderr, "warning: GPU latency: %s; every latency of this run now comes from the %s engine\n", e.msg,
-                LABEL_CPU);
+                cpu_label(lb, sizeof lb));
         to_cpu(l, e.msg);
         return 0;
     }

@@ -28,6 +28,8 @@ typedef struct cli_lat {
     char log_buf[1100];
 } cli_lat;
 void cli_lat_init(cli_lat *l);
+/* The engine becomes the CPU's int8 engine (tag and label say which instructions it runs). */
+void cli_lat_to_cpu(cli_lat *l);
 /* --lat-device D (and --tune-log, --lat-batch, --tune-budget): as cli_model_arg. */
 int  cli_lat_arg(cli_lat *l, int argc, char **argv, int *i);
 /* Sets the engine from a device value (cpu | cuda | cuda:N) given to option opt: 1, or -1

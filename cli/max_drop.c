@@ -43,7 +43,7 @@ static void step_row(void *ctx, const yq_max_drop_step *s)
                p->budget_pts, 100 * p->fp, why[p->mode]);
         if (p->gcol)
             printf("latency: %s (the ms/img column: %s)\n", p->lat->label,
-                   s->eval_gpu ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 reference");
+                   s->eval_gpu ? "the GPU evaluation's, per image with upload and download" : "the CPU int8 engine's");
         if (s->eval_gpu)
             printf("mAP: on the GPU int8 engine, as the package will run (float layers %s)\n", CLI_GPU_FLOAT);
         printf("  %4s  %-28s %8s %8s %9s%s\n", "step", "kept in float", "mAP", "drop", "ms/img", p->gcol ? "    GPU ms" : "");
@@ -116,9 +116,11 @@ yq_status cli_max_drop(yq_quantizer *q, yq_qconf **qc, const yq_dataset *ds, con
     int on_gpu = lat && lat->gpu && res->all_int8_latency_ms > 0 && res->latency_ms > 0;
     double lat_all8 = on_gpu ? res->all_int8_latency_ms : res->all_int8_score.ms_engine;
     double lat_final = on_gpu ? res->latency_ms : res->score.ms_engine, cost = lat_final - lat_all8;
+    cli_lat cpu;
+    cli_lat_init(&cpu);   /* the CPU engine's label */
     printf("; latency cost %+.3f ms%s (%+.1f%%, %s); budget %s\n", cost,
            on_gpu && lat->batch > 1 ? " per forward" : "/img", lat_all8 > 0 ? 100 * cost / lat_all8 : 0.0,
-           on_gpu ? lat->label : "CPU int8 reference", res->met ? "met" : "NOT met");
+           on_gpu ? lat->label : cpu.label, res->met ? "met" : "NOT met");
     if (!json) return YQ_OK;
     cJSON_AddNumberToObject(json, "budget_pts", budget_pts);
     cJSON_AddStringToObject(json, "rank", rank);
@@ -136,15 +138,11 @@ yq_status cli_max_drop(yq_quantizer *q, yq_qconf **qc, const yq_dataset *ds, con
     cJSON_AddNumberToObject(json, k2, res->all_int8_score.ms_engine);
     cJSON_AddNumberToObject(json, p.ms_key, res->score.ms_engine);
     if (lat) {
-        if (lat->gpu && !on_gpu) {   /* (cannot happen: a GPU failure turns lat to the CPU) */
-            lat->gpu = 0;
-            snprintf(lat->tag, sizeof lat->tag, "cpu-int8-reference");
-            snprintf(lat->label, sizeof lat->label, "CPU int8 reference");
-        }
+        if (lat->gpu && !on_gpu) cli_lat_to_cpu(lat);   /* (cannot happen: a GPU failure turns lat to the CPU) */
         cli_lat_json(lat, json);
     } else {
-        cJSON_AddStringToObject(json, "latency_device", "cpu-int8-reference");
-        cJSON_AddStringToObject(json, "latency_engine", "CPU int8 reference");
+        cJSON_AddStringToObject(json, "latency_device", cpu.tag);
+        cJSON_AddStringToObject(json, "latency_engine", cpu.label);
     }
     /* each step's latency_ms: the engine's */
     cJSON *it;

@@ -19,7 +19,7 @@ typedef struct point {
     int float_convs, int8_convs;
     double map, map50, map75, ms_wall;
     double ms, ms_mean;       /* the latency engine's (X->lat): per forward; the mean of its runs */
-    double cpu_ms, cpu_ms_mean;   /* the CPU int8 reference, per image (always measured) */
+    double cpu_ms, cpu_ms_mean;   /* the CPU int8 engine, per image (always measured) */
     double gpu_ms, gpu_ms_mean;   /* the GPU's (per forward of the latency batch), when measured */
     int front, chosen;
     int eval_gpu;             /* mAP measured on the GPU int8 engine (cpu_ms then NAN) */

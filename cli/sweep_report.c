@@ -72,7 +72,7 @@ yq_status sweep_write_csv(const sweep_ctx *X, const char *path, yq_error *err)
         cli_csv_field(f, X->lat->label, ',');
         fprintf(f, "%.3f,", p->ms_wall);
         if (!isnan(p->cpu_ms)) fprintf(f, "%.3f", p->cpu_ms);   /* (empty: mAP measured on the GPU) */
-        fprintf(f, ",%s,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference",
+        fprintf(f, ",%s,%.6f,%.6f,%.3f,%d,%d,%d,%d,", p->eval_gpu ? "cuda-int8" : "cpu-int8",
                 X->fp.map, X->fp.map50, X->fp.ms_engine, X->images, X->calib_images, p->front,
                 p->chosen);
         cli_csv_field(f, p->qtext ? p->qtext : "", '\n');
@@ -163,10 +163,10 @@ yq_status sweep_write_html(const sweep_ctx *X, const char *path, const char *png
                        "(<code>");
         cli_html_text(f, L->tune_log ? L->tune_log : "");
         fprintf(f, "</code>; %d shapes tuned in this run, %.1f s)", L->shapes_tuned, L->tune_s);
-        fprintf(f, "; the CPU int8 reference engine's time per image is in sweep.csv (cpu_latency_ms)");
+        fprintf(f, "; the CPU int8 engine's time per image is in sweep.csv (cpu_latency_ms)");
     } else {
-        fprintf(f, "): the median over the validation images of the int8 CPU reference engine alone (batch 1; this "
-                   "host: %ld CPUs online, OPENBLAS_NUM_THREADS ", sysconf(_SC_NPROCESSORS_ONLN));
+        fprintf(f, "): the median over the validation images of the CPU int8 engine alone (%s, batch 1; this "
+                   "host: %ld CPUs online, OPENBLAS_NUM_THREADS ", yq_cpu_int8_engine(), sysconf(_SC_NPROCESSORS_ONLN));
         cli_html_text(f, obt ? obt : "unset");
         fputs(")", f);
         if (L->why_cpu[0] && strcmp(L->why_cpu, "--device cpu")) {
@@ -254,7 +254,7 @@ cJSON *sweep_points_json(const sweep_ctx *X)
         cJSON_AddNumberToObject(o, "drop_pts", 100 * (X->fp.map - p->map));
         cJSON_AddNumberToObject(o, "latency_ms", p->ms);
         if (!isnan(p->cpu_ms)) cJSON_AddNumberToObject(o, "cpu_latency_ms", p->cpu_ms);
-        cJSON_AddStringToObject(o, "eval_engine", p->eval_gpu ? "cuda-int8" : "cpu-int8-reference");
+        cJSON_AddStringToObject(o, "eval_engine", p->eval_gpu ? "cuda-int8" : "cpu-int8");
         cJSON_AddBoolToObject(o, "resumed", p->resumed);
         cJSON_AddNumberToObject(o, "float_convs", p->float_convs);
         cJSON_AddBoolToObject(o, "pareto", p->front);

@@ -67,6 +67,11 @@ typedef void (*yq_warn_fn)(void *ctx, const char *msg);
 /* A short name for a status ("format error", ...); never NULL. */
 const char *yq_status_str(yq_status st);
 
+/* The CPU int8 engine this machine runs int8 models on: "avx512-vnni" or "avx2" (yquant's
+ * kernels for those instruction sets, found at run time), or "dgemm" (a CPU with neither:
+ * the exact double-precision GEMM path).  Every one gives the reference's bytes. */
+const char *yq_cpu_int8_engine(void);
+
 /* ---- models ---------------------------------------------------------------- */
 typedef struct yq_model yq_model;
 typedef struct yq_session yq_session;

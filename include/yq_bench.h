@@ -1,7 +1,7 @@
 /* yquant: latency and throughput of yquant's engines on one model, as a library (`yquant
  * bench` without the command line).  GPU: FP32 and FP16 through cuDNN (the peer every int8
  * figure is compared with), int8 through yquant's own kernels; CPU: the FP32 engine
- * (OpenBLAS) and the int8 reference engine.  Each configuration is planned once, warmed up,
+ * (OpenBLAS) and the int8 engine (AVX-512 VNNI or AVX2, the reference's bytes).  Each configuration is planned once, warmed up,
  * then timed run by run (GPU: between two CUDA events, each run waited for before the next;
  * CPU: the monotonic clock); latency is the median of those runs, eager and (GPU) as
  * replayed from a captured CUDA graph.  The input is a fixed pattern already on the device.
@@ -55,6 +55,10 @@ typedef struct yq_bench_opt {
     int heuristic, legacy, fuse;  /* cuDNN: the heuristic's algorithm; the legacy API only; fused epilogues */
     const char *kernels;          /* cuda int8: NULL (untuned), or "tuned", "tuned:dp4a", "tuned:mma"
                                      (yq_bench_tune's choices: any family, dp4a only, mma only) */
+    int threads;                  /* cpu: threads of the int8 engine and of OpenBLAS (FP32); 0: every core */
+    const char *cpu_engine;       /* cpu int8: NULL or "fast" (AVX-512 VNNI or AVX2, as the CPU has), "avx2"
+                                     (the fallback even where AVX-512 runs), "dgemm" (the exact dgemm path)
+                                     or "reference" (plain C): the same bytes, different speeds */
 } yq_bench_opt;
 yq_bench_opt yq_bench_defaults(void);
 

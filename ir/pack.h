@@ -16,15 +16,20 @@ enum {
     YQ_PLAN_KEEP_HEADS = 1,   /* the tensors feeding [yolo]/[region] stay readable after the run */
     YQ_PLAN_KEEP_ALL = 2,     /* every tensor stays readable (debugging, per-layer reports) */
     YQ_PLAN_FLOAT = 4,        /* run an int8 graph's float original (g->q ignored) */
-    YQ_PLAN_REFERENCE = 8,    /* int8 convs through the plain-C reference, not the exact dgemm path */
+    YQ_PLAN_REFERENCE = 8,    /* CPU int8 plan: every op through the plain-C reference (kernels/cpu_ref.c),
+                                 not the fast engine (kernels/cpu_int8.h) */
     YQ_PLAN_NO_VIEWS = 16,    /* GPU int8 plan: every route copies (no concat or group views) */
     YQ_PLAN_GPU_F16 = 32,     /* GPU int8 plan: float convs on FP16 tensor cores (faster on wide
                                  layers; not their defined FP32 numerics: measuring only) */
     YQ_PLAN_NO_FUSE = 64,     /* GPU int8 plan: every [shortcut] its own kernel (no conv + add
                                  epilogue; a baseline, or to download a fused conv's output) */
-    YQ_PLAN_EXACT = 128       /* FP32 plans (CPU, cuDNN's): convs and activations in their exact
+    YQ_PLAN_EXACT = 128,      /* FP32 plans (CPU, cuDNN's): convs and activations in their exact
                                  definition (kernels/cpu_fp32.h yq_f32_conv_exact, yq_f32_act_exact),
                                  the same bytes on the CPU and the GPU; calibration runs so */
+    YQ_PLAN_INT8_BLAS = 256,  /* CPU int8 plan: convs through the exact dgemm path (kernels/cpu_int8_blas.c),
+                                 the engine before the fast one (for comparison) */
+    YQ_PLAN_CPU_AVX2 = 512    /* CPU int8 plan: the fast engine's AVX2 kernels even where AVX-512 VNNI
+                                 runs (testing and measuring the fallback) */
 };
 
 typedef struct yq_buf { int id; size_t size; } yq_buf;   /* id: the node that owns the buffer */

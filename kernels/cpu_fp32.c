@@ -8,7 +8,7 @@
  * (-ffp-contract=off); the AVX clones could not contract anyway (AVX has no FMA). */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
+#include <omp.h>
 #include <string.h>
 #include <unistd.h>
 #include <cblas.h>
@@ -612,7 +612,8 @@ static void chain_rows(const float *w, long K, const float *col, long N, float *
     }
 }
 
-/* chain_rows over the host's cores, up to CHAIN_THREADS threads: the rows cut in blocks of 4,
+/* chain_rows over the host's cores, up to CHAIN_THREADS threads (OpenMP's, the pool the int8
+ * engine runs on too: two pools would spin against each other): the rows cut in blocks of 4,
  * or where there are fewer blocks than threads and at least 4 strips of 16 columns a thread,
  * the columns in strips (each thread packs only its own panels).  Every output is still its
  * one chain, so the bytes do not depend on the cut; small convs (under CHAIN_PAR_FLOPS) stay
@@ -624,22 +625,16 @@ typedef struct chain_job {
     int r0, r1;
 } chain_job;
 
-static void *chain_job_run(void *arg)
+static void chain_job_run(const chain_job *j)
 {
-    chain_job *j = arg;
     chain_rows(j->w + (long)j->r0 * j->K, j->K, j->col, j->N, j->y + (long)j->r0 * j->N, j->r1 - j->r0, j->j0, j->j1,
                j->pk);
-    return NULL;
 }
 
 static int host_threads(void)
 {
-    static int n = 0;    /* a cache of a host property, set once; racing writers write the same value */
-    if (!n) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c < 1 ? 1 : c > CHAIN_THREADS ? CHAIN_THREADS : (int)c;
-    }
-    return n;
+    int c = omp_get_max_threads();
+    return c < 1 ? 1 : c > CHAIN_THREADS ? CHAIN_THREADS : c;
 }
 
 /* panels: CHAIN_THREADS x CHAIN_PANEL floats. */
@@ -654,8 +649,6 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
         return;
     }
     chain_job job[CHAIN_THREADS];
-    pthread_t th[CHAIN_THREADS];
-    int started[CHAIN_THREADS] = { 0 };
     for (int t = 0; t < nt; t++) {
         if (by_cols) {
             job[t] = (chain_job){ w, col, y, panels + t * CHAIN_PANEL, K, N, 16 * (strips * t / nt),
@@ -666,12 +659,8 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
             if (job[t].r1 > rows) job[t].r1 = rows;
         }
     }
-    for (int t = 1; t < nt; t++) started[t] = pthread_create(&th[t], NULL, chain_job_run, &job[t]) == 0;
-    chain_job_run(&job[0]);
-    for (int t = 1; t < nt; t++) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else chain_job_run(&job[t]);       /* no thread: its rows here */
-    }
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int t = 0; t < nt; t++) chain_job_run(&job[t]);
 }
 
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,

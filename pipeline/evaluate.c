@@ -132,7 +132,7 @@ yq_status yq_pipe_eval_or_cpu(const yq_graph *g, const yq_dataset *ds, int lette
     if (st != YQ_OK && *device >= 0) {
         if (io && io->warn) {
             char msg[sizeof err->msg + 128];
-            snprintf(msg, sizeof msg, "evaluation on the GPU failed (%s); the CPU int8 reference evaluates from here on",
+            snprintf(msg, sizeof msg, "evaluation on the GPU failed (%s); the CPU int8 engine evaluates from here on",
                      err->msg);
             io->warn(io->ctx, msg);
         }

@@ -23,7 +23,7 @@ typedef struct sens {
     yq_qconfig *work;             /* the config being measured (large: malloc'd) */
     char *list;                   /* skip_layers text */
     size_t list_cap;
-    int eval_dev;                 /* the mAP on GPU eval_dev (>= 0), else on the CPU int8 reference */
+    int eval_dev;                 /* the mAP on GPU eval_dev (>= 0), else on the CPU int8 engine */
 } sens;
 
 static yq_status sens_init(sens *S, const yq_pipe_calib *c, const yq_qconfig *base, const yq_graph *g,

@@ -75,7 +75,7 @@ typedef struct yq_pipe_drop_req {
     int rank;                     /* YQ_RANK_* */
     int max_float;                /* > 0: at most this many float convs */
     int eval_device;              /* >= 0: mAP on this GPU's int8 engine (the engine that will run
-                                     the package); -1: the CPU int8 reference.  A GPU evaluation
+                                     the package); -1: the CPU int8 engine.  A GPU evaluation
                                      that fails hands over to the CPU for good (io->warn) */
     /* The latency of an int8 graph (ms per forward) into *ms: 1 if measured, 0 if not (may
      * be NULL: no latency column). */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <cblas.h>
 #include "yq_bench.h"
 #include "kernels/cuda.h"
 #include "kernels/cuda_bench.h"
@@ -49,6 +50,7 @@ typedef struct bopt {
     int cuda, runs, warmup, profile, graph, head_int8, heuristic, legacy, fuse, no_views, gpu_f16;
     yq_cudnn_layout layout;
     int tuned;                    /* the bench has choices */
+    int threads, cpu_flags;       /* cpu: threads (0: every core), the int8 plan's engine flags */
 } bopt;
 
 /* One node's profile entry. */
@@ -397,9 +399,25 @@ static void cpu_hook(void *ctx, const yq_graph *g, int id, const void *data, int
 static yq_status bench_cpu(const bopt *o, const yq_graph *g, int batch, int int8, const float *x, result *r, yq_error *err)
 {
     yq_plan *p;
-    yq_status st = yq_plan_new(g, batch, int8 ? 0 : (g->q ? YQ_PLAN_FLOAT : 0), &p, err);
+    yq_status st = yq_plan_new(g, batch, int8 ? o->cpu_flags : (g->q ? YQ_PLAN_FLOAT : 0), &p, err);
     if (st) return st;
-    snprintf(r->backend, sizeof r->backend, int8 ? "yquant CPU int8 (exact dgemm)" : "yquant CPU FP32 (OpenBLAS)");
+    int blas_threads = openblas_get_num_threads(), nt = o->threads;
+    if (int8) {
+        yq_cpu8 *e;
+        yq_plan_set_threads(p, nt);
+        if ((st = yq_plan_cpu8(p, &e, err))) {
+            yq_plan_free(p);
+            return st;
+        }
+        const char *how = e ? yq_isa_name(yq_cpu8_isa(e)) : o->cpu_flags & YQ_PLAN_REFERENCE ? "reference" : "exact dgemm";
+        if (e) nt = yq_cpu8_threads(e);
+        if (e || nt > 0) snprintf(r->backend, sizeof r->backend, "yquant CPU int8 (%s, %d thread%s)", how, nt, nt == 1 ? "" : "s");
+        else snprintf(r->backend, sizeof r->backend, "yquant CPU int8 (%s)", how);
+    } else {
+        if (nt > 0) openblas_set_num_threads(nt);
+        nt = openblas_get_num_threads();
+        snprintf(r->backend, sizeof r->backend, "yquant CPU FP32 (OpenBLAS, %d thread%s)", nt, nt == 1 ? "" : "s");
+    }
     r->mem = yq_plan_bytes(p);
     double *d = malloc(sizeof *d * (size_t)o->runs);
     if (!d) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
@@ -429,6 +447,7 @@ static yq_status bench_cpu(const bopt *o, const yq_graph *g, int batch, int int8
     }
     free(d);
     yq_plan_free(p);
+    openblas_set_num_threads(blas_threads);
     return st;
 }
 
@@ -570,6 +589,12 @@ yq_status yq_bench_run(yq_bench *b, const yq_bench_opt *uo, yq_bench_result *out
     o.no_views = uo->no_views;
     o.gpu_f16 = uo->gpu_f16;
     o.tuned = b->tuned;
+    o.threads = uo->threads;
+    if (uo->threads < 0 || uo->threads > 1024) return yq_fail(err, YQ_ERR_INVALID_ARG, "%d threads: expected 0..1024", uo->threads);
+    o.cpu_flags = !uo->cpu_engine || !strcmp(uo->cpu_engine, "fast") ? 0 : !strcmp(uo->cpu_engine, "avx2") ? YQ_PLAN_CPU_AVX2
+                : !strcmp(uo->cpu_engine, "dgemm") ? YQ_PLAN_INT8_BLAS : !strcmp(uo->cpu_engine, "reference") ? YQ_PLAN_REFERENCE : -1;
+    if (o.cpu_flags < 0)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "cpu engine \"%s\": expected fast, avx2, dgemm or reference", uo->cpu_engine);
     o.layout = !uo->layout ? YQ_CUDNN_LAYOUT_AUTO : !strcmp(uo->layout, "nchw") ? YQ_CUDNN_NCHW
              : !strcmp(uo->layout, "nhwc") ? YQ_CUDNN_NHWC : (yq_cudnn_layout)-1;
     if ((int)o.layout < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "layout \"%s\": expected nchw or nhwc", uo->layout);

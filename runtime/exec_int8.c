@@ -1,4 +1,6 @@
-/* Runs an int8 graph on the CPU through the reference kernels.
+/* Runs an int8 graph on the CPU: through the fast engine (kernels/cpu_int8.h) where the
+ * CPU has AVX2 or AVX-512 VNNI, else (or as the plan's flags ask) through the exact dgemm
+ * path or the plain-C reference; the same bytes on every path.
  *
  * Each node runs in its own domain: int8 ops read int8 inputs (quantizing a
  * float producer at that producer's scale), float ops (layers the qconfig keeps
@@ -63,8 +65,14 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
     int B = yq_plan_batch(p);
     long in_n = yq_shape_size(g->nodes[0].out) * B;
     const float *x0 = input ? input : yq_plan_input(p);
-    if (g->q[0].dtype == YQ_U8) yq_quantize_u8(x0, in_n, g->q[0].scale, yq_plan_buf(p, 0));
-    else if (g->q[0].dtype == YQ_S8) yq_quantize(x0, in_n, g->q[0].scale, g->q[0].qmin, g->q[0].qmax, yq_plan_buf(p, 0));
+    yq_cpu8 *e;
+    yq_status st = yq_plan_cpu8(p, &e, err);
+    if (st) return st;
+    yq_isa isa = e ? yq_cpu8_isa(e) : YQ_ISA_REF;
+    int nt = e ? yq_cpu8_threads(e) : 1;
+    if (g->q[0].dtype == YQ_U8) yq_cpu8_quantize_u8(isa, nt, x0, in_n, g->q[0].scale, yq_plan_buf(p, 0));
+    else if (g->q[0].dtype == YQ_S8)
+        yq_cpu8_quantize(isa, nt, x0, in_n, g->q[0].scale, g->q[0].qmin, g->q[0].qmax, yq_plan_buf(p, 0));
     else memcpy(yq_plan_buf(p, 0), x0, sizeof(float) * (size_t)in_n);
     if (hook) hook(ctx, g, 0, yq_plan_buf(p, 0), B);
 
@@ -82,6 +90,12 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_conv_exact(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);
+            else if (e) {
+                if ((st = yq_cpu8_conv(e, i, x, got, y, B, err))) {
+                    tmp_free(&t);
+                    return st;
+                }
+            }
             else if (yq_plan_flags(p) & YQ_PLAN_REFERENCE) yq_ref_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             else yq_blas_conv(g, n, q, x, got, y, yq_plan_work(p), B);
             break;
@@ -95,7 +109,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
                 yq_f32_shortcut(yq_shape_size(n->out), x, b, YQ_ACT_LINEAR, y, B);
                 yq_f32_activate_exact(y, yq_shape_size(n->out) * B, n->act);
             }
-            else yq_ref_shortcut(yq_shape_size(n->out), x, b, q, y, B);
+            else yq_cpu8_shortcut(isa, nt, yq_shape_size(n->out), x, b, q, y, B);
             break;
         }
         case YQ_OP_ROUTE: {
@@ -114,13 +128,13 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_upsample(is, n->p.up.stride, x, y, B);
-            else yq_ref_upsample(is, n->p.up.stride, x, y, B);
+            else yq_cpu8_upsample(isa, nt, is, n->p.up.stride, x, y, B);
             break;
         case YQ_OP_MAXPOOL:
             x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B);
-            else yq_ref_maxpool(is, &n->p.pool, n->out, x, y, B);
+            else yq_cpu8_maxpool(isa, nt, is, &n->p.pool, n->out, x, y, B);
             break;
         case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
             /* An alias unless the dtype changes: then the head dequantizes its input. */

@@ -17,6 +17,8 @@ struct yq_plan {
     float *work;
     float *input;        /* the float batch as given (an int8 graph quantizes it into node 0) */
     int quant;           /* buffers are typed by g->q */
+    int threads;         /* CPU int8: threads of the fast engine (<= 0: every core) */
+    yq_cpu8 *cpu8;       /* CPU int8: the fast engine's packed weights, made at the first run */
 };
 
 /* Dropout and the heads pass their input on; in an int8 graph a head whose input
@@ -98,7 +100,29 @@ void yq_plan_free(yq_plan *p)
     if (p->input && p->quant) free(p->input);
     free(p->arena);
     free(p->work);
+    yq_cpu8_free(p->cpu8);
     free(p);
+}
+
+void yq_plan_set_threads(yq_plan *p, int threads)
+{
+    if (p->threads == threads) return;
+    p->threads = threads;
+    yq_cpu8_free(p->cpu8);      /* made again at the next run, with the new count */
+    p->cpu8 = NULL;
+}
+
+yq_status yq_plan_cpu8(yq_plan *p, yq_cpu8 **e, yq_error *err)
+{
+    *e = NULL;
+    if (!p->quant || p->flags & (YQ_PLAN_REFERENCE | YQ_PLAN_INT8_BLAS)) return YQ_OK;
+    if (!p->cpu8) {
+        yq_isa isa = p->flags & YQ_PLAN_CPU_AVX2 ? YQ_ISA_AVX2 : YQ_ISA_AVX512;
+        yq_status st = yq_cpu8_new(p->g, isa, p->threads, &p->cpu8, err);
+        if (st) return st;
+    }
+    if (yq_cpu8_isa(p->cpu8) != YQ_ISA_REF) *e = p->cpu8;
+    return YQ_OK;
 }
 
 int yq_plan_batch(const yq_plan *p) { return p->batch; }

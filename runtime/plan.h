@@ -15,6 +15,7 @@
 
 #include "ir/ir.h"
 #include "ir/pack.h"
+#include "kernels/cpu_int8.h"
 
 typedef struct yq_plan yq_plan;
 
@@ -56,9 +57,18 @@ yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, y
                              yq_error *err);
 void     *yq_plan_arena(const yq_plan *p);            /* the one activation allocation */
 
-/* Runs an int8 graph (g->q set) on the CPU reference kernels (runtime/exec_int8.c).
- * The float input is quantized into node 0 (uint8 at 1/255 for an image). */
+/* Runs an int8 graph (g->q set) on the CPU (runtime/exec_int8.c): the fast engine
+ * (kernels/cpu_int8.h: AVX-512 VNNI or AVX2, every core) where this CPU has it, else the
+ * exact dgemm path; YQ_PLAN_REFERENCE, YQ_PLAN_INT8_BLAS and YQ_PLAN_CPU_AVX2 choose.  All
+ * give the same bytes.  The float input is quantized into node 0 (uint8 at 1/255 for an
+ * image).  The fast engine packs the graph's int8 weights at the first run: they must not
+ * change while the plan lives (biases may: they are read at every run). */
 yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
+/* Threads of the CPU int8 engine (<= 0, the default: every core). */
+void      yq_plan_set_threads(yq_plan *p, int threads);
+/* The fast engine of an int8 plan (made at the first call), or NULL where the plan runs the
+ * reference or the dgemm path, or this CPU has neither AVX2 nor AVX-512. */
+yq_status yq_plan_cpu8(yq_plan *p, yq_cpu8 **e, yq_error *err);
 
 /* The GPU int8 plan's fusion rule (runtime/exec_cuda.c; the tuner measures such convs with
  * their residual): the [shortcut] node whose add runs in conv id's epilogue, or -1.  A conv

@@ -691,7 +691,8 @@ static void t_deterministic_and_blas(void)
     yq_graph_free(g);
 }
 
-/* Real models: the dgemm path equals the reference, every node, byte for byte. */
+/* Real models: the dgemm path and the fast engine (AVX-512 VNNI where this CPU has it, and
+ * AVX2) equal the reference, every node, byte for byte. */
 static void blas_vs_ref_model(const char *rel, int synthetic, int size, int head_float)
 {
     char path[1024];
@@ -712,11 +713,26 @@ static void blas_vs_ref_model(const char *rel, int synthetic, int size, int head
     calibrate_quantize(&g, in, 1, &qc);
     size_t l1, l2;
     unsigned char *a = run_all(g, 1, YQ_PLAN_REFERENCE, in, &l1);
-    unsigned char *b = run_all(g, 1, 0, in, &l2);
-    CHECK(l1 == l2);
-    CHECKF(!memcmp(a, b, l1), "%s: the dgemm path differs from the reference", rel);
+    static const struct { int flags; const char *name; } path_[] = {
+        { YQ_PLAN_INT8_BLAS, "the dgemm path" }, { 0, "the fast engine" }, { YQ_PLAN_CPU_AVX2, "the fast engine's AVX2 path" } };
+    for (int k = 0; k < 3; k++) {
+        if (k > 0 && yq_cpu_isa() < (k == 1 ? YQ_ISA_AVX512 : YQ_ISA_AVX2)) continue;
+        unsigned char *b = run_all(g, 1, path_[k].flags, in, &l2);
+        CHECK(l1 == l2);
+        if (memcmp(a, b, l1)) {   /* name the first node that differs */
+            size_t off = 0;
+            int bad = -1;
+            for (int i = 0; i < g->n_nodes && bad < 0; i++) {
+                size_t nb = (size_t)yq_shape_size(g->nodes[i].out) * yq_dtype_size(g->q[i].dtype);
+                if (memcmp(a + off, b + off, nb)) bad = i;
+                off += nb;
+            }
+            CHECKF(0, "%s: %s differs from the reference first at node %d (layer %d, %s)", rel, path_[k].name, bad,
+                   g->nodes[bad].layer, yq_op_name(g->nodes[bad].op));
+        }
+        free(b);
+    }
     free(a);
-    free(b);
     free(in);
     yq_graph_free(g);
 }
@@ -725,6 +741,8 @@ static void t_blas_fastest_xl(void) { blas_vs_ref_model("yolo-fastest-1.1-xl", 0
 static void t_blas_yolo_lite(void) { blas_vs_ref_model("yolo-lite-coco-trial6", 0, 0, 1); }
 static void t_blas_yolov3_tiny(void) { blas_vs_ref_model("cfg-only/yolov3-tiny.cfg", 1, 128, 0); }
 static void t_blas_yolov4_tiny(void) { blas_vs_ref_model("cfg-only/yolov4-tiny.cfg", 1, 128, 0); }
+/* mish: every int8 conv through its activation table */
+static void t_blas_yolov4_mish(void) { blas_vs_ref_model("cfg-only/yolov4.cfg", 1, 96, 0); }
 
 /* ir/half.h against the compiler's _Float16 (IEEE round to nearest even, as CUDA's
  * __float2half_rn): every float whose bits are a multiple of 4093, and the edges (the
@@ -910,5 +928,6 @@ int main(void)
     TEST(t_blas_yolo_lite);
     TEST(t_blas_yolov3_tiny);
     TEST(t_blas_yolov4_tiny);
+    TEST(t_blas_yolov4_mish);
     return test_done();
 }
