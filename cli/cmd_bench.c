@@ -253,6 +253,14 @@ int cmd_bench(int argc, char **argv)
             if (strcmp(v, "nchw") && strcmp(v, "nhwc")) return cli_usage_error("--layout %s: expected nchw or nhwc", v);
             bo.layout = v;
         } else if (!strcmp(a, "--json") && has) json = argv[++i];
+        else if (!strcmp(a, "--threads") && has) {
+            if (cli_int(a, argv[++i], 1, 1024, &bo.threads)) return 2;
+        } else if (!strcmp(a, "--cpu-engine") && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "fast") && strcmp(v, "avx2") && strcmp(v, "dgemm") && strcmp(v, "reference"))
+                return cli_usage_error("--cpu-engine %s: expected fast, avx2, dgemm or reference", v);
+            bo.cpu_engine = v;
+        }
         else if (!strcmp(a, "--tune")) tune = 1;
         else if ((!strcmp(a, "--log") || !strcmp(a, "--tune-log")) && has) to.log = argv[++i];
         else if (!strcmp(a, "--tuner") && has) {
