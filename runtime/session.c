@@ -21,6 +21,7 @@
 #include "kernels/cuda_post.h"
 #include "runtime/detector.h"
 #include "runtime/engine.h"
+#include "runtime/plan.h"
 #include "runtime/exec_cuda.h"
 #include "runtime/gpu_post.h"
 #include "runtime/session.h"
@@ -241,7 +242,7 @@ int yq_tuning_sm(const char *j)
 
 yq_session_opt yq_session_defaults(void)
 {
-    yq_session_opt o = { 0.25f, 0.45f, 100, -1, 1 };
+    yq_session_opt o = { 0.25f, 0.45f, 100, -1, 1, 0 };
     return o;
 }
 
@@ -396,14 +397,15 @@ yq_status yq_session_set_options(yq_session *s, const yq_session_opt *o, yq_erro
 {
     if (!s || !o) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_set_options: no session or options");
     if (!(o->conf >= 0 && o->conf < 1) || !(o->nms > 0 && o->nms <= 1) || o->max_dets < 1 || o->max_dets > 1000000 ||
-        o->letterbox < -1 || o->letterbox > 1)
+        o->letterbox < -1 || o->letterbox > 1 || o->threads < 0 || o->threads > 1024)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "session options: conf in [0,1), nms in (0,1], max_dets in 1..1000000, "
-                       "letterbox -1, 0 or 1");
+                       "letterbox -1, 0 or 1, threads 0..1024");
     yq_session_opt n = *o;
     if (n.letterbox < 0) n.letterbox = s->m->letterbox;
     n.cuda_graph = n.cuda_graph ? 1 : 0;
     yq_session_opt old = s->opt;
     s->opt = n;
+    if (s->device < 0 && yq_engine_cpu_plan(s->eng)) yq_plan_set_threads(yq_engine_cpu_plan(s->eng), n.threads);
     if (s->device < 0 || (old.conf == n.conf && old.nms == n.nms && old.max_dets == n.max_dets && old.letterbox == n.letterbox))
         return YQ_OK;
     yq_status st = yq_cuda_set_device(s->device, err);

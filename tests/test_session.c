@@ -199,6 +199,7 @@ static void session_equals_detector(const char *path)
         OK(yq_session_new(m, "cpu", 3, &s, &err));   /* 7 images in batches of 3 */
         yq_session_opt o = yq_session_defaults();
         o.letterbox = lb;
+        o.threads = 1 + lb;   /* the int8 engine on 1, then 2 threads: the same bytes */
         yq_status st = yq_session_set_options(s, &o, &err);
         memset(got, 0xA5, sizeof got);
         if (!st) st = yq_session_run_images(s, samples, N_SAMPLES, got, CAP, gc, &err);
@@ -272,6 +273,9 @@ static void t_cpu_options(void)
     bad = yq_session_defaults();
     bad.max_dets = 0;
     yq_status e2 = yq_session_set_options(s, &bad, &err);
+    bad = yq_session_defaults();
+    bad.threads = -1;
+    if (yq_session_set_options(s, &bad, &err) != YQ_ERR_INVALID_ARG) e2 = YQ_OK;
     yq_status e3 = yq_session_run_images(s, samples, 1, NULL, CAP, n, &err);
     const char *missing[1] = { "/nonexistent/x.jpg" };
     yq_status e4 = yq_session_run_images(s, missing, 1, d, CAP, n, &err);
