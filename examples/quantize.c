@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     printf("on %d images:\n", q8.images);
     printf("mAP   FP32 %.4f   int8 %.4f   drop %+.4f\n", fp.map, q8.map, fp.map - q8.map);
     printf("mAP50 FP32 %.4f   int8 %.4f   drop %+.4f\n", fp.map50, q8.map50, fp.map50 - q8.map50);
-    printf("CPU ms/img (engine alone)   FP32 %.1f   int8 reference %.1f\n", fp.ms_engine, q8.ms_engine);
+    printf("CPU ms/img (engine alone)   FP32 %.1f   int8 %.1f (%s)\n", fp.ms_engine, q8.ms_engine, yq_cpu_int8_engine());
     printf("wrote %s\n", argv[5]);
     /* the package is a model like any other (include/yq.h): a session on the CPU */
     if (yq_model_open(argv[5], &m, &err) != YQ_OK || yq_session_new(m, "cpu", 1, &s, &err) != YQ_OK) goto fail;
