@@ -91,32 +91,35 @@ long yq_f32_conv_work(const yq_graph *g, const yq_node *n)
     return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
 }
 
-/* col[(ch*k + ky)*k + kx][oy*ow + ox], zero outside the image. */
-static void im2col(const float *in, int ch, int h, int w, int k, int stride, int pad, int oh, int ow, float *col)
+/* col[(ch*k + ky)*k + kx][oy*ow + ox], zero outside the image.  par: its rows over OpenMP's
+ * threads (the exact convs; the OpenBLAS path keeps its threads to itself). */
+static void im2col(const float *in, int ch, int h, int w, int k, int stride, int pad, int oh, int ow, float *col,
+                   int par)
 {
-    for (int c = 0; c < ch; c++)
-        for (int ky = 0; ky < k; ky++)
-            for (int kx = 0; kx < k; kx++) {
-                float *dst = col + ((long)(c * k + ky) * k + kx) * oh * ow;
-                const float *src = in + (long)c * h * w;
-                /* ox in [x0, x1) reads inside the row; outside it, zeros. */
-                int x0 = 0, x1 = ow;
-                while (x0 < ow && x0 * stride + kx - pad < 0) x0++;
-                while (x1 > x0 && (x1 - 1) * stride + kx - pad >= w) x1--;
-                for (int oy = 0; oy < oh; oy++) {
-                    int y = oy * stride + ky - pad;
-                    float *d = dst + (long)oy * ow;
-                    if (y < 0 || y >= h) {
-                        memset(d, 0, sizeof(float) * ow);
-                        continue;
-                    }
-                    const float *s = src + (long)y * w + kx - pad;
-                    for (int ox = 0; ox < x0; ox++) d[ox] = 0.f;
-                    if (stride == 1) memcpy(d + x0, s + x0, sizeof(float) * (x1 - x0));
-                    else for (int ox = x0; ox < x1; ox++) d[ox] = s[(long)ox * stride];
-                    for (int ox = x1; ox < ow; ox++) d[ox] = 0.f;
-                }
+    const int R = ch * k * k;
+#pragma omp parallel for schedule(static) if (par && (long)R * oh * ow >= 65536)
+    for (int r = 0; r < R; r++) {
+        const int c = r / (k * k), ky = r / k % k, kx = r % k;
+        float *dst = col + (long)r * oh * ow;
+        const float *src = in + (long)c * h * w;
+        /* ox in [x0, x1) reads inside the row; outside it, zeros. */
+        int x0 = 0, x1 = ow;
+        while (x0 < ow && x0 * stride + kx - pad < 0) x0++;
+        while (x1 > x0 && (x1 - 1) * stride + kx - pad >= w) x1--;
+        for (int oy = 0; oy < oh; oy++) {
+            int y = oy * stride + ky - pad;
+            float *d = dst + (long)oy * ow;
+            if (y < 0 || y >= h) {
+                memset(d, 0, sizeof(float) * ow);
+                continue;
             }
+            const float *s = src + (long)y * w + kx - pad;
+            for (int ox = 0; ox < x0; ox++) d[ox] = 0.f;
+            if (stride == 1) memcpy(d + x0, s + x0, sizeof(float) * (x1 - x0));
+            else for (int ox = x0; ox < x1; ox++) d[ox] = s[(long)ox * stride];
+            for (int ox = x1; ox < ow; ox++) d[ox] = 0.f;
+        }
+    }
 }
 
 /* ---- vector row kernels ----
@@ -404,7 +407,7 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
             const float *xg = x + (long)gi * (is.c / G) * is.h * is.w;
             const float *col = xg;
             if (!pw) {
-                im2col(xg, is.c / G, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
+                im2col(xg, is.c / G, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work, 0);
                 col = work;
             }
             float *yg = y + (long)gi * M * N;
@@ -452,6 +455,7 @@ float yq_f32_act_exact(float x, yq_act act) { return act_exact(x, act); }
 void yq_f32_activate_exact(float *x, long n, yq_act act)
 {
     if (act == YQ_ACT_LINEAR) return;
+#pragma omp parallel for schedule(static) if (n >= 32768)
     for (long i = 0; i < n; i++) x[i] = yq_f32_act_exact(x[i], act);
 }
 
@@ -680,11 +684,14 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
         for (int gi = 0; gi < G; gi++) {
             const float *col = x + (long)gi * cg * is.h * is.w;
             if (!pw) {
-                im2col(col, cg, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work);
+                im2col(col, cg, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, work, 1);
                 col = work;
             }
             chain_rows_par(w + (long)gi * M * K, K, col, N, y + (long)gi * M * N, M, panels);
         }
+        /* bias and activation, the filters over the threads (a table-free activation in double
+         * per value: the bulk of a small conv's time) */
+#pragma omp parallel for schedule(static) if ((long)c->filters * N >= 32768)
         for (int o = 0; o < c->filters; o++) {
             float *yo = y + (long)o * N, bo = n->b[o];
             /* the common activations with their case fixed, so act_exact inlines to it */

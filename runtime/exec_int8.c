@@ -28,9 +28,15 @@ static void tmp_free(tmp *t)
     t->n = 0;
 }
 
-/* Source k of node id as want (F32 or S8); U8 passes through when allow_u8. */
+/* Source k of node id as want (F32 or S8); U8 passes through when allow_u8.  The conversion
+ * to int8 on the fast engine's instructions (isa, nt threads): the reference's bytes. */
 static const void *input_as(yq_plan *p, int id, int k, yq_dtype want, int allow_u8, yq_dtype *got, tmp *t)
 {
+    yq_cpu8 *e = NULL;
+    yq_error ignored;
+    yq_plan_cpu8(p, &e, &ignored);   /* made by yq_exec_int8 before any node runs */
+    yq_isa isa = e ? yq_cpu8_isa(e) : YQ_ISA_REF;
+    int nt = e ? yq_cpu8_threads(e) : 1;
     const yq_graph *g = yq_plan_graph(p);
     int s = g->nodes[id].src[k];
     yq_dtype have = yq_node_dtype(g, s);
@@ -53,7 +59,7 @@ static const void *input_as(yq_plan *p, int id, int k, yq_dtype want, int allow_
         f = ff;
     }
     int8_t *q = tmp_alloc(t, (size_t)n);
-    if (q) yq_quantize(f, n, qs->scale, qs->qmin, qs->qmax, q);
+    if (q) yq_cpu8_quantize(isa, nt, f, n, qs->scale, qs->qmin, qs->qmax, q);
     *got = YQ_S8;
     return q;
 }
