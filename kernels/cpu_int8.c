@@ -260,7 +260,9 @@ YQ_TARGET_AVX512 static void kern_avx512(const tile *t, const unsigned char *col
         __m512i x0 = _mm512_loadu_si512(col), x1 = _mm512_loadu_si512(col + 64);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++) {
-            __m512i wb = _mm512_set1_epi32(*(const int32_t *)(w + m * 4));
+            int32_t w4;
+            memcpy(&w4, w + m * 4, 4);   /* the filter's 4 weights of this K step (one load) */
+            __m512i wb = _mm512_set1_epi32(w4);
             acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x0, wb);
             acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x1, wb);
         }
@@ -301,7 +303,9 @@ YQ_TARGET_AVX2 static void tile_avx2(const tile *t, const unsigned char *col, co
             __m256i x2 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 32)));
             __m256i x3 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
             for (int m = 0; m < MR2; m++) {
-                __m256i wb = _mm256_set1_epi64x(*(const long long *)(wk + m * 4));
+                long long w4;
+                memcpy(&w4, wk + m * 4, 8);
+                __m256i wb = _mm256_set1_epi64x(w4);
                 acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(x0, wb));
                 acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(x1, wb));
                 acc[m][2] = _mm256_add_epi32(acc[m][2], _mm256_madd_epi16(x2, wb));
