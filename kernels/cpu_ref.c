@@ -20,7 +20,7 @@ size_t yq_ref_conv_work(const yq_graph *g, const yq_node *n)
     const yq_conv_p *c = &n->p.conv;
     size_t np = (size_t)n->out.h * n->out.w;
     size_t col = yq_conv_is_depthwise(g, n) ? 0 : (size_t)(is.c / c->groups) * c->size * c->size * np * sizeof(int16_t);
-    return col + (size_t)c->filters * np * sizeof(int32_t);
+    return (col + 63) / 64 * 64 + (size_t)c->filters * np * sizeof(int32_t);   /* the int32s 64-byte aligned */
 }
 
 static inline int16_t ld(const void *p, yq_dtype t, long i)
@@ -72,7 +72,7 @@ void yq_ref_conv(const yq_graph *g, const yq_node *n, const yq_qnode *q, const v
     long np = (long)n->out.h * n->out.w;
     int dw = yq_conv_is_depthwise(g, n);
     int16_t *col = work;
-    int32_t *acc = (int32_t *)((char *)work + (dw ? 0 : (size_t)K * np * sizeof(int16_t)));
+    int32_t *acc = (int32_t *)((char *)work + (dw ? 0 : ((size_t)K * np * sizeof(int16_t) + 63) / 64 * 64));
     for (int b = 0; b < batch; b++) {
         long ibase = (long)b * yq_shape_size(is);
         if (dw) {
