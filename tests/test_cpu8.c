@@ -1,4 +1,4 @@
-/* The fast int8 CPU engine's kernels besides the dense conv (kernels/cpu_int8_ops.c):
+/* The fast int8 CPU engine's kernels (kernels/cpu_int8*.c): the dense conv,
  * depthwise conv, maxpool, upsample, shortcut, quantize, each equal byte for byte to its
  * reference (kernels/cpu_ref.c) on every ISA this CPU runs (reference, AVX2, AVX-512) and
  * on 1 and 2 threads, over shapes with odd widths, borders, strides and kernel sizes,
@@ -60,7 +60,7 @@ static double now_s(void)
 
 /* ---- depthwise conv ------------------------------------------------------ */
 
-enum { M_LEAKY, M_LINEAR, M_RELU, M_LUT, M_F_LINEAR, M_F_LEAKY, M_F_LOGISTIC };
+enum { M_LEAKY, M_LINEAR, M_RELU, M_LUT, M_F_LINEAR, M_F_LEAKY, M_F_LOGISTIC, M_COUNT };
 
 typedef struct dw_case { int c, h, w, k, s, pad, batch; yq_dtype in_t; int mode; } dw_case;
 
@@ -82,6 +82,34 @@ static void dw_net_free(dw_net *d)
     free(d->pos);
     free(d->neg);
     free(d->deq);
+}
+
+/* The output side of a conv node for one epilogue mode (pos: the requantize multipliers,
+ * set; neg and the activation follow from the mode). */
+static void set_epilogue(yq_node *n, yq_qnode *q, int mode, int F, float *pos, float *neg, int8_t *lut)
+{
+    q->dtype = mode >= M_F_LINEAR ? YQ_F32 : YQ_S8;
+    n->act = YQ_ACT_LEAKY;
+    for (int o = 0; o < F; o++) neg[o] = pos[o] * .1f;
+    switch (mode) {
+    case M_LINEAR:
+        n->act = YQ_ACT_LINEAR;
+        for (int o = 0; o < F; o++) neg[o] = pos[o];
+        break;
+    case M_RELU:
+        n->act = YQ_ACT_RELU;
+        for (int o = 0; o < F; o++) neg[o] = 0.f;
+        break;
+    case M_LUT:   /* the grid spans +-2048: finer steps, clamped at both ends */
+        n->act = YQ_ACT_MISH;
+        q->lut = lut;
+        for (int o = 0; o < F; o++) pos[o] *= 20.f, neg[o] = pos[o] * .7f;
+        break;
+    case M_F_LINEAR: n->act = YQ_ACT_LINEAR; break;
+    case M_F_LEAKY: n->act = YQ_ACT_LEAKY; break;
+    case M_F_LOGISTIC: n->act = YQ_ACT_LOGISTIC; break;
+    default: break;
+    }
 }
 
 static int dw_net_make(dw_net *d, const dw_case *cs, int variant)
@@ -119,7 +147,6 @@ static int dw_net_make(dw_net *d, const dw_case *cs, int variant)
         d->deq[o] = rnd_f(.5f, 2.f) * 1e-3f;
     }
     yq_qnode *q = &d->q;
-    q->dtype = cs->mode >= M_F_LINEAR ? YQ_F32 : YQ_S8;
     /* int8, 4 bits, and a range past int8 (the (int8_t) cast wraps its outputs) */
     static const int32_t ranges[][2] = { { -127, 127 }, { -128, 127 }, { -7, 7 }, { 0, 255 } };
     q->qmin = ranges[variant][0];
@@ -129,27 +156,7 @@ static int dw_net_make(dw_net *d, const dw_case *cs, int variant)
     q->rq_pos = d->pos;
     q->rq_neg = d->neg;
     q->deq = d->deq;
-    n->act = YQ_ACT_LEAKY;
-    for (int o = 0; o < C; o++) d->neg[o] = d->pos[o] * .1f;
-    switch (cs->mode) {
-    case M_LINEAR:
-        n->act = YQ_ACT_LINEAR;
-        for (int o = 0; o < C; o++) d->neg[o] = d->pos[o];
-        break;
-    case M_RELU:
-        n->act = YQ_ACT_RELU;
-        for (int o = 0; o < C; o++) d->neg[o] = 0.f;
-        break;
-    case M_LUT:   /* the grid spans +-2048: finer steps, clamped at both ends */
-        n->act = YQ_ACT_MISH;
-        q->lut = d->lut;
-        for (int o = 0; o < C; o++) d->pos[o] *= 20.f, d->neg[o] = d->pos[o] * .7f;
-        break;
-    case M_F_LINEAR: n->act = YQ_ACT_LINEAR; break;
-    case M_F_LEAKY: n->act = YQ_ACT_LEAKY; break;
-    case M_F_LOGISTIC: n->act = YQ_ACT_LOGISTIC; break;
-    default: break;
-    }
+    set_epilogue(n, q, cs->mode, C, d->pos, d->neg, d->lut);
     return 1;
 }
 
@@ -438,6 +445,176 @@ static void t_quantize(void)
     CHECKF(ties > 1000, "only %d exact ties among the inputs", ties);
 }
 
+typedef struct conv_case { int c, h, w, f, k, s, pad, groups, batch; yq_dtype in_t; int mode; } conv_case;
+
+/* ---- dense conv (kernels/cpu_int8.c) ---------------------------------------- */
+
+/* A dense conv node (nodes[1], input nodes[0]) and its quantized side, random. */
+typedef struct conv_net {
+    yq_node nodes[2];
+    yq_qnode q[2];
+    yq_graph g;
+    int8_t *wq, *lut;
+    int32_t *bq;
+    float *pos, *neg, *deq;
+} conv_net;
+
+static void conv_net_free(conv_net *d)
+{
+    free(d->wq);
+    free(d->lut);
+    free(d->bq);
+    free(d->pos);
+    free(d->neg);
+    free(d->deq);
+}
+
+static void conv_net_make(conv_net *d, const conv_case *cs)
+{
+    memset(d, 0, sizeof *d);
+    int F = cs->f, K = cs->c / cs->groups * cs->k * cs->k;
+    d->nodes[0].op = YQ_OP_INPUT;
+    d->nodes[0].out = (yq_shape){ cs->c, cs->h, cs->w };
+    yq_node *n = &d->nodes[1];
+    n->op = YQ_OP_CONV;
+    n->n_src = 1;
+    n->p.conv = (yq_conv_p){ F, cs->k, cs->s, cs->pad, cs->groups, 1 };
+    n->out = (yq_shape){ F, (cs->h + 2 * cs->pad - cs->k) / cs->s + 1, (cs->w + 2 * cs->pad - cs->k) / cs->s + 1 };
+    d->g.nodes = d->nodes;
+    d->g.n_nodes = d->g.cap_nodes = 2;
+    d->g.q = d->q;
+    d->wq = malloc((size_t)F * K);
+    d->bq = malloc(sizeof(int32_t) * (size_t)F);
+    d->pos = malloc(sizeof(float) * (size_t)F);
+    d->neg = malloc(sizeof(float) * (size_t)F);
+    d->deq = malloc(sizeof(float) * (size_t)F);
+    d->lut = malloc(YQ_LUT_N);
+    CHECK(d->wq && d->bq && d->pos && d->neg && d->deq && d->lut);
+    fill_s8(d->wq, (long)F * K);
+    fill_s8(d->lut, YQ_LUT_N);
+    /* accumulators spread over about 128 * 128 * sqrt(K): scales that cover the output
+     * range and saturate some */
+    float span = 128.f * 128.f * 2.f * sqrtf((float)K) * (cs->in_t == YQ_U8 ? 2.f : 1.f);
+    for (int o = 0; o < F; o++) {
+        d->bq[o] = (int32_t)(rnd() % 200001) - 100000;
+        d->pos[o] = rnd_f(.3f, 2.f) * 127.f / span;
+        d->deq[o] = rnd_f(.5f, 2.f) * 1e-4f;
+    }
+    d->q[0].dtype = cs->in_t;
+    yq_qnode *q = &d->q[1];
+    q->qmin = -127;
+    q->qmax = 127;
+    q->wq = d->wq;
+    q->bq = d->bq;
+    q->rq_pos = d->pos;
+    q->rq_neg = d->neg;
+    q->deq = d->deq;
+    set_epilogue(n, q, cs->mode, F, d->pos, d->neg, d->lut);
+}
+
+/* One case on every ISA and thread count: 0 when they all equal the reference. */
+static void check_case(const conv_case *cs, int seed)
+{
+    rng_seed((uint32_t)seed);
+    conv_net d;
+    conv_net_make(&d, cs);
+    const yq_node *n = &d.nodes[1];
+    long in_n = (long)cs->batch * cs->c * cs->h * cs->w;
+    size_t out_b = (size_t)cs->batch * (size_t)yq_shape_size(n->out) * (d.q[1].dtype == YQ_F32 ? 4 : 1);
+    unsigned char *in = malloc((size_t)in_n), *ref = malloc(out_b), *got = malloc(out_b);
+    void *work = malloc(yq_ref_conv_work(&d.g, n));
+    CHECK(in && ref && got && work);
+    fill_s8((int8_t *)in, in_n);
+    yq_ref_conv(&d.g, n, &d.q[1], in, cs->in_t, ref, work, cs->batch);
+    for (int isa = YQ_ISA_AVX2; isa <= (int)yq_cpu_isa(); isa++)
+        for (int threads = 1; threads <= 2; threads++) {
+            yq_cpu8 *e;
+            yq_error err;
+            CHECKF(yq_cpu8_new(&d.g, (yq_isa)isa, threads, &e, &err) == YQ_OK, "%s", err.msg);
+            CHECK(yq_cpu8_isa(e) == (yq_isa)isa);
+            memset(got, 0x5A, out_b);
+            yq_status st = yq_cpu8_conv(e, 1, in, cs->in_t, got, cs->batch, &err);
+            yq_cpu8_free(e);
+            CHECKF(st == YQ_OK, "%s", err.msg);
+            if (memcmp(ref, got, out_b)) {
+                size_t i = 0;
+                while (ref[i] == got[i]) i++;
+                CHECKF(0, "%dx%dx%d -> %d %dx%d/%d pad %d groups %d batch %d %s epilogue %d, %s %d thread(s): byte %zu differs",
+                       cs->c, cs->h, cs->w, cs->f, cs->k, cs->k, cs->s, cs->pad, cs->groups, cs->batch,
+                       cs->in_t == YQ_U8 ? "uint8" : "int8", cs->mode, yq_isa_name((yq_isa)isa), threads, i);
+            }
+        }
+    free(in);
+    free(ref);
+    free(got);
+    free(work);
+    conv_net_free(&d);
+}
+
+static void t_conv_shapes(void)
+{
+    if (yq_cpu_isa() == YQ_ISA_REF) TEST_SKIP("this CPU has neither AVX2 nor AVX-512 VNNI");
+    static const conv_case cs[] = {
+        { 16, 13, 13, 24, 1, 1, 0, 1, 1, YQ_S8, M_LEAKY },       /* 1x1, 169 pixels (a tail of 9) */
+        { 8, 20, 20, 48, 1, 1, 0, 1, 2, YQ_S8, M_LINEAR },       /* K 8: two K steps */
+        { 3, 33, 31, 16, 3, 2, 1, 1, 1, YQ_U8, M_LEAKY },        /* the first conv: uint8, K 27, stride 2 */
+        { 3, 40, 40, 13, 3, 1, 1, 1, 2, YQ_U8, M_F_LINEAR },
+        { 5, 9, 11, 7, 3, 1, 1, 1, 1, YQ_S8, M_RELU },           /* 7 filters, K 45 */
+        { 32, 10, 10, 255, 1, 1, 0, 1, 1, YQ_S8, M_F_LOGISTIC },/* a head: 255 float outputs */
+        { 32, 10, 10, 255, 1, 1, 0, 1, 3, YQ_S8, M_F_LEAKY },
+        { 24, 12, 12, 17, 3, 1, 1, 1, 1, YQ_S8, M_LUT },         /* a table activation */
+        { 16, 7, 5, 33, 5, 1, 2, 1, 2, YQ_S8, M_LEAKY },         /* 5x5 */
+        { 64, 13, 13, 130, 3, 1, 1, 1, 1, YQ_S8, M_LEAKY },      /* K 576, filters past two blocks of 64 */
+        { 8, 16, 16, 8, 3, 2, 0, 1, 1, YQ_S8, M_LINEAR },        /* no padding, stride 2 */
+        { 12, 11, 11, 20, 1, 1, 1, 1, 1, YQ_S8, M_LEAKY },       /* 1x1 with padding */
+        { 12, 11, 11, 20, 1, 2, 0, 1, 1, YQ_S8, M_LEAKY },       /* 1x1 stride 2 */
+        { 16, 9, 9, 24, 3, 1, 1, 4, 2, YQ_S8, M_LEAKY },         /* groups */
+        { 16, 9, 9, 16, 1, 1, 0, 2, 1, YQ_U8, M_F_LINEAR },
+        { 4, 1, 1, 9, 3, 1, 1, 1, 1, YQ_S8, M_LEAKY },           /* one pixel */
+        { 130, 4, 4, 3, 3, 1, 1, 1, 1, YQ_S8, M_RELU },          /* K 1170: not a multiple of 4 */
+    };
+    for (int i = 0; i < (int)(sizeof cs / sizeof cs[0]); i++) check_case(&cs[i], i + 1);
+    /* random shapes */
+    for (int r = 0; r < 60; r++) {
+        rng_seed(1000u + (unsigned)r);
+        conv_case c;
+        c.groups = rnd() % 5 == 0 ? 2 : 1;
+        c.c = c.groups * (1 + (int)(rnd() % 40));
+        c.h = 1 + (int)(rnd() % 24);
+        c.w = 1 + (int)(rnd() % 24);
+        c.k = (int[]){ 1, 1, 3, 3, 5 }[rnd() % 5];
+        c.s = 1 + (int)(rnd() % 2);
+        c.pad = (int)(rnd() % (unsigned)(c.k / 2 + 1));
+        if (c.h + 2 * c.pad < c.k) c.h = c.k;
+        if (c.w + 2 * c.pad < c.k) c.w = c.k;
+        c.f = c.groups * (1 + (int)(rnd() % 40));
+        c.batch = 1 + (int)(rnd() % 2);
+        c.in_t = rnd() % 4 == 0 ? YQ_U8 : YQ_S8;
+        c.mode = (int)(rnd() % M_COUNT);
+        check_case(&c, 5000 + r);
+    }
+}
+
+/* A conv of a graph the engine was not made for is refused, not run. */
+static void t_conv_errors(void)
+{
+    if (yq_cpu_isa() == YQ_ISA_REF) TEST_SKIP("this CPU has neither AVX2 nor AVX-512 VNNI");
+    conv_case cs = { 8, 5, 5, 8, 1, 1, 0, 1, 1, YQ_S8, M_LEAKY };
+    rng_seed(3);
+    conv_net d;
+    conv_net_make(&d, &cs);
+    yq_cpu8 *e;
+    yq_error err;
+    CHECK(yq_cpu8_new(&d.g, yq_cpu_isa(), 0, &e, &err) == YQ_OK);
+    CHECK(yq_cpu8_threads(e) >= 1);
+    d.q[1].float_op = 1;
+    int8_t in[200], out[200];
+    memset(in, 0, sizeof in);
+    CHECK(yq_cpu8_conv(e, 1, in, YQ_S8, out, 1, &err) != YQ_OK && strstr(err.msg, "layer"));
+    yq_cpu8_free(e);
+    conv_net_free(&d);
+}
+
 int main(void)
 {
     if (yq_cpu_isa() < YQ_ISA_AVX512)
@@ -448,5 +625,7 @@ int main(void)
     TEST(t_shortcut);
     TEST(t_quantize);
     TEST(t_dwconv_time);
+    TEST(t_conv_shapes);
+    TEST(t_conv_errors);
     return test_done();
 }
