@@ -45,6 +45,7 @@ struct yq_cpu8 {
     size_t col_bytes;
     unsigned char *rows;      /* the unpacked im2col of a conv that is not pointwise */
     size_t rows_bytes;
+    int32_t *bias;            /* a conv's corrected biases (the most filters of any conv) */
 };
 
 static int nthreads(const yq_cpu8 *e) { return e->threads > 0 ? e->threads : omp_get_max_threads(); }
@@ -106,6 +107,7 @@ yq_status yq_cpu8_new(const yq_graph *g, yq_isa isa, int threads, yq_cpu8 **out,
         *out = e;
         return YQ_OK;
     }
+    int max_f = 0;
     for (int i = 1; i < g->n_nodes; i++) {
         if (!dense(g, i)) continue;
         yq_status st = pack_conv(g, i, isa, &e->conv[i], err);
@@ -117,11 +119,13 @@ yq_status yq_cpu8_new(const yq_graph *g, yq_isa isa, int threads, yq_cpu8 **out,
         size_t np = (size_t)n->out.h * n->out.w, pb = (np + PX - 1) / PX;
         size_t bytes = pb * (size_t)e->conv[i].K4 * PX * 4;
         if (bytes > e->col_bytes) e->col_bytes = bytes;
+        if (n->p.conv.filters > max_f) max_f = n->p.conv.filters;
         const yq_conv_p *cp = &n->p.conv;
         if (!(cp->size == 1 && cp->stride == 1 && cp->pad == 0) && np * e->conv[i].K > e->rows_bytes)
             e->rows_bytes = np * (size_t)e->conv[i].K;
     }
-    if ((e->col_bytes && !(e->col = aligned_alloc(64, (e->col_bytes + 63) / 64 * 64))) ||
+    if ((max_f && !(e->bias = malloc(sizeof(int32_t) * (size_t)max_f))) ||
+        (e->col_bytes && !(e->col = aligned_alloc(64, (e->col_bytes + 63) / 64 * 64))) ||
         (e->rows_bytes && !(e->rows = aligned_alloc(64, (e->rows_bytes + 63) / 64 * 64)))) {
         yq_cpu8_free(e);
         return yq_fail(err, YQ_ERR_NOMEM, "out of memory for the int8 im2col");
@@ -141,6 +145,7 @@ void yq_cpu8_free(yq_cpu8 *e)
     free(e->conv);
     free(e->col);
     free(e->rows);
+    free(e->bias);
     free(e);
 }
 
@@ -148,7 +153,7 @@ void yq_cpu8_free(yq_cpu8 *e)
 
 typedef struct geom {
     const void *in;           /* this image and group's first input channel */
-    int u8, h, w, ks, s, pad, oh, ow, K;
+    int h, w, ks, s, pad, oh, ow, K;
     long np;
     unsigned char flip;       /* XOR into every byte: 0x80 where the offset is +-128 */
 } geom;
@@ -345,8 +350,7 @@ yq_status yq_cpu8_conv(yq_cpu8 *e, int id, const void *in, yq_dtype in_t, void *
     /* the stored byte is x + off: +128 for int8 on vpdpbusd, -128 for uint8 on vpmaddwd */
     int off = avx512 ? (u8 ? 0 : 128) : (u8 ? -128 : 0);
     int F = n->p.conv.filters, mr = avx512 ? MR : MR2;
-    int32_t *bias = malloc(sizeof(int32_t) * (size_t)F);
-    if (!bias) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    int32_t *bias = e->bias;
     for (int o = 0; o < F; o++) bias[o] = (int32_t)((uint32_t)q->bq[o] - (uint32_t)off * (uint32_t)c->wsum[o]);
     long np = (long)n->out.h * n->out.w, PB = (np + PX - 1) / PX;
     int cin = is.c / c->G, nt = nthreads(e);
@@ -361,7 +365,7 @@ yq_status yq_cpu8_conv(yq_cpu8 *e, int id, const void *in, yq_dtype in_t, void *
     for (int b = 0; b < batch; b++)
         for (int gi = 0; gi < c->G; gi++) {
             geom gm = { .in = (const char *)in + ((long)b * is.c + (long)gi * cin) * is.h * is.w,
-                        .u8 = u8, .h = is.h, .w = is.w, .ks = n->p.conv.size, .s = n->p.conv.stride,
+                        .h = is.h, .w = is.w, .ks = n->p.conv.size, .s = n->p.conv.stride,
                         .pad = n->p.conv.pad, .oh = n->out.h, .ow = n->out.w, .K = c->K, .np = np,
                         .flip = (unsigned char)(off ? 0x80 : 0) };
             void *ob = (char *)out + (size_t)b * F * np * es;
@@ -388,6 +392,5 @@ yq_status yq_cpu8_conv(yq_cpu8 *e, int id, const void *in, yq_dtype in_t, void *
                 }
             }
         }
-    free(bias);
     return YQ_OK;
 }

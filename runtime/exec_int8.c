@@ -30,13 +30,9 @@ static void tmp_free(tmp *t)
 
 /* Source k of node id as want (F32 or S8); U8 passes through when allow_u8.  The conversion
  * to int8 on the fast engine's instructions (isa, nt threads): the reference's bytes. */
-static const void *input_as(yq_plan *p, int id, int k, yq_dtype want, int allow_u8, yq_dtype *got, tmp *t)
+static const void *input_as(yq_plan *p, yq_isa isa, int nt, int id, int k, yq_dtype want, int allow_u8, yq_dtype *got,
+                            tmp *t)
 {
-    yq_cpu8 *e = NULL;
-    yq_error ignored;
-    yq_plan_cpu8(p, &e, &ignored);   /* made by yq_exec_int8 before any node runs */
-    yq_isa isa = e ? yq_cpu8_isa(e) : YQ_ISA_REF;
-    int nt = e ? yq_cpu8_threads(e) : 1;
     const yq_graph *g = yq_plan_graph(p);
     int s = g->nodes[id].src[k];
     yq_dtype have = yq_node_dtype(g, s);
@@ -93,7 +89,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
         const void *x;
         switch (n->op) {
         case YQ_OP_CONV:
-            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
+            x = input_as(p, isa, nt, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_conv_exact(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);
             else if (e) {
@@ -108,8 +104,8 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
         case YQ_OP_SHORTCUT: {
             const void *b;
             yq_dtype got_b;
-            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
-            b = input_as(p, i, 1, fl ? YQ_F32 : YQ_S8, 0, &got_b, &t);
+            x = input_as(p, isa, nt, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            b = input_as(p, isa, nt, i, 1, fl ? YQ_F32 : YQ_S8, 0, &got_b, &t);
             if (!x || !b) goto nomem;
             if (fl) {
                 yq_f32_shortcut(yq_shape_size(n->out), x, b, YQ_ACT_LINEAR, y, B);
@@ -122,7 +118,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             int c_off = 0;
             for (int k = 0; k < n->n_src; k++) {
                 yq_shape ss = g->nodes[n->src[k]].out;
-                x = input_as(p, i, k, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+                x = input_as(p, isa, nt, i, k, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
                 if (!x) goto nomem;
                 if (fl) yq_f32_route_copy(ss, &n->p.route, x, n->out, c_off, y, B);
                 else yq_ref_route_copy(ss, &n->p.route, x, n->out, c_off, y, B);
@@ -131,13 +127,13 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
             break;
         }
         case YQ_OP_UPSAMPLE:
-            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            x = input_as(p, isa, nt, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_upsample(is, n->p.up.stride, x, y, B);
             else yq_cpu8_upsample(isa, nt, is, n->p.up.stride, x, y, B);
             break;
         case YQ_OP_MAXPOOL:
-            x = input_as(p, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
+            x = input_as(p, isa, nt, i, 0, fl ? YQ_F32 : YQ_S8, 0, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_maxpool(is, &n->p.pool, n->out, x, y, B);
             else yq_cpu8_maxpool(isa, nt, is, &n->p.pool, n->out, x, y, B);
@@ -145,7 +141,7 @@ yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *
         case YQ_OP_DROPOUT: case YQ_OP_YOLO: case YQ_OP_REGION: case YQ_OP_DETECT:
             /* An alias unless the dtype changes: then the head dequantizes its input. */
             if (yq_node_dtype(g, i) != yq_node_dtype(g, n->src[0])) {
-                x = input_as(p, i, 0, q->dtype, 0, &got, &t);
+                x = input_as(p, isa, nt, i, 0, q->dtype, 0, &got, &t);
                 if (!x) goto nomem;
                 memcpy(y, x, (size_t)yq_shape_size(n->out) * B * yq_dtype_size(q->dtype));
             }

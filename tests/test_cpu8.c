@@ -64,17 +64,18 @@ enum { M_LEAKY, M_LINEAR, M_RELU, M_LUT, M_F_LINEAR, M_F_LEAKY, M_F_LOGISTIC, M_
 
 typedef struct dw_case { int c, h, w, k, s, pad, batch; yq_dtype in_t; int mode; } dw_case;
 
-/* A depthwise conv node (nodes[1], input nodes[0]) and its quantized side, random. */
-typedef struct dw_net {
+/* A conv node (nodes[1], input nodes[0]) and its quantized side (q[1]), random: the
+ * depthwise nets below and the dense ones further down. */
+typedef struct conv_net {
     yq_node nodes[2];
+    yq_qnode q[2];
     yq_graph g;
-    yq_qnode q;
     int8_t *wq, *lut;
     int32_t *bq;
     float *pos, *neg, *deq;
-} dw_net;
+} conv_net;
 
-static void dw_net_free(dw_net *d)
+static void conv_net_free(conv_net *d)
 {
     free(d->wq);
     free(d->lut);
@@ -112,7 +113,7 @@ static void set_epilogue(yq_node *n, yq_qnode *q, int mode, int F, float *pos, f
     }
 }
 
-static int dw_net_make(dw_net *d, const dw_case *cs, int variant)
+static int dw_net_make(conv_net *d, const dw_case *cs, int variant)
 {
     memset(d, 0, sizeof *d);
     int C = cs->c, k = cs->k;
@@ -146,7 +147,7 @@ static int dw_net_make(dw_net *d, const dw_case *cs, int variant)
         if (variant > 0 && o % 7 == 3) d->pos[o] *= 1e7f;
         d->deq[o] = rnd_f(.5f, 2.f) * 1e-3f;
     }
-    yq_qnode *q = &d->q;
+    yq_qnode *q = &d->q[1];
     /* int8, 4 bits, and a range past int8 (the (int8_t) cast wraps its outputs) */
     static const int32_t ranges[][2] = { { -127, 127 }, { -128, 127 }, { -7, 7 }, { 0, 255 } };
     q->qmin = ranges[variant][0];
@@ -183,19 +184,19 @@ static void t_dwconv(void)
     };
     for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
         rng_seed(100 + (uint32_t)t);
-        dw_net d;
+        conv_net d;
         int variant = (int)(t % 4);
         CHECK(dw_net_make(&d, &cs[t], variant));
         const yq_node *n = &d.nodes[1];
         long in_n = (long)cs[t].batch * yq_shape_size(d.nodes[0].out), out_n = (long)cs[t].batch * yq_shape_size(n->out);
-        size_t ob = (size_t)out_n * (d.q.dtype == YQ_F32 ? sizeof(float) : 1);
+        size_t ob = (size_t)out_n * (d.q[1].dtype == YQ_F32 ? sizeof(float) : 1);
         int8_t *x = malloc((size_t)in_n);
         unsigned char *want = malloc(ob), *got = guarded(ob);
         void *work = malloc(yq_ref_conv_work(&d.g, n) + 1);
         CHECK(x && want && got && work);
         fill_s8(x, in_n);
-        yq_ref_conv(&d.g, n, &d.q, x, cs[t].in_t, want, work, cs[t].batch);
-        if (d.q.dtype != YQ_F32 && out_n >= 64) {   /* the outputs are not one saturated value */
+        yq_ref_conv(&d.g, n, &d.q[1], x, cs[t].in_t, want, work, cs[t].batch);
+        if (d.q[1].dtype != YQ_F32 && out_n >= 64) {   /* the outputs are not one saturated value */
             int seen[256] = { 0 }, distinct = 0;
             for (long i = 0; i < out_n; i++) distinct += !seen[want[i]]++;
             CHECKF(distinct >= 8, "case %zu: only %d distinct outputs", t, distinct);
@@ -203,7 +204,7 @@ static void t_dwconv(void)
         for (int isa = 0; isa < n_isas(); isa++)
             for (int th = 1; th <= 2; th++) {
                 guarded_reset(got, ob);
-                yq_cpu8_dwconv((yq_isa)isa, th, &d.g, n, &d.q, x, cs[t].in_t, got, cs[t].batch);
+                yq_cpu8_dwconv((yq_isa)isa, th, &d.g, n, &d.q[1], x, cs[t].in_t, got, cs[t].batch);
                 long bad = guarded_diff(got, want, ob);
                 CHECKF(bad < 0, "case %zu (%dx%dx%d k%d s%d p%d b%d %s mode %d): %s, %d threads: byte %ld of %zu",
                        t, cs[t].c, cs[t].h, cs[t].w, cs[t].k, cs[t].s, cs[t].pad, cs[t].batch,
@@ -213,7 +214,7 @@ static void t_dwconv(void)
         free(want);
         guarded_free(got);
         free(work);
-        dw_net_free(&d);
+        conv_net_free(&d);
     }
 }
 
@@ -224,7 +225,7 @@ static void t_dwconv_time(void)
                                   { 48, 160, 160, 3, 2, 1, 1, YQ_S8, M_LEAKY } };
     for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
         rng_seed(7 + (uint32_t)t);
-        dw_net d;
+        conv_net d;
         CHECK(dw_net_make(&d, &cs[t], 0));
         const yq_node *n = &d.nodes[1];
         long in_n = yq_shape_size(d.nodes[0].out), out_n = yq_shape_size(n->out);
@@ -235,7 +236,7 @@ static void t_dwconv_time(void)
         double best = 1e9;
         for (int r = 0; r < 3; r++) {
             double t0 = now_s();
-            yq_ref_conv(&d.g, n, &d.q, x, YQ_S8, want, work, 1);
+            yq_ref_conv(&d.g, n, &d.q[1], x, YQ_S8, want, work, 1);
             best = fmin(best, now_s() - t0);
         }
         char line[512];
@@ -246,7 +247,7 @@ static void t_dwconv_time(void)
                 double b = 1e9;
                 for (int r = 0; r < 20; r++) {
                     double t0 = now_s();
-                    yq_cpu8_dwconv((yq_isa)isa, th, &d.g, n, &d.q, x, YQ_S8, got, 1);
+                    yq_cpu8_dwconv((yq_isa)isa, th, &d.g, n, &d.q[1], x, YQ_S8, got, 1);
                     b = fmin(b, now_s() - t0);
                 }
                 CHECK(!memcmp(got, want, (size_t)out_n));
@@ -258,7 +259,7 @@ static void t_dwconv_time(void)
         free(want);
         free(got);
         free(work);
-        dw_net_free(&d);
+        conv_net_free(&d);
     }
 }
 
@@ -448,26 +449,6 @@ static void t_quantize(void)
 typedef struct conv_case { int c, h, w, f, k, s, pad, groups, batch; yq_dtype in_t; int mode; } conv_case;
 
 /* ---- dense conv (kernels/cpu_int8.c) ---------------------------------------- */
-
-/* A dense conv node (nodes[1], input nodes[0]) and its quantized side, random. */
-typedef struct conv_net {
-    yq_node nodes[2];
-    yq_qnode q[2];
-    yq_graph g;
-    int8_t *wq, *lut;
-    int32_t *bq;
-    float *pos, *neg, *deq;
-} conv_net;
-
-static void conv_net_free(conv_net *d)
-{
-    free(d->wq);
-    free(d->lut);
-    free(d->bq);
-    free(d->pos);
-    free(d->neg);
-    free(d->deq);
-}
 
 static void conv_net_make(conv_net *d, const conv_case *cs)
 {
