@@ -82,9 +82,38 @@ __device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0,
     return left >= 4 ? y : left <= 0 ? 0u : y & ((1u << (8 * left)) - 1u);
 }
 
-__device__ __forceinline__ unsigned res_word(unsigned word, long widx, int o0, const ConvK &a)
+/* ---- the int8 epilogues' stores, one definition for every family ----------------------
+ * Output pixel p's word of channels o..o+3 (st_word) or 16-byte piece of o..o+15
+ * (st_piece: o a multiple of 16, the tensors 16-byte aligned), a fused shortcut's
+ * residual of the same channels added on the way (res_apply): st_word loads it itself
+ * (RES: compiled in; else where a.res is set), st_piece takes the piece from a kernel
+ * that loads it early (res_piece) to overlap the loads with its requantize.  A fused
+ * conv's tensors are dense (yq_cuda_conv_run_add): the residual's pixel stride is F4. */
+__device__ __forceinline__ uint4 res_piece(const ConvK &a, long p, int o)
 {
-    return a.res ? res_apply(word, __ldg((const unsigned *)a.res + widx), o0, a) : word;
+    return __ldg((const uint4 *)(a.res + p * a.F4 + o));
+}
+
+template <bool RES>
+__device__ __forceinline__ void st_piece(const ConvK &a, long p, int o, uint4 v, uint4 rv)
+{
+    if (RES)
+        v = make_uint4(res_apply(v.x, rv.x, o, a), res_apply(v.y, rv.y, o + 4, a), res_apply(v.z, rv.z, o + 8, a),
+                       res_apply(v.w, rv.w, o + 12, a));
+    *(uint4 *)((int8_t *)a.out + p * a.OPW * 4 + o) = v;
+}
+
+template <bool RES>
+__device__ __forceinline__ void st_word_t(const ConvK &a, long p, int o, unsigned w)
+{
+    if (RES) w = res_apply(w, __ldg((const unsigned *)(a.res + p * a.F4 + o)), o, a);
+    ((unsigned *)a.out)[p * a.OPW + (o >> 2)] = w;
+}
+
+__device__ __forceinline__ void st_word(const ConvK &a, long p, int o, unsigned w)
+{
+    if (a.res) st_word_t<true>(a, p, o, w);
+    else st_word_t<false>(a, p, o, w);
 }
 
 /* Output pixel p (< a.M) of the batch: its image b and the input coordinates (py, px) of

@@ -125,8 +125,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
                 int8_t v = o < a.F ? rq_out_l<LUT>(acc[i][j] + a.bq[o], o, a) : 0;
                 word |= (unsigned)(uint8_t)v << (8 * j);
             }
-            long wi = (long)p * a.OPW + (o0 >> 2);
-            ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+            st_word(a, p, o0, word);
         }
     }
 }
@@ -267,8 +266,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
                     int8_t v = o < a.F ? rq_out_l<LUT>(acc[i][hj * 4 + j] + a.bq[o], o, a) : 0;
                     word |= (unsigned)(uint8_t)v << (8 * j);
                 }
-                long wi = (long)pp * a.OPW + (o0 >> 2);
-                ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+                st_word(a, pp, o0, word);
             }
         }
     }
@@ -385,8 +383,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
             int8_t v = o < a.F ? rq_out_l<LUT>(sum[j] + a.bq[o], o, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        long wi = (long)pp * a.OPW + (o0 >> 2);
-        ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+        st_word(a, pp, o0, word);
     }
 }
 
@@ -427,8 +424,7 @@ __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
         int8_t v = c < a.F ? rq_out_l<LUT>(s[j] + a.bq[c], c, a) : 0;
         word |= (unsigned)(uint8_t)v << (8 * j);
     }
-    const long wi = (long)p * a.OPW + w4;
-    ((unsigned *)a.out)[wi] = res_word(word, wi, c0, a);
+    st_word(a, p, c0, word);
 }
 
 /* The same on 16 channels a thread, every load and store 16 bytes (channels a multiple of
@@ -479,11 +475,11 @@ __global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
 #pragma unroll
         for (int j = 0; j < 4; j++)
             word |= (unsigned)(uint8_t)rq_out_t<LUT>(s[q * 4 + j] + bb[j], pp[j], nn[j], a) << (8 * j);
-        const long wi = (long)p * a.OPW + (c0 >> 2) + q;
-        words[q] = res_word(word, wi, c0 + 4 * q, a);
+        words[q] = word;
     }
-    reinterpret_cast<uint4 *>((unsigned *)a.out + (long)p * a.OPW + (c0 >> 2))[0] =
-        make_uint4(words[0], words[1], words[2], words[3]);
+    const uint4 v = make_uint4(words[0], words[1], words[2], words[3]);
+    if (a.res) st_piece<true>(a, p, c0, v, res_piece(a, p, c0));
+    else st_piece<false>(a, p, c0, v, v);
 }
 
 /* Depthwise on dp4a (dw tile 1, "dw_dp4a"): a channel's K x K products are a dot product
@@ -584,11 +580,15 @@ __global__ void __launch_bounds__(256) conv_dw_dp4a(ConvK a)
         const unsigned word = __byte_perm(rq_pair<LUT>(s[4 * q] + bq.x, sp.x, sn.x, s[4 * q + 1] + bq.y, sp.y, sn.y, a),
                                           rq_pair<LUT>(s[4 * q + 2] + bq.z, sp.z, sn.z, s[4 * q + 3] + bq.w, sp.w, sn.w, a),
                                           0x5410);
-        words[q] = res_word(word, (long)p * a.OPW + w0 + q, c, a);
+        words[q] = word;
     }
-    unsigned *o = (unsigned *)a.out + (long)p * a.OPW + w0;
-    if constexpr (NW == 4) reinterpret_cast<uint4 *>(o)[0] = make_uint4(words[0], words[1], words[2], words[3]);
-    else o[0] = words[0];
+    if constexpr (NW == 4) {
+        const uint4 v = make_uint4(words[0], words[1], words[2], words[3]);
+        if (a.res) st_piece<true>(a, p, c0, v, res_piece(a, p, c0));
+        else st_piece<false>(a, p, c0, v, v);
+    } else {
+        st_word(a, p, c0, words[0]);
+    }
 }
 
 /* Depthwise on a staged tile ("dw_tile"): a block takes TH x TW output pixels of one image
@@ -600,7 +600,7 @@ __global__ void __launch_bounds__(256) conv_dw_dp4a(ConvK a)
  * shared memory once and shared between the outputs whose windows overlap.  dw_dp4a reads
  * each input pixel K x K times and the weights and parameters for every output from the
  * cache: on yolo-fastest-1.1-xl's 192 x 40 x 40 layers at batch 32 that was three times the
- * bytes of its input and output.  The arithmetic is dw_dp4a's (dw_taps4, rq_pair, res_word),
+ * bytes of its input and output.  The arithmetic is dw_dp4a's (dw_taps4, rq_pair, st_word),
  * so the bytes are the same.  Channels a multiple of 16 (cfg_ok), the input's pixels 16-byte
  * aligned and the grid within CUDA's limits (dw_tile_fits). */
 #define DWT_R 4                           /* output rows a thread */
@@ -664,8 +664,7 @@ __global__ void __launch_bounds__(DWT_T) conv_dw_tile(ConvK a, int cbw, int tw, 
         const long p = ((long)b * a.OH + oy) * a.OW + ox;
         const unsigned word = __byte_perm(rq_pair<LUT>(s[0] + bq.x, sp.x, sn.x, s[1] + bq.y, sp.y, sn.y, a),
                                           rq_pair<LUT>(s[2] + bq.z, sp.z, sn.z, s[3] + bq.w, sp.w, sn.w, a), 0x5410);
-        const long wi = p * a.OPW + w;
-        ((unsigned *)a.out)[wi] = res_word(word, wi, c0, a);
+        st_word(a, p, c0, word);
     }
 }
 
@@ -680,7 +679,7 @@ __global__ void __launch_bounds__(DWT_T) conv_dw_tile(ConvK a, int cbw, int tw, 
  * (H200, Nsight Compute: 77% ALU, 19% of DRAM bandwidth on 64 x 80 x 80 at batch 128).
  * Consecutive threads take consecutive words of a pixel and then the next column, so a
  * warp's loads and stores are contiguous.  Integer sums are exact in any order, and the
- * epilogue is dw_dp4a's (rq_pair, res_word): the same bytes.  int8 input and output, 3x3,
+ * epilogue is dw_dp4a's (rq_pair, st_word): the same bytes.  int8 input and output, 3x3,
  * stride 1 or 2, an image's input at most 2^31 words (dw_col_fits). */
 #define DWC_R 8
 
@@ -754,9 +753,7 @@ __global__ void __launch_bounds__(256, 3) conv_dw_col(ConvK a, int nseg)
      * there and stores nothing), so the window slides by renaming registers in the
      * unrolled loop, not by moves under a test of each row. */
     const int rows = a.OH - oy0;
-    const long ostep = (long)a.OW * a.OPW;
-    long wi = (((long)b * a.OH + oy0) * a.OW + ox) * a.OPW + w;
-    unsigned *out = (unsigned *)a.out;
+    long p = ((long)b * a.OH + oy0) * a.OW + ox;
 #pragma unroll
     for (int r = 0; r < DWC_R; r++) {
         unsigned n0[3], n1[3];            /* the next output row's new input rows, loaded now */
@@ -774,9 +771,9 @@ __global__ void __launch_bounds__(256, 3) conv_dw_col(ConvK a, int nseg)
         if (r < rows) {
             const unsigned word = __byte_perm(rq_pair<LUT>(s4[0], sp.x, sn.x, s4[1], sp.y, sn.y, a),
                                               rq_pair<LUT>(s4[2], sp.z, sn.z, s4[3], sp.w, sn.w, a), 0x5410);
-            out[wi] = res_word(word, wi, c0, a);
+            st_word(a, p, c0, word);
         }
-        wi += ostep;
+        p += a.OW;
         if (r + 1 < DWC_R) {
 #pragma unroll
             for (int c = 0; c < 4; c++) {
@@ -836,7 +833,7 @@ __global__ void conv_dw(ConvK a)
             int8_t v = c < a.F ? rq_out(s[j] + a.bq[c], c, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        ((unsigned *)a.out)[(long)p * a.OPW + (c0 >> 2)] = res_word(word, (long)p * a.OPW + (c0 >> 2), c0, a);
+        st_word(a, p, c0, word);
     }
 }
 
@@ -1325,8 +1322,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
         __syncthreads();
         for (int u = threadIdx.x; u < npx * cw; u += PX_T) {
             const int px = u / cw, k = u - px * cw;
-            const long wi = (long)(p0 + px) * a.OPW + (c0 >> 2) + k;
-            ((unsigned *)a.out)[wi] = res_word(staged[px * PX_SROW + k], wi, c0 + 4 * k, a);
+            st_word(a, p0 + px, c0 + 4 * k, staged[px * PX_SROW + k]);
         }
         __syncthreads();
     }
@@ -1383,26 +1379,19 @@ __global__ void __launch_bounds__(128) conv_const(ConvK a, const yq_const_w fw)
      * (one pixel a thread strided the stores by the pixel's bytes: 48 bytes apart for 48
      * filters, eight times the sectors) */
     const int npx = min(128, a.M - p0), fw4 = a.F4 >> 2;
-    unsigned *out = (unsigned *)a.out;
     if (a.F4 % 16 == 0 && a.OPW % 4 == 0 && !((uintptr_t)a.out & 15) && (!a.res || !((uintptr_t)a.res & 15))) {
         const int per = fw4 >> 2;                  /* 16-byte units a pixel */
         for (int u = threadIdx.x; u < npx * per; u += 128) {
             const int px = u / per, q = u - px * per;
             const unsigned *w = staged + px * SROW + 4 * q;
-            const long wi = (long)(p0 + px) * a.OPW + 4 * q;
-            uint4 v = make_uint4(w[0], w[1], w[2], w[3]);
-            if (a.res) {
-                const uint4 r = __ldg(reinterpret_cast<const uint4 *>(a.res) + wi / 4);
-                v = make_uint4(res_apply(v.x, r.x, 16 * q, a), res_apply(v.y, r.y, 16 * q + 4, a),
-                               res_apply(v.z, r.z, 16 * q + 8, a), res_apply(v.w, r.w, 16 * q + 12, a));
-            }
-            reinterpret_cast<uint4 *>(out)[wi / 4] = v;
+            const uint4 v = make_uint4(w[0], w[1], w[2], w[3]);
+            if (a.res) st_piece<true>(a, p0 + px, 16 * q, v, res_piece(a, p0 + px, 16 * q));
+            else st_piece<false>(a, p0 + px, 16 * q, v, v);
         }
     } else {
         for (int u = threadIdx.x; u < npx * fw4; u += 128) {
             const int px = u / fw4, o4 = u - px * fw4;
-            const long wi = (long)(p0 + px) * a.OPW + o4;
-            out[wi] = res_word(staged[px * SROW + o4], wi, o4 * 4, a);
+            st_word(a, p0 + px, o4 * 4, staged[px * SROW + o4]);
         }
     }
 }

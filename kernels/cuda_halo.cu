@@ -189,24 +189,15 @@ conv_halo(ConvK a, int tiles_x, int tiles_y, int vec)
                 int oy = ty * TH + py, ox = tx * TW + px, ch0 = n0 + c * 16;
                 if (oy >= a.OH || ox >= a.OW || ch0 >= a.F4) continue;
                 long p = ((long)b * a.OH + oy) * a.OW + ox;
-                uint4 v = *(const uint4 *)(sO + m * C::OROW + c * 16);
-                unsigned wv[4] = { v.x, v.y, v.z, v.w };
+                const uint4 v = *(const uint4 *)(sO + m * C::OROW + c * 16);
                 if (vec) {
-                    if (EP == EP_RES) {
-                        uint4 rv = __ldg((const uint4 *)(a.res + p * a.F4 + ch0));
-                        unsigned rr[4] = { rv.x, rv.y, rv.z, rv.w };
-#pragma unroll
-                        for (int k = 0; k < 4; k++) wv[k] = res_apply(wv[k], rr[k], ch0 + 4 * k, a);
-                    }
-                    *(uint4 *)((int8_t *)a.out + p * a.OPW * 4 + ch0) = make_uint4(wv[0], wv[1], wv[2], wv[3]);
+                    st_piece<EP == EP_RES>(a, p, ch0, v, EP == EP_RES ? res_piece(a, p, ch0) : v);
                 } else {
+                    const unsigned wv[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
                     for (int k = 0; k < 4; k++) {
-                        int o4 = ch0 + 4 * k;
-                        if (o4 >= a.F4) break;
-                        unsigned word = wv[k];
-                        if (EP == EP_RES) word = res_apply(word, __ldg((const unsigned *)a.res + ((p * a.F4 + o4) >> 2)), o4, a);
-                        ((unsigned *)a.out)[p * a.OPW + (o4 >> 2)] = word;
+                        if (ch0 + 4 * k >= a.F4) break;
+                        st_word_t<EP == EP_RES>(a, p, ch0 + 4 * k, wv[k]);
                     }
                 }
             }

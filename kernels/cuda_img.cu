@@ -131,28 +131,21 @@ __global__ void __launch_bounds__(IMG_T) conv_img(ConvK a)
         }
         __syncwarp();
         const int npx = min(16, a.M - p0);
-        unsigned *out = (unsigned *)a.out;
         if (v16) {
             const int per = a.F4 >> 4;
             for (int u = lane; u < npx * per; u += 32) {
                 const int px = u / per, q = u - px * per;
                 const uint8_t *s = st + px * ROW + 16 * q;
-                uint4 v = make_uint4(*(const unsigned *)s, *(const unsigned *)(s + 4), *(const unsigned *)(s + 8),
-                                     *(const unsigned *)(s + 12));
-                const long wi = (long)(p0 + px) * a.OPW + 4 * q;
-                if (a.res) {
-                    const uint4 rr = __ldg(reinterpret_cast<const uint4 *>(a.res) + wi / 4);
-                    v = make_uint4(res_apply(v.x, rr.x, 16 * q, a), res_apply(v.y, rr.y, 16 * q + 4, a),
-                                   res_apply(v.z, rr.z, 16 * q + 8, a), res_apply(v.w, rr.w, 16 * q + 12, a));
-                }
-                reinterpret_cast<uint4 *>(out)[wi / 4] = v;
+                const uint4 v = make_uint4(*(const unsigned *)s, *(const unsigned *)(s + 4), *(const unsigned *)(s + 8),
+                                           *(const unsigned *)(s + 12));
+                if (a.res) st_piece<true>(a, p0 + px, 16 * q, v, res_piece(a, p0 + px, 16 * q));
+                else st_piece<false>(a, p0 + px, 16 * q, v, v);
             }
         } else {
             const int per = a.F4 >> 2;
             for (int u = lane; u < npx * per; u += 32) {
                 const int px = u / per, q = u - px * per;
-                const long wi = (long)(p0 + px) * a.OPW + q;
-                out[wi] = res_word(*(const unsigned *)(st + px * ROW + 4 * q), wi, 4 * q, a);
+                st_word(a, p0 + px, 4 * q, *(const unsigned *)(st + px * ROW + 4 * q));
             }
         }
         __syncwarp();

@@ -247,9 +247,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
         for (int idx = tid; idx < BM * qv; idx += C::THREADS) {
             const int r = idx / qv, q = idx - r * qv, p = m0 + r, o4 = n0 + q * 4;
             if (p >= a.M) continue;
-            unsigned word = st[r * SW + q];
-            if (fused) word = res_apply(word, __ldg((const unsigned *)a.res + (((long)p * a.F4 + o4) >> 2)), o4, a);
-            ((unsigned *)a.out)[(long)p * a.OPW + (o4 >> 2)] = word;
+            st_word_t<fused>(a, p, o4, st[r * SW + q]);
         }
     }
 #else
@@ -280,8 +278,7 @@ static __global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
             int8_t v = o0 + j < a.F ? rq_out(sv[j] + a.bq[o0 + j], o0 + j, a) : 0;
             word |= (unsigned)(uint8_t)v << (8 * j);
         }
-        long wi = (long)p * a.OPW + (o0 >> 2);
-        ((unsigned *)a.out)[wi] = res_word(word, wi, o0, a);
+        st_word(a, p, o0, word);
     }
 }
 

@@ -240,7 +240,7 @@ __device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, co
     for (int k = 0; k < PER; k++) {
         const int i = tid + k * THREADS, r = i / CH, o = n0 + (i - r * CH) * 16;
         px[k] = o < a.F ? pixel(r) : -1;
-        if (RES) rv[k] = px[k] >= 0 ? __ldg((const uint4 *)(a.res + (long)px[k] * a.F4 + o)) : make_uint4(0, 0, 0, 0);
+        if (RES) rv[k] = px[k] >= 0 ? res_piece(a, px[k], o) : make_uint4(0, 0, 0, 0);
     }
     const int gid = lane >> 2, tq = lane & 3, r0 = wg * 64 + warp * 16 + gid;
 #pragma unroll
@@ -258,14 +258,7 @@ __device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, co
     for (int k = 0; k < PER; k++) {
         const int i = tid + k * THREADS, r = i / CH, cc = i - r * CH, o = n0 + cc * 16;
         if (px[k] < 0) continue;
-        uint4 v = *(const uint4 *)(stg + r * PITCH + cc * 16);
-        if (RES) {
-            v.x = res_apply(v.x, rv[k].x, o, a);
-            v.y = res_apply(v.y, rv[k].y, o + 4, a);
-            v.z = res_apply(v.z, rv[k].z, o + 8, a);
-            v.w = res_apply(v.w, rv[k].w, o + 12, a);
-        }
-        *(uint4 *)((int8_t *)a.out + (long)px[k] * a.OPW * 4 + o) = v;
+        st_piece<RES>(a, px[k], o, *(const uint4 *)(stg + r * PITCH + cc * 16), rv[RES ? k : 0]);
     }
 }
 
