@@ -68,7 +68,7 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(B)/examples/%)
 # The peer (Debian's darknet) is optional: its dumper is built only where it exists.
 DARKNET_SO := $(wildcard /usr/lib/darknet/libdarknet.so)
-PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump) $(B)/tests/onnx_dump
+PEER     := $(if $(DARKNET_SO),$(B)/tests/dn_dump) $(B)/tests/onnx_dump $(B)/tests/heads_dump
 
 .PHONY: all test test-asan bench fuzz clean install-deps examples install uninstall
 all: $(LIB) $(PROGS) $(TESTS) $(PEER) $(BENCHES) $(EXAMPLES)
@@ -91,7 +91,7 @@ $(B)/gen/onnx.pb-c.h: $(B)/gen/onnx.pb-c.c
 # generated code: the compiler's defaults, not our warnings
 $(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fPIC $(SAN) -c $< -o $@
-$(B)/ir/onnx.o $(B)/runtime/onnx_export.o: $(B)/gen/onnx.pb-c.h
+$(B)/ir/onnx.o $(B)/runtime/onnx_export.o $(B)/runtime/onnx_build.o $(B)/runtime/onnx_darknet.o: $(B)/gen/onnx.pb-c.h
 
 # the halo family (kernels/cuda_halo.cu) is mma.sync and cp.async too: the same architectures
 $(CU_B)/kernels/cuda_halo.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
@@ -149,6 +149,8 @@ $(B)/examples/%: $(B)/examples/%.o $(LIB)
 
 # tests/onnx_test.py's side of the ONNX comparison (onnxruntime is the other).
 $(B)/tests/onnx_dump: $(B)/tests/peer/onnx_dump.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+$(B)/tests/heads_dump: $(B)/tests/peer/heads_dump.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
 
 # The darknet peer: darknet's own library, headers shipped under /usr/lib/darknet/include.

@@ -7,9 +7,11 @@
 #   bench/cpu_int8.sh
 #
 # Models: yolo-fastest-1.1-xl and yolo-fastest-1.1 (COCO weights), yolov3-tiny (synthetic
-# weights, 416), and the YOLOv8n export (640): the Darknet models have no ONNX form, so ONNX
-# Runtime runs YOLOv8n only, from the package yquant makes of it (calibrated on the shared
-# calibration images) exported with `yquant export`, against yquant running that package.
+# weights, 416), and the YOLOv8n export (640).  Each is quantized once into a package
+# (`yquant quantize --target cpu`, calibrated on the shared calibration images): yquant int8
+# runs that package, ONNX Runtime int8 its Q/DQ export (`yquant export PKG`), ONNX Runtime
+# FP32 the model's ONNX form (`yquant export MODEL` for the Darknet models, the export itself
+# for YOLOv8n).
 # Environment: YQ_DATA (default ../shared), YQ_BENCH_RUNS (default 30), YQ_BENCH_DN_RUNS
 # (darknet, default 10), YQ_BENCH_MODELS (a subset of: xl fastest yolov3-tiny yolov8n).
 # The machine may be shared: the load average before the run is in the results.
@@ -55,12 +57,14 @@ for key in $models; do
     *) echo "bench: unknown model $key" >&2; exit 2 ;;
     esac
     echo "== $label"
-    int8=("${src[@]}" --precision int8)
-    if [ "$key" = yolov8n ]; then   # the package ONNX Runtime's Q/DQ model is exported from
-        build/yquant quantize "${src[@]}" --calib "$YQ_DATA/datasets/coco-mini/val2017_unlabelled/images" --no-val --target cpu \
-            -o "$log/yolov8n.yqp" -q > "$log/quantize.txt" 2>&1 || { tail -3 "$log/quantize.txt" >&2; exit 1; }
-        int8=("$log/yolov8n.yqp")
-        [ "$ort" = 1 ] && build/yquant export "$log/yolov8n.yqp" -o "$log/yolov8n-qdq.onnx" > /dev/null
+    # the package yquant int8 runs and ONNX Runtime's Q/DQ model is exported from
+    build/yquant quantize "${src[@]}" --calib "$YQ_DATA/datasets/coco-mini/val2017_unlabelled/images" --no-val --target cpu \
+        -o "$log/$key.yqp" -q > "$log/quantize-$key.txt" 2>&1 || { tail -3 "$log/quantize-$key.txt" >&2; exit 1; }
+    int8=("$log/$key.yqp")
+    fp32_onnx="${src[0]}"
+    if [ "$ort" = 1 ]; then
+        build/yquant export "$log/$key.yqp" -o "$log/$key-qdq.onnx" > /dev/null
+        [ "$key" != yolov8n ] && fp32_onnx="$log/$key.onnx" && build/yquant export "${src[@]}" -o "$fp32_onnx" > /dev/null
     fi
     for t in 1 2; do
         yq "$label" "yquant FP32 (OpenBLAS)" "$t" "${src[@]}" --precision fp32
@@ -74,14 +78,14 @@ for key in $models; do
         rows+=("$label|darknet FP32 (Debian, no OpenMP)|1|$(ms_of "$log/dn-$key.txt")")
         echo "  darknet: $(ms_of "$log/dn-$key.txt") ms"
     fi
-    if [ "$key" = yolov8n ] && [ "$ort" = 1 ]; then
+    if [ "$ort" = 1 ]; then
         for t in 1 2; do
             for m in fp32 int8; do
-                f="${src[0]}"; [ $m = int8 ] && f="$log/yolov8n-qdq.onnx"
-                python3 bench/onnx/ort_time.py "$f" --threads "$t" --runs "$runs" > "$log/ort-$m-$t.txt"
+                f="$fp32_onnx"; [ $m = int8 ] && f="$log/$key-qdq.onnx"
+                python3 bench/onnx/ort_time.py "$f" --threads "$t" --runs "$runs" > "$log/ort-$key-$m-$t.txt"
                 e="ONNX Runtime FP32"; [ $m = int8 ] && e="ONNX Runtime int8 (yquant's Q/DQ export)"
-                rows+=("$label|$e|$t|$(ms_of "$log/ort-$m-$t.txt")")
-                echo "  $e, $t thread(s): $(ms_of "$log/ort-$m-$t.txt") ms"
+                rows+=("$label|$e|$t|$(ms_of "$log/ort-$key-$m-$t.txt")")
+                echo "  $e, $t thread(s): $(ms_of "$log/ort-$key-$m-$t.txt") ms"
             done
         done
     fi

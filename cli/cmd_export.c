@@ -1,37 +1,49 @@
-/* yquant export PKG -o MODEL.qdq.onnx: an int8 package of an ONNX model as a Q/DQ ONNX model
- * (include/yq_quant.h yq_export_qdq), and its scales for other tools. */
+/* yquant export MODEL|PKG -o OUT.onnx: a model or an int8 package as ONNX (include/yq_quant.h
+ * yq_export_onnx), and a package's scales for other tools. */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "yq_quant.h"
 
 static const char *help =
-    "usage: yquant export PKG -o OUT.onnx [--model SRC.onnx] [--trt-cache FILE] [--json FILE|-]\n"
+    "usage: yquant export MODEL|PKG -o OUT.onnx [--weights FILE|synthetic[:SEED]] [--size N|WxH]\n"
+    "                     [--model SRC.onnx] [--trt-cache FILE] [--json FILE|-]\n"
     "\n"
-    "Writes the ONNX model the package PKG was made from with QuantizeLinear/DequantizeLinear\n"
-    "pairs carrying the package's scales, for ONNX Runtime, TensorRT (which takes int8 only\n"
-    "from Q/DQ models since version 10.1) and other runtimes:\n"
-    "  - every tensor the package computes in int8 (per tensor, zero point 0) gets a Q/DQ pair;\n"
-    "  - every int8 conv reads the package's int8 weights (per output channel) and int32 bias\n"
-    "    through DequantizeLinear; layers the package keeps in float have no Q/DQ and the\n"
-    "    package's float weights; the detect head's decode stays as in the model;\n"
-    "  - the model's metadata gains yquant's (version, qconfig, accuracy, float convs).\n"
-    "The package's weights, not the model's: cross-layer equalization may have changed them.\n"
+    "Writes an ONNX model for ONNX Runtime, TensorRT (which takes int8 only from Q/DQ models since\n"
+    "version 10.1) and other runtimes:\n"
+    "  - a Darknet model (a folder, a .cfg or a shared model's name): its FP32 graph, batch-norm\n"
+    "    folded; input 'images' (N x 3 x H x W, RGB in [0, 1]), one output per yolo/region head\n"
+    "    named after it (its input, undecoded: the anchors, masks and strides are in the\n"
+    "    metadata's yquant_heads, the class names in 'names');\n"
+    "  - an int8 package of a Darknet model: the same graph as the package computes it, with\n"
+    "    QuantizeLinear/DequantizeLinear pairs at its scales on every tensor it holds in int8\n"
+    "    (per tensor, zero point 0), its int8 weights (per output channel) and int32 biases\n"
+    "    behind DequantizeLinear, its float layers in float;\n"
+    "  - an int8 package of an ONNX model: the ONNX model it was made from with the same Q/DQ\n"
+    "    pairs (the detect head's decode stays as in the model).\n"
+    "A package's export carries its weights, not the model's (cross-layer equalization may have\n"
+    "changed them), and its record in the metadata (version, qconfig, accuracy, float convs).\n"
     "\n"
-    "  -o, --output FILE   the Q/DQ model (required)\n"
-    "  --model FILE        the source .onnx (default: the path the package records); it must\n"
-    "                      be the file the package was made from (its sha256 is checked)\n"
-    "  --trt-cache FILE    also write the activation scales as a TensorRT calibration cache for\n"
-    "                      the original model (refused when equalization changed the weights:\n"
-    "                      quantize with --set equalize=off for that)\n"
-    "  --json FILE         also write the scales as JSON: tensor name -> scale, weights' per-\n"
-    "                      channel scales ('-': standard output)\n";
+    "  -o, --output FILE   the ONNX model (required)\n"
+    "  --weights, --size, --bn   a Darknet model's weights and input size (as for detect)\n"
+    "  --model FILE        a package of an ONNX model: the source .onnx (default: the path the\n"
+    "                      package records); it must be the file the package was made from\n"
+    "  --trt-cache FILE    a package: also write the activation scales as a TensorRT calibration\n"
+    "                      cache for the FP32 model (the source .onnx, or a Darknet model's FP32\n"
+    "                      export); refused when equalization changed the weights: quantize\n"
+    "                      with --set equalize=off for that\n"
+    "  --json FILE         a package: also write the scales as JSON: tensor name -> scale,\n"
+    "                      weights' per-channel scales ('-': standard output)\n";
 
 int cmd_export(int argc, char **argv)
 {
-    const char *pkg = NULL, *out = NULL;
+    const char *out = NULL;
+    cli_model_opt mo = { 0 };
     yq_export_opt o = yq_export_defaults();
     for (int i = 0; i < argc; i++) {
+        int r = cli_model_arg(&mo, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r) continue;
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); return 0; }
@@ -40,18 +52,18 @@ int cmd_export(int argc, char **argv)
         else if (!strcmp(a, "--trt-cache") && has) o.trt_cache = argv[++i];
         else if (!strcmp(a, "--json") && has) o.scales_json = argv[++i];
         else if (a[0] == '-' && a[1]) return cli_usage_error("export: unknown option or missing value: %s", a);
-        else if (!pkg) pkg = a;
-        else return cli_usage_error("export: one package (got %s and %s)", pkg, a);
+        else if (!mo.model) mo.model = a;
+        else return cli_usage_error("export: one model or package (got %s and %s)", mo.model, a);
     }
-    if (!pkg || !out) return cli_usage_error("export: %s", !pkg ? "no package given" : "no output given (-o OUT.onnx)");
-    const char *ins[2] = { pkg, o.model };
-    if (cli_check_outputs(ins, o.model ? 2 : 1, "-o", out, "--trt-cache", o.trt_cache) ||
-        cli_check_outputs(ins, o.model ? 2 : 1, "--json", o.scales_json, NULL, NULL))
+    if (!mo.model || !out) return cli_usage_error("export: %s", !mo.model ? "no model or package given" : "no output given (-o OUT.onnx)");
+    const char *ins[3] = { mo.model, o.model, mo.weights };
+    if (cli_check_outputs(ins, 3, "-o", out, "--trt-cache", o.trt_cache) ||
+        cli_check_outputs(ins, 3, "--json", o.scales_json, NULL, NULL))
         return 1;
     yq_error err;
     yq_model *m = NULL;
-    if (yq_model_open(pkg, &m, &err) != YQ_OK) return cli_error(&err);
-    yq_status st = yq_export_qdq(m, out, &o, &err);
+    if (cli_open_model(&mo, &m, &err) != YQ_OK) return cli_error(&err);
+    yq_status st = yq_export_onnx(m, out, &o, &err);
     yq_model_free(m);
     if (st != YQ_OK) return cli_error(&err);
     if (!o.scales_json || strcmp(o.scales_json, "-"))

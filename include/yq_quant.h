@@ -305,6 +305,19 @@ yq_export_opt yq_export_defaults(void);
  * Darknet one; opset 13 or later); out: the Q/DQ model's path. */
 yq_status yq_export_qdq(const yq_model *pkg, const char *out, const yq_export_opt *o, yq_error *err);
 
+/* Any model yquant made or reads, as ONNX (runtime/onnx_darknet.c; written atomically):
+ *   - a package of an ONNX model: yq_export_qdq;
+ *   - a Darknet model (yq_model_open): its FP32 graph as ONNX opset 13 (BN folded; input
+ *     "images", float N x 3 x H x W in [0, 1]; one output per yolo/region head, named after it,
+ *     its input undecoded; the heads' anchors, masks and strides in the metadata's
+ *     yquant_heads, the class names in "names");
+ *   - a package of a Darknet model: the same graph with a Q/DQ pair on every tensor the
+ *     package holds in int8 and its int8 weights and int32 biases behind DequantizeLinear,
+ *     and the package's record in the metadata.  o->scales_json and o->trt_cache write its
+ *     scales under the graph's tensor names (the FP32 export's names too; the TensorRT cache
+ *     only for a package quantized with equalize=off).  o->model does not apply. */
+yq_status yq_export_onnx(const yq_model *m, const char *out, const yq_export_opt *o, yq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,50 +39,16 @@
 #include "ir/ir.h"
 #include "runtime/h5util.h"
 #include "runtime/session.h"
-#include "onnx.pb-c.h"
+#include "runtime/onnx_build.h"
 
 typedef Onnx__NodeProto node_t;
 typedef Onnx__TensorProto tensor_t;
-
-/* Every allocation of the export, freed at once. */
-typedef struct pool { void **p; int n, cap; } pool;
-
-static void *pget(pool *P, size_t n)
-{
-    if (P->n == P->cap) {
-        int cap = P->cap ? 2 * P->cap : 256;
-        void **np = realloc(P->p, sizeof *np * (size_t)cap);
-        if (!np) return NULL;
-        P->p = np;
-        P->cap = cap;
-    }
-    void *x = calloc(1, n ? n : 1);
-    if (x) P->p[P->n++] = x;
-    return x;
-}
-
-static void pfree(pool *P)
-{
-    for (int i = 0; i < P->n; i++) free(P->p[i]);
-    free(P->p);
-}
-
-static char *pstr(pool *P, const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = b ? strlen(b) : 0;
-    char *s = pget(P, la + lb + 1);
-    if (s) {
-        memcpy(s, a, la);
-        if (b) memcpy(s + la, b, lb);
-    }
-    return s;
-}
 
 /* An int8 tensor of the package: its ONNX name and scale. */
 typedef struct qt { const char *name; float scale; int u8; int producer; /* ONNX node, -1: a graph input */ } qt;
 
 typedef struct ex {
-    pool P;
+    yq_pbpool P;
     const char *path;               /* the model */
     Onnx__ModelProto *m;
     const yq_graph *g;
@@ -104,74 +70,19 @@ typedef struct ex {
 #define NOMEM(e) yq_fail((e)->err, YQ_ERR_NOMEM, "out of memory")
 
 /* Appends x to a growing array of pointers in the pool (*a, *n used, *cap allocated). */
-static yq_status push(ex *e, void *a_, int *n, int *cap, void *x)
+static yq_status push(ex *e, void *a, int *n, int *cap, void *x)
 {
-    void ***a = a_;
-    if (*n == *cap) {
-        int c = *cap ? 2 * *cap : 256;
-        void **na = pget(&e->P, sizeof *na * (size_t)c);
-        if (!na) return NOMEM(e);
-        if (*n) memcpy(na, *a, sizeof *na * (size_t)*n);
-        *a = na;
-        *cap = c;
-    }
-    (*a)[(*n)++] = x;
-    return YQ_OK;
+    return yq_pb_push(&e->P, a, n, cap, x) ? NOMEM(e) : YQ_OK;
 }
 
 static yq_status push_node(ex *e, node_t *n) { return push(e, &e->out, &e->nout, &e->capout, n); }
 static yq_status push_init(ex *e, tensor_t *t) { return push(e, &e->init, &e->ninit, &e->capinit, t); }
 
-/* An initializer of n elements of type dt, dims {d0} or {d0, d1, d2, d3}, raw bytes copied. */
+/* An initializer of the new graph: type dt, dims[nd], raw bytes copied (NULL: zeros). */
 static tensor_t *tensor(ex *e, const char *name, int dt, const int64_t *dims, int nd, const void *raw, size_t bytes)
 {
-    tensor_t *t = pget(&e->P, sizeof *t);
-    int64_t *d = pget(&e->P, sizeof *d * (size_t)(nd ? nd : 1));
-    uint8_t *b = pget(&e->P, bytes);
-    if (!t || !d || !b) return NULL;
-    onnx__tensor_proto__init(t);
-    memcpy(d, dims, sizeof *d * (size_t)nd);
-    t->n_dims = (size_t)nd;
-    t->dims = d;
-    t->has_data_type = 1;
-    t->data_type = dt;
-    t->name = (char *)name;
-    if (raw) memcpy(b, raw, bytes);
-    t->has_raw_data = 1;
-    t->raw_data.len = bytes;
-    t->raw_data.data = b;
-    return push_init(e, t) == YQ_OK ? t : NULL;
-}
-
-/* QuantizeLinear / DequantizeLinear (axis >= 0: per channel on that axis). */
-static node_t *qdq_node(ex *e, const char *op, const char *x, const char *s, const char *z, const char *y, int axis)
-{
-    node_t *n = pget(&e->P, sizeof *n);
-    char **in = pget(&e->P, sizeof *in * 3), **out = pget(&e->P, sizeof *out);
-    if (!n || !in || !out) return NULL;
-    onnx__node_proto__init(n);
-    in[0] = (char *)x, in[1] = (char *)s, in[2] = (char *)z;
-    out[0] = (char *)y;
-    n->n_input = 3, n->input = in;
-    n->n_output = 1, n->output = out;
-    n->op_type = (char *)op;
-    n->name = pstr(&e->P, y, "_node");
-    if (!n->name) return NULL;
-    if (axis >= 0) {
-        Onnx__AttributeProto *a = pget(&e->P, sizeof *a);
-        Onnx__AttributeProto **aa = pget(&e->P, sizeof *aa);
-        if (!a || !aa) return NULL;
-        onnx__attribute_proto__init(a);
-        a->name = "axis";
-        a->has_type = 1;
-        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        a->has_i = 1;
-        a->i = axis;
-        aa[0] = a;
-        n->n_attribute = 1;
-        n->attribute = aa;
-    }
-    return n;
+    tensor_t *t = yq_pb_tensor(&e->P, name, dt, dims, nd, raw, bytes);
+    return t && push_init(e, t) == YQ_OK ? t : NULL;
 }
 
 static const tensor_t *find_init(const Onnx__GraphProto *G, const char *name)
@@ -266,15 +177,15 @@ static node_t *rewired(ex *e, node_t *n, const char *w, const char *b)
     int change = w || b;
     for (size_t i = 0; i < n->n_input && !change; i++) change = *n->input[i] && dq_name(e, n->input[i]);
     if (!change) return n;
-    node_t *c = pget(&e->P, sizeof *c);
+    node_t *c = yq_pb_get(&e->P, sizeof *c);
     size_t ni = n->n_input < 3 && b ? 3 : n->n_input;
-    char **in = pget(&e->P, sizeof *in * ni);
+    char **in = yq_pb_get(&e->P, sizeof *in * ni);
     if (!c || !in) return NULL;
     *c = *n;
     for (size_t i = 0; i < ni; i++) {
         const char *x = i < n->n_input ? n->input[i] : "";
         if (*x && dq_name(e, x)) {
-            x = pstr(&e->P, x, "_dq");
+            x = yq_pb_str(&e->P, x, "_dq");
             if (!x) return NULL;
         }
         in[i] = (char *)x;
@@ -308,14 +219,14 @@ static yq_status conv_params(ex *e, int id, node_t *cn, const char **w, const ch
     const int64_t wd[4] = { F, Cg, K, K }, fd[1] = { F };
     if (q->float_op || !q->wq) {                      /* kept in float: the package's float weights */
         const float *wf = yq_conv_weights(n, q);
-        const char *wn = pstr(&e->P, W, "_yq"), *bn = pstr(&e->P, B ? B : W, B ? "_yq" : "_bias_yq");
+        const char *wn = yq_pb_str(&e->P, W, "_yq"), *bn = yq_pb_str(&e->P, B ? B : W, B ? "_yq" : "_bias_yq");
         if (!wn || !bn || !wf) return wf ? NOMEM(e) : yq_fail(e->err, YQ_ERR_FORMAT, "%s: float conv '%s' without weights", e->path, n->name);
         if (!tensor(e, wn, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, wd, 4, wf, sizeof(float) * (size_t)nw) ||
             !tensor(e, bn, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, fd, 1, n->b, sizeof(float) * (size_t)F))
             return NOMEM(e);
         *w = wn, *b = bn;
         size_t add = strlen(cn->name ? cn->name : "") + 1;
-        char *f = pget(&e->P, e->floats_len + add + 1);
+        char *f = yq_pb_get(&e->P, e->floats_len + add + 1);
         if (!f) return NOMEM(e);
         if (e->floats_len) memcpy(f, e->floats, e->floats_len);
         snprintf(f + e->floats_len, add + 1, "%s%s", e->floats_len ? "," : "", cn->name ? cn->name : "");
@@ -325,12 +236,12 @@ static yq_status conv_params(ex *e, int id, node_t *cn, const char **w, const ch
     }
     /* int8: the package's weights and per-channel scales, its int32 bias at s_in x w_scale */
     const float s_in = e->g->q[n->src[0]].scale;
-    const char *wq = pstr(&e->P, W, "_quantized"), *ws = pstr(&e->P, W, "_scale"), *wz = pstr(&e->P, W, "_zero_point");
-    const char *wdq = pstr(&e->P, W, "_dequantized");
-    const char *bb = B ? B : pstr(&e->P, cn->name ? cn->name : W, "_bias");
-    const char *bq = pstr(&e->P, bb, "_quantized"), *bs = pstr(&e->P, bb, "_scale"), *bz = pstr(&e->P, bb, "_zero_point");
-    const char *bdq = pstr(&e->P, bb, "_dequantized");
-    float *bsc = pget(&e->P, sizeof(float) * (size_t)F);
+    const char *wq = yq_pb_str(&e->P, W, "_quantized"), *ws = yq_pb_str(&e->P, W, "_scale"), *wz = yq_pb_str(&e->P, W, "_zero_point");
+    const char *wdq = yq_pb_str(&e->P, W, "_dequantized");
+    const char *bb = B ? B : yq_pb_str(&e->P, cn->name ? cn->name : W, "_bias");
+    const char *bq = yq_pb_str(&e->P, bb, "_quantized"), *bs = yq_pb_str(&e->P, bb, "_scale"), *bz = yq_pb_str(&e->P, bb, "_zero_point");
+    const char *bdq = yq_pb_str(&e->P, bb, "_dequantized");
+    float *bsc = yq_pb_get(&e->P, sizeof(float) * (size_t)F);
     if (!wq || !ws || !wz || !wdq || !bb || !bq || !bs || !bz || !bdq || !bsc) return NOMEM(e);
     for (int f = 0; f < F; f++) bsc[f] = s_in * q->w_scale[f];
     if (!tensor(e, wq, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, wd, 4, q->wq, (size_t)nw) ||
@@ -340,7 +251,7 @@ static yq_status conv_params(ex *e, int id, node_t *cn, const char **w, const ch
         !tensor(e, bs, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, fd, 1, bsc, sizeof(float) * (size_t)F) ||
         !tensor(e, bz, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, fd, 1, NULL, sizeof(int32_t) * (size_t)F))
         return NOMEM(e);
-    node_t *d1 = qdq_node(e, "DequantizeLinear", wq, ws, wz, wdq, 0), *d2 = qdq_node(e, "DequantizeLinear", bq, bs, bz, bdq, 0);
+    node_t *d1 = yq_pb_qdq(&e->P, "DequantizeLinear", wq, ws, wz, wdq, 0), *d2 = yq_pb_qdq(&e->P, "DequantizeLinear", bq, bs, bz, bdq, 0);
     if (!d1 || !d2 || push_node(e, d1) || push_node(e, d2)) return NOMEM(e);
     *w = wdq, *b = bdq;
     /* are these the model's weights, quantized? (equalization scales filters: then not) */
@@ -385,7 +296,7 @@ static yq_status build(ex *e)
     const yq_graph *g = e->g;
     yq_status st;
     /* the int8 tensors */
-    e->q = pget(&e->P, sizeof *e->q * (size_t)g->n_nodes);
+    e->q = yq_pb_get(&e->P, sizeof *e->q * (size_t)g->n_nodes);
     if (!e->q) return NOMEM(e);
     for (int i = 0; i < g->n_nodes; i++) {
         const yq_qnode *q = &g->q[i];
@@ -400,7 +311,7 @@ static yq_status build(ex *e)
         e->q[e->nq++] = t;
     }
     /* the conv of each ONNX Conv node (-1: none, e.g. the decode's DFL) */
-    int *conv_of = pget(&e->P, sizeof *conv_of * (G->n_node ? G->n_node : 1));
+    int *conv_of = yq_pb_get(&e->P, sizeof *conv_of * (G->n_node ? G->n_node : 1));
     if (!conv_of) return NOMEM(e);
     for (size_t k = 0; k < G->n_node; k++) conv_of[k] = -1;
     for (int i = 1; i < g->n_nodes; i++)
@@ -421,14 +332,14 @@ static yq_status build(ex *e)
         for (int t = 0; t < e->nq; t++) {
             if (e->q[t].producer != pass) continue;
             const char *nm = e->q[t].name;
-            const char *s = pstr(&e->P, nm, "_scale"), *z = pstr(&e->P, nm, "_zero_point");
-            const char *qn = pstr(&e->P, nm, "_q"), *dn = pstr(&e->P, nm, "_dq");
+            const char *s = yq_pb_str(&e->P, nm, "_scale"), *z = yq_pb_str(&e->P, nm, "_zero_point");
+            const char *qn = yq_pb_str(&e->P, nm, "_q"), *dn = yq_pb_str(&e->P, nm, "_dq");
             const int64_t one[1] = { 1 };
             if (!s || !z || !qn || !dn) return NOMEM(e);
             tensor_t *ts = tensor(e, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, one, 0, &e->q[t].scale, 4);
             tensor_t *tz = tensor(e, z, e->q[t].u8 ? ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 : ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
                                   one, 0, NULL, 1);
-            node_t *a = qdq_node(e, "QuantizeLinear", nm, s, z, qn, -1), *d = qdq_node(e, "DequantizeLinear", qn, s, z, dn, -1);
+            node_t *a = yq_pb_qdq(&e->P, "QuantizeLinear", nm, s, z, qn, -1), *d = yq_pb_qdq(&e->P, "DequantizeLinear", qn, s, z, dn, -1);
             if (!ts || !tz || !a || !d || push_node(e, a) || push_node(e, d)) return NOMEM(e);
         }
     }
@@ -439,7 +350,7 @@ static yq_status build(ex *e)
 static yq_status inits(ex *e, tensor_t ***out, size_t *n)
 {
     const Onnx__GraphProto *G = e->m->graph;
-    tensor_t **a = pget(&e->P, sizeof *a * (G->n_initializer + (size_t)e->ninit + 1));
+    tensor_t **a = yq_pb_get(&e->P, sizeof *a * (G->n_initializer + (size_t)e->ninit + 1));
     if (!a) return NOMEM(e);
     size_t k = 0;
     for (size_t i = 0; i < G->n_initializer; i++) {
@@ -581,12 +492,12 @@ yq_status yq_export_qdq(const yq_model *pkg, const char *out, const yq_export_op
     if (!st) {
         const char *keys[5] = { "yquant_version", "yquant_qconfig", "yquant_accuracy", "yquant_float_convs", "yquant_model_sha256" };
         const char *vals[5] = { YQ_VERSION, info->qconfig_text, info->accuracy_json, e.floats ? e.floats : "", info->model_sha256 };
-        md = pget(&e.P, sizeof *md * (e.m->n_metadata_props + 5));
+        md = yq_pb_get(&e.P, sizeof *md * (e.m->n_metadata_props + 5));
         if (!md) st = NOMEM(&e);
         for (size_t i = 0; !st && i < e.m->n_metadata_props; i++)
             if (!e.m->metadata_props[i]->key || strncmp(e.m->metadata_props[i]->key, "yquant_", 7)) md[nmd++] = e.m->metadata_props[i];
         for (int i = 0; !st && i < 5; i++) {
-            Onnx__StringStringEntryProto *p = pget(&e.P, sizeof *p);
+            Onnx__StringStringEntryProto *p = yq_pb_get(&e.P, sizeof *p);
             if (!p) { st = NOMEM(&e); break; }
             onnx__string_string_entry_proto__init(p);
             p->key = (char *)keys[i];
@@ -624,6 +535,6 @@ yq_status yq_export_qdq(const yq_model *pkg, const char *out, const yq_export_op
     if (!st && o.scales_json) st = write_json(&e, o.scales_json);
     if (e.m) onnx__model_proto__free_unpacked(e.m, NULL);
     free(buf);
-    pfree(&e.P);
+    yq_pb_free(&e.P);
     return st;
 }

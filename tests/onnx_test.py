@@ -24,6 +24,7 @@ DATA = os.path.abspath(os.path.join(ROOT, os.environ.get("YQ_DATA") or "../share
 BUILD = os.path.join(ROOT, os.environ.get("YQ_BUILD") or "build")
 MODEL = os.path.join(DATA, "models", "onnx", "yolov8n-640", "yolov8n.onnx")
 DUMP = os.path.join(BUILD, "tests", "onnx_dump")
+HEADS = os.path.join(BUILD, "tests", "heads_dump")
 YQ = os.path.join(BUILD, "yquant")
 failed = 0
 
@@ -259,8 +260,8 @@ def qdq_export(pkg, imgs, tmp, np, ort):
     onnxruntime on the images above (the same letterboxed inputs, this file's decode), its
     detections against the package's own (`yquant detect`, the CPU int8 reference): of the
     package's detections, at least 90% found (same class, IoU >= 0.9), scores within 0.05 on
-    average.  Bad input: a model that is not the package's (one byte changed), a package of a
-    Darknet model: one line, no output file."""
+    average.  Bad input: a model that is not the package's (one byte changed): one line, no output
+    file (a package of a Darknet model exports from its own graph: darknet_exports)."""
     import ast
     import hashlib
     import json
@@ -350,23 +351,203 @@ def qdq_export(pkg, imgs, tmp, np, ort):
         why.append(f"agreement: {found} of {n_ours}, mean score difference {sdiff / max(found, 1):.4f}")
     report("onnx_qdq_export", not why, "; ".join(why[:4]))
 
-    # bad input: another model than the package's, a package of a Darknet model
+    # bad input: another model than the package's
     other, out = os.path.join(tmp, "other.onnx"), os.path.join(tmp, "bad.qdq.onnx")
     blob = bytearray(open(MODEL, "rb").read())
     blob[-1] ^= 1
     open(other, "wb").write(bytes(blob))
     a = subprocess.run([YQ, "export", pkg, "--model", other, "-o", out], capture_output=True, text=True)
-    calib = os.path.join(tmp, "calib")
-    dpkg = os.path.join(tmp, "tiny.yqp")
-    q = subprocess.run([YQ, "quantize", os.path.join(DATA, "models", "cfg-only", "yolov3-tiny.cfg"), "--weights", "synthetic",
-                        "--size", "160", "--calib", calib, "--no-val", "--calib-cache", os.path.join(tmp, "c2.h5"), "-o", dpkg],
-                       capture_output=True, text=True)
-    b = subprocess.run([YQ, "export", dpkg, "-o", out], capture_output=True, text=True) if q.returncode == 0 else None
     good = (a.returncode == 1 and len(a.stderr.strip().splitlines()) == 1 and "not the model the package was made from" in a.stderr
-            and b is not None and b.returncode == 1 and "Darknet" in b.stderr and len(b.stderr.strip().splitlines()) == 1
             and not os.path.exists(out))
-    report("onnx_qdq_export_bad_input", good, f"other model: {a.returncode} {a.stderr.strip()[:200]}; darknet package: "
-           f"{q.returncode} {q.stderr.strip()[-200:]} / {b and (b.returncode, b.stderr.strip()[:200])}")
+    report("onnx_qdq_export_bad_input", good, f"other model: {a.returncode} {a.stderr.strip()[:200]}")
+
+
+def heads_of(d, np):
+    c, h, w, nh = map(int, open(os.path.join(d, "shape.txt")).read().split())
+    x = np.fromfile(os.path.join(d, "input.f32"), dtype=np.float32).reshape(1, c, h, w)
+    return x, [np.fromfile(os.path.join(d, f"head{k}.f32"), dtype=np.float32) for k in range(nh)]
+
+
+def darknet_exports(np, ort):
+    """`yquant export` of Darknet models and of a package of one, run by onnxruntime.
+    FP32: yolo-fastest-1.1-xl (COCO weights) on two images, and on one image with synthetic
+    weights at 320: yolov4 (mish, 3 heads), yolov4-tiny (route groups), yolov7-tiny (maxpools
+    of stride 1 and 2), yolo-lite (a region head); each model passes onnx.checker, its outputs
+    are its heads under their names with the metadata a decoder needs, and every head's input
+    agrees with yquant's FP32 run on the same tensor: max|ours - ort| / max|ort| <= 1e-4.
+    Q/DQ: a package of yolo-fastest-1.1-xl (4 calibration images), run by onnxruntime as
+    written (graph optimizations off): every int8 tensor (each QuantizeLinear's output) against
+    the package's own bytes on the CPU: at least 99% of all the int8 values identical (float
+    sums that land on a rounding tie, and ONNX's -128 where yquant stops at -127, differ by one
+    and spread), and the heads' mean |ours - ort| / mean |ort| <= 0.05; the JSON table lists
+    every QuantizeLinear's input at its scale and every int8 conv's weight scales.
+    Bad input: an ONNX model (already one), a cfg without weights, --trt-cache of an equalized
+    package: one line, exit 1, no file written."""
+    import json
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        print("SKIP darknet_export: no onnx module")
+        return
+    xl = os.path.join(DATA, "models", "yolo-fastest-1.1-xl")
+    cfgs = os.path.join(DATA, "models", "cfg-only")
+    samples = os.path.join(DATA, "datasets", "darknet-samples")
+    if not os.path.isdir(xl) or not os.access(HEADS, os.X_OK):
+        print(f"SKIP darknet_export: {xl} or {HEADS} missing")
+        return
+    with tempfile.TemporaryDirectory(prefix="yq_dnx_") as tmp:
+        cases = [("xl", xl, [], "dog.jpg"), ("xl", xl, [], "person.jpg")]
+        for name, extra in (("yolov4", []), ("yolov4-tiny", []), ("yolov7-tiny", [])):
+            cases.append((name, os.path.join(cfgs, name + ".cfg"), ["--weights", "synthetic", "--size", "320"], "horses.jpg"))
+        lite = os.path.join(DATA, "models", "yolo-lite-coco-trial6")
+        if os.path.isdir(lite):
+            cases.append(("yolo-lite", lite, [], "eagle.jpg"))
+        why, worst, n_heads = [], 0.0, 0
+        for k, (name, model, opts, img) in enumerate(cases):
+            out, d = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, f"fp{k}")
+            os.makedirs(d)
+            if not os.path.isfile(out):
+                r = subprocess.run([YQ, "export", model, "-o", out] + opts, capture_output=True, text=True)
+                if r.returncode or not os.path.isfile(out):
+                    why.append(f"{name}: export exit {r.returncode}: {r.stderr.strip()[-200:]}")
+                    continue
+                m = onnx.load(out)
+                onnx.checker.check_model(m)
+                meta = {p.key: p.value for p in m.metadata_props}
+                heads = json.loads(meta.get("yquant_heads", "[]"))
+                if [h["output"] for h in heads] != [o.name for o in m.graph.output] or not heads or \
+                        any(len(h["anchors"]) < 2 or h["classes"] != 80 for h in heads):
+                    why.append(f"{name}: outputs {[o.name for o in m.graph.output]} vs yquant_heads {meta.get('yquant_heads', '')[:120]}")
+            r = subprocess.run([HEADS, model, os.path.join(samples, img), d] + opts, capture_output=True, text=True)
+            if r.returncode:
+                why.append(f"{name}: heads_dump: {r.stderr.strip()[-200:]}")
+                continue
+            x, ours = heads_of(d, np)
+            theirs = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"images": x})
+            if len(theirs) != len(ours):
+                why.append(f"{name}: {len(theirs)} outputs, {len(ours)} heads")
+                continue
+            for a, b in zip(ours, theirs):
+                n_heads += 1
+                e = float(np.abs(a - b.ravel()).max() / max(np.abs(b).max(), 1e-30))
+                worst = max(worst, e)
+                if not e <= 1e-4:
+                    why.append(f"{name} {img}: max rel diff {e:.3g}")
+        print(f"# Darknet FP32 exports: {len(cases)} runs, {n_heads} heads, worst max|ours - ort| / max|ort| = {worst:.3g}")
+        report("darknet_export_fp32_vs_onnxruntime", not why and n_heads >= 10, "; ".join(why[:4]))
+
+        # the int8 package
+        calib = os.path.join(tmp, "calib")
+        os.makedirs(calib)
+        for f in ("dog.jpg", "horses.jpg", "person.jpg", "eagle.jpg"):
+            os.symlink(os.path.join(samples, f), os.path.join(calib, f))
+        pkg, qdq, sj = (os.path.join(tmp, n) for n in ("xl.yqp", "xl.qdq.onnx", "xl.scales.json"))
+        q = subprocess.run([YQ, "quantize", xl, "--calib", calib, "--no-val", "--calib-cache", os.path.join(tmp, "c.h5"), "-o", pkg],
+                           capture_output=True, text=True)
+        r = subprocess.run([YQ, "export", pkg, "-o", qdq, "--json", sj], capture_output=True, text=True) if not q.returncode else q
+        if r.returncode or not os.path.isfile(qdq):
+            report("darknet_export_qdq", False, f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            return
+        why = []
+        m = onnx.load(qdq)
+        onnx.checker.check_model(m)
+        init = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+        scales = json.load(open(sj))
+        qs = [n for n in m.graph.node if n.op_type == "QuantizeLinear"]
+        act = scales["activations"]
+        for n in qs:
+            a = act.get(n.input[0])
+            if a is not None and float(init[n.input[1]]) != np.float32(a["scale"]):
+                why.append(f"QuantizeLinear of {n.input[0]}: scale {float(init[n.input[1]])} vs {a}")
+        if not act or any(t not in {n.input[0] for n in qs} for t in act):
+            why.append(f"{len(act)} int8 tensors in the table, not all quantized in the model")
+        for w, v in scales["weights"].items():
+            if not np.array_equal(init.get(w + "_scale", np.zeros(0)), np.float32(v["scales"])) or init[w + "_quantized"].dtype != np.int8:
+                why.append(f"{w}: not int8 at the table's scales")
+                break
+        # end to end: the model as written, every QuantizeLinear output an output too (their
+        # shapes); layer by layer: every DequantizeLinear of an activation reads a new graph
+        # input fed the package's own int8 tensor.  Graph optimizations off in both.
+        e2e = onnx.load(qdq)
+        for n in qs:
+            t = onnx.TensorProto.UINT8 if init[n.input[2]].dtype == np.uint8 else onnx.TensorProto.INT8
+            m.graph.output.append(onnx.helper.make_tensor_value_info(n.output[0], t, None))
+            e2e.graph.output.append(onnx.helper.make_tensor_value_info(n.output[0], t, None))
+        # (a float layer's output read by int8 layers, pair "_i8": fed the package's float tensor
+        # quantized as its int8 readers do it, x / scale in float32 rounded half away from zero)
+        fed = {}                                   # graph input -> the QuantizeLinear output it stands for
+        for n in m.graph.node:
+            if n.op_type == "DequantizeLinear" and n.input[0] not in init:
+                t = next(o.type.tensor_type.elem_type for o in m.graph.output if o.name == n.input[0])
+                fed[n.input[0] + "_feed"] = n.input[0]
+                n.input[0] += "_feed"
+                m.graph.input.append(onnx.helper.make_tensor_value_info(n.input[0], t, None))
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        layered, whole = (ort.InferenceSession(x.SerializeToString(), so, providers=["CPUExecutionProvider"]) for x in (m, e2e))
+        names = [o.name for o in layered.get_outputs()]
+        q_in = {n.output[0]: n.input[0] for n in qs}
+        scale_of = {n.output[0]: float(init[n.input[1]]) for n in qs}
+        same = total = off = 0
+        hmax, hmean = [], []
+        for k, img in enumerate(("dog.jpg", "giraffe.jpg")):
+            d = os.path.join(tmp, f"q{k}")
+            os.makedirs(d)
+            r = subprocess.run([HEADS, pkg, os.path.join(samples, img), d, "--all"], capture_output=True, text=True)
+            if r.returncode:
+                why.append(f"heads_dump {img}: {r.stderr.strip()[-200:]}")
+                continue
+            x, ours = heads_of(d, np)
+            layers = dict(l.split() for l in open(os.path.join(d, "layers.txt")))
+
+            def mine(qout):                        # the package's bytes of the tensor a QuantizeLinear makes
+                t = q_in[qout]
+                lay = "input" if t == "images" else t
+                if layers.get(lay) == "f32":       # an "_i8" pair
+                    v = np.fromfile(os.path.join(d, lay + ".bin"), dtype=np.float32) / np.float32(scale_of[qout])
+                    return np.clip(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)), -127, 127).astype(np.int8)
+                return np.fromfile(os.path.join(d, lay + ".bin"), dtype=np.uint8 if layers.get(lay) == "u8" else np.int8)
+            ref = dict(zip(names, whole.run(names, {"images": x})))
+            res = dict(zip(names, layered.run(names, {"images": x, **{f: mine(q).reshape(ref[q].shape) for f, q in fed.items()}})))
+            for n in qs:
+                if n.output[0].endswith("_i8_q"):
+                    continue
+                a, b = mine(n.output[0]).astype(np.int32), res[n.output[0]].ravel().astype(np.int32)
+                if a.size != b.size:
+                    why.append(f"{n.input[0]}: {a.size} values, onnxruntime {b.size}")
+                    continue
+                same += int((a == b).sum())
+                off = max(off, int(np.abs(a - b).max()))
+                total += a.size
+            for k2, a in enumerate(ours):
+                b, e = res[names[k2]].ravel(), ref[names[k2]].ravel()
+                hmax.append(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)))
+                hmean.append(float(np.abs(a - e).mean() / max(np.abs(e).mean(), 1e-30)))
+        frac = same / max(total, 1)
+        print(f"# Darknet Q/DQ export: {len(qs)} QuantizeLinear, {len(scales['weights'])} int8 convs.  Layer by layer (each "
+              f"layer fed the package's own int8 inputs): {same} of {total} int8 values identical ({100 * frac:.4f}%), the "
+              f"others {off} apart; heads max rel diff {max(hmax, default=-1):.3g}.  End to end (the differences compound "
+              f"over the layers): heads' mean relative difference {max(hmean, default=-1):.4f}")
+        if not (total > 10 ** 6 and frac >= 0.999 and off <= 1 and hmax and max(hmax) <= 1e-4 and max(hmean) <= 0.1):
+            why.append(f"agreement: {same} of {total} int8 values ({off} apart), heads {hmax} / {hmean}")
+        report("darknet_export_qdq", not why, "; ".join(why[:4]))
+
+        # bad input
+        bad = os.path.join(tmp, "bad.onnx")
+        tc = os.path.join(tmp, "bad.cache")
+        runs = [([YQ, "export", os.path.join(cfgs, "yolov3-tiny.cfg"), "-o", bad], "weights"),
+                ([YQ, "export", pkg, "-o", bad, "--trt-cache", tc], "equalize=off")]
+        if os.path.isfile(MODEL):
+            runs.append(([YQ, "export", MODEL, "-o", bad], "already an ONNX model"))
+        msgs = []
+        for cmd, want in runs:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            lines = [l for l in r.stderr.splitlines() if l.strip()]
+            if r.returncode != 1 or len(lines) != 1 or want not in lines[0] or os.path.exists(bad) or os.path.exists(tc):
+                msgs.append(f"{cmd[2:]}: exit {r.returncode}, {r.stderr.strip()[:200]!r}")
+        report("darknet_export_bad_input", not msgs, "; ".join(msgs))
+
 
 def main():
     try:
@@ -375,6 +556,7 @@ def main():
     except ImportError as e:
         print(f"SKIP onnx: {e} (pip install onnxruntime numpy: scripts/requirements-test.txt)")
         return 0
+    darknet_exports(np, ort)
     if not os.path.isfile(MODEL):
         print(f"SKIP onnx: {MODEL} not found (set YQ_DATA)")
         return 0

@@ -11,17 +11,8 @@
 #include "datasets/image.h"
 #include "runtime/detector.h"
 #include "runtime/plan.h"
+#include "tests/peer/dump.h"
 #include "runtime/postproc.h"
-
-static int write_f32(const char *dir, const char *name, const float *v, long n)
-{
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    int ok = f && fwrite(v, sizeof *v, (size_t)n, f) == (size_t)n;
-    if (f && fclose(f)) ok = 0;
-    return ok ? 0 : -1;
-}
 
 int main(int argc, char **argv)
 {
