@@ -9,9 +9,11 @@
 # Models: yolo-fastest-1.1-xl and yolo-fastest-1.1 (COCO weights), yolov3-tiny (synthetic
 # weights, 416), and the YOLOv8n export (640).  Each is quantized once into a package
 # (`yquant quantize --target cpu`, calibrated on the shared calibration images): yquant int8
-# runs that package, ONNX Runtime int8 its Q/DQ export (`yquant export PKG`), ONNX Runtime
-# FP32 the model's ONNX form (`yquant export MODEL` for the Darknet models, the export itself
-# for YOLOv8n).
+# runs that package (its float convs, listed in the row, in their exact FP32) and, for
+# comparison, the model with every conv int8 but the heads (`bench --precision int8`, scales
+# uncalibrated: the speed does not depend on them); ONNX Runtime int8 runs the package's Q/DQ
+# export (`yquant export PKG`), ONNX Runtime FP32 the model's ONNX form (`yquant export MODEL`
+# for the Darknet models, the export itself for YOLOv8n).
 # Environment: YQ_DATA (default ../shared), YQ_BENCH_RUNS (default 30), YQ_BENCH_DN_RUNS
 # (darknet, default 10), YQ_BENCH_MODELS (a subset of: xl fastest yolov3-tiny yolov8n).
 # The machine may be shared: the load average before the run is in the results.
@@ -66,9 +68,15 @@ for key in $models; do
         build/yquant export "$log/$key.yqp" -o "$log/$key-qdq.onnx" > /dev/null
         [ "$key" != yolov8n ] && fp32_onnx="$log/$key.onnx" && build/yquant export "${src[@]}" -o "$fp32_onnx" > /dev/null
     fi
+    # the convs the package keeps in float (they run in their exact FP32, kernels/cpu_fp32.c)
+    floats=$(build/yquant inspect "$log/$key.yqp" --json - | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(",".join(str(l["index"]) for l in d["layers"] if l["type"] == "conv" and "[float" in l["detail"]) or "none")')
     for t in 1 2; do
         yq "$label" "yquant FP32 (OpenBLAS)" "$t" "${src[@]}" --precision fp32
-        yq "$label" "yquant int8" "$t" "${int8[@]}"
+        yq "$label" "yquant int8 (the package; float convs: $floats)" "$t" "${int8[@]}"
+        yq "$label" "yquant int8, every conv int8 but the heads (uncalibrated)" "$t" "${src[@]}" --precision int8
     done
     yq "$label" "yquant int8, exact dgemm path (before)" 2 "${int8[@]}" --cpu-engine dgemm
     if [ "$peer" = 1 ] && [ -n "$dn" ]; then

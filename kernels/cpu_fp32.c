@@ -470,6 +470,9 @@ void yq_f32_activate_exact(float *x, long n, yq_act act)
 #define CHAIN_PAR_FLOPS 4e6
 #define CHAIN_PANEL ((long)CHAIN_KB * CHAIN_NB)     /* floats of one thread's packed panel */
 
+static int exact_forced = -1;   /* yq_f32_exact_force; set by tests before any conv runs */
+void yq_f32_exact_force(int isa) { exact_forced = isa; }
+
 /* im2col's columns (none for a 1x1 conv), rounded up to 64 bytes, then a packed panel for
  * each of up to CHAIN_THREADS threads: the caller's scratch, so that no conv allocates (a
  * 256 KB malloc is an mmap and an munmap, per group of a depthwise conv). */
@@ -488,16 +491,24 @@ long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n)
 }
 
 /* Rows [0, RB) x columns [j0, j1) over k in [k0, k1): s = k0 ? y : +0, the chain, y = s.
- * Scalar fmaf: correctly rounded, the same as the vector FMA below lane by lane. */
+ * Scalar fmaf: correctly rounded, the same as the vector FMA below lane by lane.  The
+ * columns' chains advance together, k by k (their running sums in y), so that they overlap
+ * instead of each waiting on its own FMA's latency: a 13x13 image's 9 tail columns took half
+ * of a 3x3 conv's time one chain after the other. */
 ALWAYS_INLINE void chain_scalar(const float *w, long K, const float *col, long N, float *y, int RB, long j0, long j1,
                                 long k0, long k1)
 {
-    for (int r = 0; r < RB; r++)
-        for (long j = j0; j < j1; j++) {
-            float s = k0 ? y[r * N + j] : 0.f;
-            for (long k = k0; k < k1; k++) s = fmaf(w[r * K + k], col[k * N + j], s);
-            y[r * N + j] = s;
+    if (j1 <= j0) return;
+    for (int r = 0; r < RB; r++) {
+        float *yr = y + r * N;
+        const float *wr = w + r * K;
+        if (!k0)
+            for (long j = j0; j < j1; j++) yr[j] = 0.f;
+        for (long k = k0; k < k1; k++) {
+            const float a = wr[k], *c = col + k * N;
+            for (long j = j0; j < j1; j++) yr[j] = fmaf(a, c[j], yr[j]);
         }
+    }
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -579,6 +590,187 @@ static void chain_pack(const float *col, long N, long j0, long js, long k0, long
         for (long k = k0; k < k1; k++, p += 16) memcpy(p, col + k * N + j, 16 * sizeof(float));
     }
 }
+/* The AVX-512 form of chain_fma_block: 8 rows x 32 columns in registers per step of k (16
+ * accumulators), then a 16-column strip, then single rows; the same chains 16 lanes at a
+ * time.  pk (chain_pack512): the 32-column strips' (k1 - k0) x 32 floats each, then the one
+ * 16-column strip's, then the last columns' (fewer than 16, zero-padded; their lanes masked
+ * on y), from j0.  The padding lanes compute chains of their own that are never stored. */
+#define FMA8(x)                                                                                                   \
+    do {                                                                                                          \
+        a##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[k]), x, a##x);                                                   \
+        b##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[K + k]), x, b##x);                                               \
+        c##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[2 * K + k]), x, c##x);                                           \
+        d##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[3 * K + k]), x, d##x);                                           \
+        e##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[4 * K + k]), x, e##x);                                           \
+        f##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[5 * K + k]), x, f##x);                                           \
+        g##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[6 * K + k]), x, g##x);                                           \
+        h##x = _mm512_fmadd_ps(_mm512_set1_ps(w0[7 * K + k]), x, h##x);                                           \
+    } while (0)
+#define LD8(x, off)                                                                                               \
+    do {                                                                                                          \
+        a##x = k0 ? _mm512_loadu_ps(y0 + (off)) : _mm512_setzero_ps();                                           \
+        b##x = k0 ? _mm512_loadu_ps(y0 + N + (off)) : _mm512_setzero_ps();                                       \
+        c##x = k0 ? _mm512_loadu_ps(y0 + 2 * N + (off)) : _mm512_setzero_ps();                                   \
+        d##x = k0 ? _mm512_loadu_ps(y0 + 3 * N + (off)) : _mm512_setzero_ps();                                   \
+        e##x = k0 ? _mm512_loadu_ps(y0 + 4 * N + (off)) : _mm512_setzero_ps();                                   \
+        f##x = k0 ? _mm512_loadu_ps(y0 + 5 * N + (off)) : _mm512_setzero_ps();                                   \
+        g##x = k0 ? _mm512_loadu_ps(y0 + 6 * N + (off)) : _mm512_setzero_ps();                                   \
+        h##x = k0 ? _mm512_loadu_ps(y0 + 7 * N + (off)) : _mm512_setzero_ps();                                   \
+    } while (0)
+#define LDM8(x)                                                                                                   \
+    do {                                                                                                          \
+        a##x = k0 ? _mm512_maskz_loadu_ps(m, y0) : _mm512_setzero_ps();                                          \
+        b##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + N) : _mm512_setzero_ps();                                      \
+        c##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 2 * N) : _mm512_setzero_ps();                                  \
+        d##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 3 * N) : _mm512_setzero_ps();                                  \
+        e##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 4 * N) : _mm512_setzero_ps();                                  \
+        f##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 5 * N) : _mm512_setzero_ps();                                  \
+        g##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 6 * N) : _mm512_setzero_ps();                                  \
+        h##x = k0 ? _mm512_maskz_loadu_ps(m, y0 + 7 * N) : _mm512_setzero_ps();                                  \
+    } while (0)
+#define STM8(x)                                                                                                   \
+    do {                                                                                                          \
+        _mm512_mask_storeu_ps(y0, m, a##x);                                                                       \
+        _mm512_mask_storeu_ps(y0 + N, m, b##x);                                                                   \
+        _mm512_mask_storeu_ps(y0 + 2 * N, m, c##x);                                                               \
+        _mm512_mask_storeu_ps(y0 + 3 * N, m, d##x);                                                               \
+        _mm512_mask_storeu_ps(y0 + 4 * N, m, e##x);                                                               \
+        _mm512_mask_storeu_ps(y0 + 5 * N, m, f##x);                                                               \
+        _mm512_mask_storeu_ps(y0 + 6 * N, m, g##x);                                                               \
+        _mm512_mask_storeu_ps(y0 + 7 * N, m, h##x);                                                               \
+    } while (0)
+#define ST8(x, off)                                                                                               \
+    do {                                                                                                          \
+        _mm512_storeu_ps(y0 + (off), a##x);                                                                       \
+        _mm512_storeu_ps(y0 + N + (off), b##x);                                                                   \
+        _mm512_storeu_ps(y0 + 2 * N + (off), c##x);                                                               \
+        _mm512_storeu_ps(y0 + 3 * N + (off), d##x);                                                               \
+        _mm512_storeu_ps(y0 + 4 * N + (off), e##x);                                                               \
+        _mm512_storeu_ps(y0 + 5 * N + (off), f##x);                                                               \
+        _mm512_storeu_ps(y0 + 6 * N + (off), g##x);                                                               \
+        _mm512_storeu_ps(y0 + 7 * N + (off), h##x);                                                               \
+    } while (0)
+__attribute__((target("avx512f"))) static void chain_fma512_block(const float *w, long K, long N, float *y, int rows,
+                                                                 long j0, long j1, long k0, long k1, const float *pk)
+{
+    const long kn = k1 - k0, j32 = j0 + (j1 - j0) / 32 * 32, j16 = j32 + (j1 - j32) / 16 * 16;
+    int r0 = 0;
+    for (; r0 + 8 <= rows; r0 += 8) {
+        const float *w0 = w + r0 * K + k0;
+        for (long j = j0; j < j32; j += 32) {
+            const float *p = pk + (j - j0) * kn;
+            float *y0 = y + r0 * N + j;
+            __m512 aX, bX, cX, dX, eX, fX, gX, hX, aZ, bZ, cZ, dZ, eZ, fZ, gZ, hZ;
+            LD8(X, 0);
+            LD8(Z, 16);
+            for (long k = 0; k < kn; k++) {
+                const __m512 X = _mm512_loadu_ps(p + 32 * k), Z = _mm512_loadu_ps(p + 32 * k + 16);
+                FMA8(X);
+                FMA8(Z);
+            }
+            ST8(X, 0);
+            ST8(Z, 16);
+        }
+        if (j16 > j32) {
+            const float *p = pk + (j32 - j0) * kn;
+            float *y0 = y + r0 * N + j32;
+            __m512 aX, bX, cX, dX, eX, fX, gX, hX;
+            LD8(X, 0);
+            for (long k = 0; k < kn; k++) {
+                const __m512 X = _mm512_loadu_ps(p + 16 * k);
+                FMA8(X);
+            }
+            ST8(X, 0);
+        }
+        if (j1 > j16) {   /* the tail: 16 lanes, the ones past j1 masked off */
+            const __mmask16 m = (__mmask16)((1u << (j1 - j16)) - 1);
+            const float *p = pk + (j16 - j0) * kn;
+            float *y0 = y + r0 * N + j16;
+            __m512 aX, bX, cX, dX, eX, fX, gX, hX;
+            LDM8(X);
+            for (long k = 0; k < kn; k++) {
+                const __m512 X = _mm512_loadu_ps(p + 16 * k);
+                FMA8(X);
+            }
+            STM8(X);
+        }
+    }
+    for (; r0 < rows; r0++) {
+        const float *w0 = w + r0 * K + k0;
+        float *y0 = y + r0 * N;
+        for (long j = j0; j < j32; j += 32) {
+            const float *p = pk + (j - j0) * kn;
+            __m512 a0 = k0 ? _mm512_loadu_ps(y0 + j) : _mm512_setzero_ps();
+            __m512 a1 = k0 ? _mm512_loadu_ps(y0 + j + 16) : _mm512_setzero_ps();
+            for (long k = 0; k < kn; k++) {
+                const __m512 v = _mm512_set1_ps(w0[k]);
+                a0 = _mm512_fmadd_ps(v, _mm512_loadu_ps(p + 32 * k), a0);
+                a1 = _mm512_fmadd_ps(v, _mm512_loadu_ps(p + 32 * k + 16), a1);
+            }
+            _mm512_storeu_ps(y0 + j, a0);
+            _mm512_storeu_ps(y0 + j + 16, a1);
+        }
+        if (j16 > j32) {
+            const float *p = pk + (j32 - j0) * kn;
+            __m512 a0 = k0 ? _mm512_loadu_ps(y0 + j32) : _mm512_setzero_ps();
+            for (long k = 0; k < kn; k++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(w0[k]), _mm512_loadu_ps(p + 16 * k), a0);
+            _mm512_storeu_ps(y0 + j32, a0);
+        }
+        if (j1 > j16) {
+            const __mmask16 m = (__mmask16)((1u << (j1 - j16)) - 1);
+            const float *p = pk + (j16 - j0) * kn;
+            __m512 a0 = k0 ? _mm512_maskz_loadu_ps(m, y0 + j16) : _mm512_setzero_ps();
+            for (long k = 0; k < kn; k++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(w0[k]), _mm512_loadu_ps(p + 16 * k), a0);
+            _mm512_mask_storeu_ps(y0 + j16, m, a0);
+        }
+    }
+}
+#undef FMA8
+#undef LD8
+#undef ST8
+#undef LDM8
+#undef STM8
+
+/* col[k0:k1, j0:j1) into pk as chain_fma512_block reads it: 32-column strips, then one of 16,
+ * then the rest (fewer than 16 columns) zero-padded to 16. */
+static void chain_pack512(const float *col, long N, long j0, long j1, long k0, long k1, float *pk)
+{
+    const long kn = k1 - k0, j32 = j0 + (j1 - j0) / 32 * 32, j16 = j32 + (j1 - j32) / 16 * 16;
+    for (long j = j0; j < j32; j += 32) {
+        float *p = pk + (j - j0) * kn;
+        for (long k = k0; k < k1; k++, p += 32) memcpy(p, col + k * N + j, 32 * sizeof(float));
+    }
+    if (j16 > j32) {
+        float *p = pk + (j32 - j0) * kn;
+        for (long k = k0; k < k1; k++, p += 16) memcpy(p, col + k * N + j32, 16 * sizeof(float));
+    }
+    if (j1 > j16) {   /* the last columns, a strip of 16 with zeros after them */
+        float *p = pk + (j16 - j0) * kn;
+        for (long k = k0; k < k1; k++, p += 16) {
+            memcpy(p, col + k * N + j16, (size_t)(j1 - j16) * sizeof(float));
+            memset(p + (j1 - j16), 0, (size_t)(16 - (j1 - j16)) * sizeof(float));
+        }
+    }
+}
+
+/* The instructions the chains run on: 2 AVX-512, 1 AVX2 + FMA, 0 scalar fmaf (the best this
+ * CPU has, or what yq_f32_exact_force asked for; every one gives the same bytes). */
+static int cpu_has_avx512(void)
+{
+    static int has = -1;   /* a cache of a CPU property, set once; racing writers write the same value */
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
+    return has;
+}
+static int cpu_has_fma(void);
+static int chain_isa(void)
+{
+    int best = cpu_has_avx512() && cpu_has_fma() ? 2 : cpu_has_fma() ? 1 : 0;
+    return exact_forced >= 0 && exact_forced < best ? exact_forced : best;
+}
+
 static int cpu_has_fma(void)
 {
     static int has = -1;   /* a cache of a CPU property, set once; racing writers write the same value */
@@ -595,8 +787,9 @@ static void chain_rows(const float *w, long K, const float *col, long N, float *
                        float *pk)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
-    if (!cpu_has_fma()) pk = NULL;
+    const int isa = chain_isa();
 #else
+    const int isa = 0;
     (void)pk;
 #endif
     for (long k0 = 0; k0 < K; k0 += CHAIN_KB) {
@@ -604,7 +797,12 @@ static void chain_rows(const float *w, long K, const float *col, long N, float *
         for (long j0 = jb; j0 < je; j0 += CHAIN_NB) {
             long j1 = j0 + CHAIN_NB < je ? j0 + CHAIN_NB : je;
 #if defined(__GNUC__) && defined(__x86_64__)
-            if (pk) {
+            if (isa == 2) {
+                chain_pack512(col, N, j0, j1, k0, k1, pk);
+                chain_fma512_block(w, K, N, y, rows, j0, j1, k0, k1, pk);
+                continue;
+            }
+            if (isa == 1) {
                 chain_pack(col, N, j0, j0 + (j1 - j0) / 16 * 16, k0, k1, pk);
                 chain_fma_block(w, K, col, N, y, rows, j0, j1, k0, k1, pk);
                 continue;
@@ -667,6 +865,71 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
     for (int t = 0; t < nt; t++) chain_job_run(&job[t]);
 }
 
+/* One channel of a depthwise conv, exactly as the im2col path computes it (each output one
+ * fmaf chain over (ky, kx) from +0, the padding taps' zeros included): the input copied into a
+ * zero-padded plane, then per output row the taps in order over the whole row, the row's
+ * chains advancing together (vectorized lane by lane: the same bytes).  plane: (h + 2p) x
+ * (w + 2p) + ow floats. */
+ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
+                                 float *y, float *plane)
+{
+    const int Wp = w + 2 * p, Hp = h + 2 * p;
+    float *tmp = plane + (long)Hp * Wp;
+    memset(plane, 0, sizeof *plane * (size_t)Hp * (size_t)Wp);
+    for (int r = 0; r < h; r++) memcpy(plane + (long)(r + p) * Wp + p, x + (long)r * w, sizeof *x * (size_t)w);
+    for (int oy = 0; oy < oh; oy++) {
+        float *yr = y + (long)oy * ow;
+        for (int j = 0; j < ow; j++) yr[j] = 0.f;
+        for (int ky = 0; ky < k; ky++) {
+            const float *row = plane + (long)(oy * s + ky) * Wp;
+            for (int kx = 0; kx < k; kx++) {
+                const float a = wk[ky * k + kx];
+                const float *src = row + kx;
+                if (s != 1) {
+                    for (int j = 0; j < ow; j++) tmp[j] = src[(long)j * s];
+                    src = tmp;
+                }
+#pragma omp simd
+                for (int j = 0; j < ow; j++) yr[j] = fmaf(a, src[j], yr[j]);
+            }
+        }
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("avx512f,fma"))) static void dw_exact_512(const float *x, int h, int w, int k, int s, int p, int oh,
+                                                               int ow, const float *wk, float *y, float *plane)
+{
+    dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
+}
+__attribute__((target("avx2,fma"))) static void dw_exact_fma(const float *x, int h, int w, int k, int s, int p, int oh,
+                                                            int ow, const float *wk, float *y, float *plane)
+{
+    dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
+}
+#endif
+static void dw_exact_channel(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
+                             float *y, float *plane)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    const int isa = chain_isa();
+    if (isa == 2) { dw_exact_512(x, h, w, k, s, p, oh, ow, wk, y, plane); return; }
+    if (isa == 1) { dw_exact_fma(x, h, w, k, s, p, oh, ow, wk, y, plane); return; }
+#endif
+    dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
+}
+
+/* Floats of dw_exact_channel's plane, or 0 when n is not a depthwise conv or the plane would
+ * not fit in one thread's panel (then the im2col path runs). */
+static long dw_exact_plane(const yq_graph *g, const yq_node *n)
+{
+    const yq_conv_p *c = &n->p.conv;
+    yq_shape is = yq_node_in_shape(g, n);
+    if (c->groups != is.c || c->filters != is.c || c->groups < 2) return 0;
+    long f = (long)(is.h + 2 * c->pad) * (is.w + 2 * c->pad) + n->out.w;
+    return f <= CHAIN_PANEL ? f : 0;
+}
+
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
                        int batch)
 {
@@ -681,6 +944,13 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
     for (int b = 0; b < batch; b++) {
         const float *x = in + b * in_sz;
         float *y = out + b * out_sz;
+        if (dw_exact_plane(g, n)) {   /* depthwise: a channel a job, over the threads (each output still its chain) */
+            const int nt = host_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && (long)G * N * c->size * c->size >= 65536)
+            for (int gi = 0; gi < G; gi++)
+                dw_exact_channel(x + (long)gi * is.h * is.w, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w,
+                                 w + (long)gi * K, y + (long)gi * N, panels + (long)omp_get_thread_num() * CHAIN_PANEL);
+        } else
         for (int gi = 0; gi < G; gi++) {
             const float *col = x + (long)gi * cg * is.h * is.w;
             if (!pw) {

@@ -18,6 +18,9 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
 long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n);
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
                        int batch);
+/* For the tests: the exact convs' instructions at most isa (2 AVX-512, 1 AVX2 + FMA, 0
+ * scalar fmaf; -1 the best this CPU has, the default).  Every one gives the same bytes. */
+void yq_f32_exact_force(int isa);
 /* Darknet's activations in double, rounded once: the float layers of int8 graphs. */
 float yq_f32_act_exact(float x, yq_act act);
 void yq_f32_activate_exact(float *x, long n, yq_act act);

@@ -825,7 +825,8 @@ static void t_float_precision(void)
 /* The float convs' exact definition, written plainly: per output one fmaf chain over (ci, ky,
  * kx) from +0 skipping the padding taps (as the GPU's conv_f32 does), + bias, then
  * yq_f32_act_exact.  yq_f32_conv_exact (im2col with zero taps, AVX2 FMA rows where the CPU has
- * them, scalar fmaf tails) must give the same bytes on every shape: dense 3x3 with stride 1
+ * them, scalar fmaf tails) must give the same bytes on every shape, with each instruction set
+ * the CPU has (AVX-512, AVX2 + FMA, scalar): dense 3x3 with stride 1
  * and 2, 1x1, 5x5, grouped and depthwise, widths that leave vector tails, every activation,
  * K over several of its blocks, more rows than a row group, and convs large enough to run on
  * the host's threads (cut by rows, and by strips). */
@@ -870,7 +871,6 @@ static void t_float_exact(void)
         CHECK(x && got && want && wk);
         fill_input(x, in_n, 11 + (uint32_t)t);
         for (long i = 0; i < in_n; i++) x[i] = 8 * x[i] - 4;
-        yq_f32_conv_exact(g, n, NULL, x, got, wk, B);
         for (int b = 0; b < B; b++)
             for (int o = 0; o < F; o++)
                 for (int oy = 0; oy < os.h; oy++)
@@ -887,11 +887,19 @@ static void t_float_exact(void)
                                 }
                         want[(((long)b * F + o) * os.h + oy) * os.w + ox] = yq_f32_act_exact(sum + n->b[o], n->act);
                     }
-        long d = -1;
-        for (long i = 0; i < out_n && d < 0; i++)
-            if (memcmp(&got[i], &want[i], sizeof *got)) d = i;
-        CHECKF(d < 0, "case %zu (%dx%dx%d -> %d, k%d s%d g%d): output %ld: %.9g, the definition %.9g", t, cs[t].c,
-               cs[t].h, cs[t].w, F, k, st, G, d, d >= 0 ? (double)got[d] : 0.0, d >= 0 ? (double)want[d] : 0.0);
+        /* every instruction set this CPU has: AVX-512, AVX2 + FMA, scalar fmaf */
+        for (int isa = 2; isa >= 0; isa--) {
+            yq_f32_exact_force(isa);
+            memset(got, 0xff, sizeof *got * (size_t)out_n);
+            yq_f32_conv_exact(g, n, NULL, x, got, wk, B);
+            long d = -1;
+            for (long i = 0; i < out_n && d < 0; i++)
+                if (memcmp(&got[i], &want[i], sizeof *got)) d = i;
+            CHECKF(d < 0, "case %zu (%dx%dx%d -> %d, k%d s%d g%d), isa %d: output %ld: %.9g, the definition %.9g", t,
+                   cs[t].c, cs[t].h, cs[t].w, F, k, st, G, isa, d, d >= 0 ? (double)got[d] : 0.0,
+                   d >= 0 ? (double)want[d] : 0.0);
+        }
+        yq_f32_exact_force(-1);
         free(x);
         free(got);
         free(want);
