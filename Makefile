@@ -127,8 +127,23 @@ $(LIB): $(OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/yquant: $(CLI_SRCS:%.c=$(B)/%.o) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LIBS)
+# MPI (issue 20), optional: with Open MPI's development files (pkg-config ompi-c) the yquant
+# program is linked with MPI (cli/par.c built again as par_mpi.o, with YQ_HAVE_MPI); the
+# library, the tests and the GPU tools never are.  MPI=0 builds without it.
+MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
+MPI_LIBS   := $(shell pkg-config --libs ompi-c)
+YQ_PAR_O   := $(B)/cli/par_mpi.o
+else
+YQ_PAR_O   := $(B)/cli/par.o
+endif
+$(B)/cli/par_mpi.o: cli/par.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(CFLAGS) -DYQ_HAVE_MPI -MMD -MP -c $< -o $@
+
+$(B)/yquant: $(filter-out $(B)/cli/par.o,$(CLI_SRCS:%.c=$(B)/%.o)) $(YQ_PAR_O) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LIBS) $(MPI_LIBS)
 
 $(B)/tests/%: $(B)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
@@ -168,7 +183,7 @@ test: all
 # objects are the plain build's.  tests/lsan.supp lists leaks inside third-party libraries.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 test-asan: $(CU_SRCS:%.cu=$(B)/%.cu.o)
-	$(MAKE) B=build/asan CU_B=$(B) OPT=-O1 SAN="$(ASAN_FLAGS)" build/asan/yquant \
+	$(MAKE) B=build/asan CU_B=$(B) OPT=-O1 SAN="$(ASAN_FLAGS)" MPI=0 build/asan/yquant \
 	    $(TEST_SRCS:tests/%.c=build/asan/tests/%)
 	YQ_BUILD=build/asan YQ_FUZZ_TIME=0 YQ_ASAN=1 tests/run.sh
 

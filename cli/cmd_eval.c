@@ -4,6 +4,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "cli/par.h"
 #include "yq_data.h"
 #include "yq_quant.h"
 
@@ -22,7 +23,11 @@ static const char *help =
     "                    as pycocotools gives them (the printed table is in points)\n"
     "  --dets FILE       the detections as COCO results JSON\n"
     "  --layers N        (int8) the N layers with the largest int8-vs-FP32 error\n"
-    "With --calib DIR the model is quantized first and the int8 graph is evaluated.\n";
+    "With --calib DIR the model is quantized first and the int8 graph is evaluated.\n"
+    "Over MPI (mpirun -np N yquant eval ...): image i runs on rank i mod N (each rank on its own\n"
+    "GPU, rank modulo the visible ones, or the CPU); rank 0 gathers the detections, scores them\n"
+    "and writes every output: the same numbers and files, byte for byte, at any N.  With --calib\n"
+    "rank 0 calibrates first and the others read the calibration cache.\n";
 
 int cli_print_stats(const double *s)
 {
@@ -122,6 +127,74 @@ int cmd_eval(int argc, char **argv)
     return rc;
 }
 
+/* The evaluation over the MPI ranks (cli/par.h): each rank detects its share of the images
+ * (image i on rank i % ranks), rank 0 gathers the detections, puts them back in image order
+ * (the order one process makes them in) and scores them: the same numbers, to the bit, at
+ * any number of ranks.  The other ranks return with nothing in *dets. */
+static yq_status eval_shared(yq_session *sess, const yq_dataset *ds, const yq_eval_params *ep, double stats[YQ_COCO_NSTATS],
+                             int *skipped, yq_det **dets_out, int *n_out, yq_error *err)
+{
+    const int R = cli_par_rank(), NR = cli_par_size();
+    yq_det *mine = NULL, *dets = NULL;
+    int n_mine = 0, bad = 0;
+    yq_status st = yq_session_detect_share(sess, ds, ep, R, NR, &mine, &n_mine, &bad, err);
+    if (st != YQ_OK) return st;
+    /* [skipped][detections...] to rank 0 */
+    size_t bytes = sizeof(int) + sizeof *mine * (size_t)n_mine;
+    char *msg = malloc(bytes), *all = NULL;
+    size_t *cnt = NULL;
+    if (!msg) {
+        free(mine);
+        return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
+    }
+    memcpy(msg, &bad, sizeof bad);
+    if (n_mine) memcpy(msg + sizeof bad, mine, sizeof *mine * (size_t)n_mine);
+    free(mine);
+    int gr = cli_par_gather(msg, bytes, &all, &cnt);
+    free(msg);
+    if (gr) return cli_fail(err, YQ_ERR_IO, "rank %d: gathering the detections failed (MPI)", R);
+    if (R > 0) return YQ_OK;
+    /* rank 0: each rank's detections are in its images' order; image i's are rank i % NR's next */
+    const yq_det **part = malloc(sizeof *part * (size_t)NR);
+    int *left = malloc(sizeof *left * (size_t)NR), n = 0;
+    bad = 0;
+    size_t off = 0;
+    for (int r = 0; part && left && r < NR; r++) {
+        int b;
+        memcpy(&b, all + off, sizeof b);
+        bad += b;
+        part[r] = (const yq_det *)(all + off + sizeof b);   /* (the gather's buffer: malloc'd, aligned enough) */
+        left[r] = (int)((cnt[r] - sizeof b) / sizeof(yq_det));
+        n += left[r];
+        off += cnt[r];
+    }
+    dets = part && left ? malloc(sizeof *dets * (size_t)(n ? n : 1)) : NULL;
+    if (!dets) st = cli_fail(err, YQ_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; st == YQ_OK && i < ds->n_images; i++) {
+        const int r = i % NR;
+        while (left[r] && part[r]->image_id == ds->images[i].id) {
+            dets[k++] = *part[r]++;
+            left[r]--;
+        }
+    }
+    if (st == YQ_OK && k != n) st = cli_fail(err, YQ_ERR_FORMAT, "merging the ranks' detections: %d of %d in image order", k, n);
+    free(part);
+    free(left);
+    free(all);
+    free(cnt);
+    if (st == YQ_OK && bad == ds->n_images) st = cli_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
+    if (st == YQ_OK) st = yq_coco_eval(ds, dets, n, stats, NULL, NULL, err);
+    if (st != YQ_OK) {
+        free(dets);
+        return st;
+    }
+    *skipped = bad;
+    *dets_out = dets;
+    *n_out = n;
+    return YQ_OK;
+}
+
 static int eval_run(const eval_args *A, const cli_quant_opt *qo)
 {
     const cli_model_opt mo = A->mo;
@@ -151,6 +224,9 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo)
         fprintf(stderr, "yquant: eval: %s is already an int8 package; --calib quantizes a Darknet model\n", mo.model);
         goto done;
     }
+    /* over MPI ranks: rank 0 calibrates (and fills the cache) first, the others then read it */
+    const int R = cli_par_rank(), NR = cli_par_size();
+    if (cli_quant_calib_dir(qo) && R > 0) cli_par_barrier();
     if (cli_quant_calib_dir(qo)) {
         /* the int8 model the quantizer makes replaces the FP32 one */
         yq_quant_opt o;
@@ -170,18 +246,28 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo)
             goto done;
         }
     }
+    if (cli_quant_calib_dir(qo) && R == 0) cli_par_barrier();
     const char *what = yq_model_is_int8(model) ? "int8" : "fp32";
     ep.progress = cli_progress;
     ep.warn = cli_warn;
     ep.ctx = &bar;
     if (!batch) batch = !device && cli_gpu_default(model) ? 8 : 1;
-    if (cli_session_new(model, device, batch, &sess, &err) != YQ_OK) {
+    char dev_buf[32];
+    if (cli_session_new(model, cli_par_device(device, yq_gpu_count(), dev_buf, sizeof dev_buf), batch, &sess, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }
     cli_progress_start(&bar, what);
-    if (yq_session_evaluate(sess, ds, &ep, stats, &skipped, &dets, &n_dets, &err) != YQ_OK ||
-        (dets_path && yq_coco_dets_save(dets_path, dets, n_dets, &err) != YQ_OK)) {
+    if ((NR == 1 ? yq_session_evaluate(sess, ds, &ep, stats, &skipped, &dets, &n_dets, &err)
+                 : eval_shared(sess, ds, &ep, stats, &skipped, &dets, &n_dets, &err)) != YQ_OK) {
+        cli_error(&err);
+        goto done;
+    }
+    if (R > 0) {   /* rank 0 reports and writes */
+        rc = 0;
+        goto done;
+    }
+    if (dets_path && yq_coco_dets_save(dets_path, dets, n_dets, &err) != YQ_OK) {
         cli_error(&err);
         goto done;
     }

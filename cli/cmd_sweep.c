@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include "cli/latency.h"
 #include "cli/report.h"
+#include "cli/par.h"
 #include "cli/sweep.h"
 #include "cli/sweep_grid.h"
 #include "yq_draw.h"
@@ -55,7 +56,13 @@ static const char *help =
     "                    once, so a sweep cut short goes on where it stopped); without it the file\n"
     "                    starts empty\n"
     "  --letterbox | --no-letterbox   preprocessing (default: as the cfg says)\n"
-    "The chosen point is the best mAP on the Pareto front (mAP up, latency down).\n";
+    "The chosen point is the best mAP on the Pareto front (mAP up, latency down).\n"
+    "\n"
+    "Over MPI (mpirun -np N yquant sweep ...): the points go round-robin to the ranks, each rank\n"
+    "on its own GPU (rank modulo the visible ones; the one --device names is rank 0's) or the\n"
+    "CPU; rank 0 writes points.jsonl as the points finish and every report.  The mAPs are the\n"
+    "same at any N; --resume works across runs with different N.  Ranks sharing a CPU or a GPU\n"
+    "disturb each other's latencies: give each rank its own device for the latency axis.\n";
 
 /* ---- points ---- */
 
@@ -182,6 +189,53 @@ static void sio_note(void *ctx, const char *msg)
 
 static int sweep_latency(void *ctx, const yq_model *m, double *ms) { return cli_lat_measure(ctx, m, ms); }
 
+/* Rank 0 over MPI: the next finished point from another rank (block 0: only if one is
+ * waiting), appended to points.jsonl and read back into pts as --resume reads it. */
+static yq_status sweep_receive(const grid *G, const yq_qconf *base, point *pts, const sweep_ctx *X, const run_id *rid,
+                               FILE *jf, int block, int *remote, yq_error *err)
+{
+    (void)rid;
+    for (;;) {
+        int src = 0, tag = 0;
+        char *line = NULL;
+        size_t len = 0;
+        int got = cli_par_recv(block, &src, &tag, &line, &len);
+        if (got < 0) return cli_fail(err, YQ_ERR_IO, "rank 0: receiving a point failed (MPI)");
+        if (!got) return YQ_OK;
+        yq_status st = YQ_OK;
+        yq_qconf *pq = NULL;
+        char *asked = NULL;
+        cJSON *one = cJSON_CreateArray(), *o = cJSON_Parse(line);
+        if (tag < 0 || tag >= G->points) st = cli_fail(err, YQ_ERR_FORMAT, "rank %d sent point %d of %d", src, tag + 1, G->points);
+        else if ((st = grid_point(G, tag, base, &pq, pts[tag].idx, err)) == YQ_OK && !(asked = qconfig_line(pq)))
+            st = cli_fail(err, YQ_ERR_NOMEM, "out of memory");
+        if (st == YQ_OK && (!one || !o)) st = cli_fail(err, YQ_ERR_FORMAT, "rank %d: point %d: not a points.jsonl line", src, tag + 1);
+        if (st == YQ_OK) {
+            cJSON_AddItemToArray(one, o);
+            o = NULL;
+            if (!sweep_point_load(one, asked, &pts[tag]))
+                st = cli_fail(err, YQ_ERR_FORMAT, "rank %d: point %d: another qconfig than asked", src, tag + 1);
+        }
+        if (st == YQ_OK) {
+            if (jf) {
+                fwrite(line, 1, len, jf);
+                fflush(jf);
+            }
+            const point *pt = &pts[tag];
+            fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  (rank %d)\n", G->points >= 100 ? 3 : 2, tag + 1, G->points,
+                    pt->name, 100 * pt->map, 100 * (X->fp.map - pt->map), src);
+            --*remote;
+        }
+        cJSON_Delete(o);
+        cJSON_Delete(one);
+        free(asked);
+        yq_qconf_free(pq);
+        free(line);
+        if (st != YQ_OK) return st;
+        if (!block || !*remote) return YQ_OK;
+    }
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -231,6 +285,7 @@ int cmd_sweep(int argc, char **argv)
         if (yq_device_parse(eval_device, &eval_dev, &e0) != YQ_OK) { cli_usage_error("sweep: --eval-device: %s", e0.msg); goto early; }
     }
 
+    const int R = cli_par_rank(), NR = cli_par_size();
     yq_error err;
     grid G;
     yq_quantizer *q = NULL;
@@ -274,6 +329,17 @@ int cmd_sweep(int argc, char **argv)
         if (cli_check_report(ins, (int)(sizeof ins / sizeof *ins), out, json)) goto done;
     }
     if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
+    if (NR > 1) {   /* rank R: the GPU after the one asked for, R places on (modulo the GPUs); a tuning log of its own */
+        int ngpu = lat.want ? yq_gpu_count() : 0;
+        if (ngpu > 0) lat.device = (lat.device + R) % ngpu;
+        if (R > 0) {
+            char rl[sizeof lat.log_buf];
+            if (lat.tune_log) snprintf(rl, sizeof rl, "%s.rank%d", lat.tune_log, R);
+            else snprintf(rl, sizeof rl, "%s/tune.rank%d.jsonl", out, R);
+            snprintf(lat.log_buf, sizeof lat.log_buf, "%s", rl);
+            lat.tune_log = lat.log_buf;
+        }
+    }
     cli_lat_start(&lat, out);
     X.lat = &lat;
     /* The mAP on the GPU when the latency engine is the GPU (bit-exact int8 layers). */
@@ -293,39 +359,58 @@ int cmd_sweep(int argc, char **argv)
         if (cst != YQ_OK) goto fail;
         sweep_point_name(&G, pts[p].idx, pts[p].name, sizeof pts[p].name);
     }
-    fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s\n", G.points, ds->n_images, val,
-            letterbox ? "letterbox" : "plain resize", lat.label,
-            eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? CLI_GPU_FLOAT : "");
+    if (R == 0)
+        fprintf(stderr, "sweep: %d points over %d images of %s (%s); latency: %s%s%s%s\n", G.points, ds->n_images, val,
+                letterbox ? "letterbox" : "plain resize", lat.label,
+                eval_dev >= 0 ? "; mAP on the GPU int8 engine, float layers " : "", eval_dev >= 0 ? CLI_GPU_FLOAT : "",
+                NR > 1 ? "; the points over the MPI ranks" : "");
 
-    /* FP32 once, on the model as loaded. */
-    if (yq_quantizer_score(q, NULL, ds, NULL, &X.fp, &err) != YQ_OK) goto fail;
-    fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.map, 100 * X.fp.map50,
-            X.fp.ms_engine);
+    /* FP32 once, on the model as loaded (rank 0: the reports are its). */
+    if (R == 0) {
+        if (yq_quantizer_score(q, NULL, ds, NULL, &X.fp, &err) != YQ_OK) goto fail;
+        fprintf(stderr, "fp32: mAP %.2f, mAP50 %.2f, %.2f ms/img (CPU FP32 engine)\n", 100 * X.fp.map, 100 * X.fp.map50,
+                X.fp.ms_engine);
+    }
 
     /* Every finished point goes to points.jsonl at once (--resume reads it back). */
     snprintf(path, sizeof path, "%s/points.jsonl", out);
     char lat_label0[sizeof lat.label];
     snprintf(lat_label0, sizeof lat_label0, "%s", lat.label);
     run_id rid = { cfg, val, lat_label0, ds->n_images };
-    cJSON *saved = resume ? sweep_points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
-    FILE *jf = fopen(path, resume ? "a" : "w");
-    if (!jf) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
+    /* Rank 0 alone reads and writes points.jsonl (over MPI the other ranks send it their
+     * finished points' lines: see below). */
+    cJSON *saved = resume && R == 0 ? sweep_points_read(path, &rid) : NULL;   /* (before the file is opened for appending) */
+    FILE *jf = R == 0 ? fopen(path, resume ? "a" : "w") : NULL;
+    if (!jf && R == 0) fprintf(stderr, "warning: %s: cannot write (finished points are not kept for --resume)\n", path);
     int n_resumed = 0;
+    /* Which rank runs each point: -1 done (read back by --resume), else the points left go
+     * round-robin over the ranks (one process: all its own). */
+    signed char *owner = calloc((size_t)G.points, 1);
+    if (!owner) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
+    for (int p = 0; p < G.points && saved; p++) {
+        if (grid_point(&G, p, base, &pq, pts[p].idx, &err) != YQ_OK) goto fail_jf;
+        char *asked = qconfig_line(pq);
+        yq_qconf_free(pq);
+        pq = NULL;
+        if (!asked) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
+        if (sweep_point_load(saved, asked, &pts[p])) owner[p] = -1;
+        free(asked);
+    }
+    if (cli_par_bcast(owner, (size_t)G.points)) { cli_fail(&err, YQ_ERR_IO, "rank %d: MPI broadcast failed", R); goto fail_jf; }
+    for (int p = 0, k = 0; p < G.points; p++)
+        if (owner[p] >= 0) owner[p] = (signed char)(k++ % NR);
+    int remote = 0;   /* rank 0: points still to come from the other ranks */
+    for (int p = 0; p < G.points; p++) remote += owner[p] > 0;
 
     cli_progress_start(&sio.sweep, "sweep");
     sio.points = G.points;
     for (int p = 0; p < G.points; p++) {
         point *pt = &pts[p];
         sio.point = p;
-        if (grid_point(&G, p, base, &pq, pt->idx, &err) != YQ_OK) goto fail_jf;
-        char *asked = qconfig_line(pq);
-        if (!asked) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
-        if (saved && sweep_point_load(saved, asked, pt)) {
+        if (R == 0 && remote && sweep_receive(&G, base, pts, &X, &rid, jf, 0, &remote, &err) != YQ_OK) goto fail_jf;
+        if (owner[p] < 0 && R == 0) {
             pt->resumed = 1;
             n_resumed++;
-            free(asked);
-            yq_qconf_free(pq);
-            pq = NULL;
             sio_clear(&sio.sweep);
             fprintf(stderr, "[%*d/%d] %-28s mAP %6.2f  drop %6.2f  (from points.jsonl)\n", G.points >= 100 ? 3 : 2, p + 1,
                     G.points, pt->name, 100 * pt->map, 100 * (X.fp.map - pt->map));
@@ -333,6 +418,10 @@ int cmd_sweep(int argc, char **argv)
             sio_progress(&sio, ds->n_images, ds->n_images);
             continue;
         }
+        if (owner[p] != R) continue;
+        if (grid_point(&G, p, base, &pq, pt->idx, &err) != YQ_OK) goto fail_jf;
+        char *asked = qconfig_line(pq);
+        if (!asked) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
         /* the point's rewrite, evaluation and latency (a GPU evaluation that fails: the CPU
          * from here on, as the library warned) */
         char edev[32];
@@ -362,6 +451,20 @@ int cmd_sweep(int argc, char **argv)
             snprintf(gms, sizeof gms, "  %8.3f ms GPU", pt->gpu_ms);
         }
         if (!r.score.gpu) snprintf(cms, sizeof cms, "  %8.2f ms/img CPU", pt->cpu_ms);
+        if (R > 0) {   /* to rank 0, as its points.jsonl line */
+            char *line = NULL;
+            size_t len = 0;
+            FILE *mf = open_memstream(&line, &len);
+            if (mf) {
+                sweep_point_save(mf, &rid, asked, pt);
+                fclose(mf);
+            }
+            free(asked);
+            int bad = !mf || !line || cli_par_send(0, p, line, len);
+            free(line);
+            if (bad) { cli_fail(&err, YQ_ERR_IO, "rank %d: sending point %d to rank 0 failed", R, p + 1); goto fail_jf; }
+            continue;
+        }
         sweep_point_save(jf, &rid, asked, pt);
         free(asked);
         sio_clear(&sio.sweep);
@@ -370,6 +473,14 @@ int cmd_sweep(int argc, char **argv)
         sio.cur = &sio.sweep;
         sio_progress(&sio, ds->n_images, ds->n_images);
     }
+    free(owner);
+    owner = NULL;
+    if (R > 0) {   /* the reports are rank 0's */
+        rc = 0;
+        goto done;
+    }
+    while (remote)
+        if (sweep_receive(&G, base, pts, &X, &rid, jf, 1, &remote, &err) != YQ_OK) goto fail_jf;
     if (jf) fclose(jf);
     jf = NULL;
     cJSON_Delete(saved);
@@ -466,6 +577,7 @@ int cmd_sweep(int argc, char **argv)
 fail_jf:
     if (jf) fclose(jf);
     cJSON_Delete(saved);
+    free(owner);
 fail:
     cli_error(&err);
 done:

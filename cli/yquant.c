@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/par.h"
 #include "yq_data.h"
 
 static const char *usage =
@@ -21,7 +22,7 @@ static const char *usage =
     "  sweep MODEL --grid G mAP against latency over a grid of qconfigs: CSV, Pareto chart, HTML\n"
     "  sensitivity MODEL    per-layer int8 sensitivity: one layer int8 / one layer float at a time\n"
     "  tune PKG             per-layer kernel tuning on the GPU; the choices are stored in the package\n"
-    "  export PKG -o F.onnx a package of an ONNX model as a Q/DQ ONNX model (ONNX Runtime, TensorRT)\n"
+    "  export MODEL|PKG -o F.onnx   a model as ONNX, a package as a Q/DQ ONNX model (ONNX Runtime, TensorRT)\n"
     "\n"
     "  yquant --calib DIR [--bits 8] ...   quantize the default model (yolo-fastest-1.1-xl)\n"
     "\n"
@@ -36,7 +37,8 @@ static const char *usage =
     "  -o, --output      its main output (the package, the drawn images, a folder of reports)\n"
     "  --json FILE|-     its results as JSON ('-': stdout, the JSON alone)\n"
     "  --device D        cpu, cuda or cuda:N; default the GPU when one is usable for the model\n"
-    "yquant --version prints the version.\n";
+    "yquant --version prints the version.  eval and sweep also run over MPI ranks\n"
+    "(mpirun -np N yquant eval|sweep ...; see their --help).\n";
 
 /* Ctrl-C or a kill: the temporaries of writes in progress removed, then the default action
  * (so the exit status says which signal). */
@@ -47,7 +49,37 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+static int run(int argc, char **argv);
+
+/* Over MPI (cli/par.h): every rank runs the command; rank 0 prints the results and writes the
+ * outputs (the others' standard output goes nowhere, their progress bars are off; their
+ * warnings and errors stay).  A rank that fails names itself and stops the job. */
 int main(int argc, char **argv)
+{
+    cli_par_init(&argc, &argv);
+    const int rank = cli_par_rank(), size = cli_par_size();
+    if (size > 1 && rank > 0) {
+        cli_verbosity = 0;
+        if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "yquant: rank %d: /dev/null: cannot open\n", rank);
+    }
+    /* the commands that split their work over ranks; any other is refused, once, by rank 0 */
+    const char *cmd = argc > 1 ? argv[1] : "";
+    if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep")) {
+        if (rank == 0)
+            fprintf(stderr, "yquant: %s does not run over MPI ranks (eval and sweep do): run it as one process\n", cmd);
+        cli_par_finalize();
+        return 2;
+    }
+    int rc = run(argc, argv);
+    if (size > 1 && rc != 0) {
+        fprintf(stderr, "yquant: rank %d of %d failed (exit status %d): stopping the job\n", rank, size, rc);
+        cli_par_abort(rc);
+    }
+    cli_par_finalize();
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -248,6 +248,15 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
                               double stats[YQ_COCO_NSTATS], int *skipped, yq_det **dets, int *n_dets,
                               yq_error *err);
 
+/* A share of yq_session_evaluate's work: the images i of ds with i % parts == part, in
+ * order, run as yq_session_evaluate runs them, and their detections (yq_coco_dets_free),
+ * not scored.  The shares of parts runs (processes, GPUs), merged in image order, are the
+ * whole's detections, and yq_coco_eval scores them as yq_session_evaluate would (yquant's
+ * CPU and int8 engines give each image the same detections in any batch).  *skipped (may
+ * be NULL): images of the share that could not be read (each a warning; not an error). */
+yq_status yq_session_detect_share(yq_session *s, const yq_dataset *ds, const yq_eval_params *p, int part, int parts,
+                                  yq_det **dets, int *n_dets, int *skipped, yq_error *err);
+
 /* Paired bootstrap over images of the COCO mAP difference between two sets of detections
  * on the same images (FP32 and int8): small sets are noisy, so a drop is reported with a
  * 95% interval.  ci[0] mAP@[.5:.95], ci[1] mAP@.5; [lo, hi] of (a - b) in mAP units. */

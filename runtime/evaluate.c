@@ -107,9 +107,9 @@ yq_status yq_model_preprocess(const yq_model *m, const yq_image *im, int letterb
     return yq_preprocess(yq_model_graph(m), im, letterbox < 0 ? yq_model_letterbox(m) : letterbox != 0, dst, err);
 }
 
-/* Images i0 .. i0+m-1 of ds through the session as one batch: those that load, preprocessed;
- * the others skipped with a warning. */
-static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset *ds, int i0, int m,
+/* Images i0, i0 + step, ... (m of them) of ds through the session as one batch: those that
+ * load, preprocessed; the others skipped with a warning. */
+static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset *ds, int i0, int step, int m,
                             const yq_eval_params *p, int letterbox, float *in, size_t in_n, int *wh, int *idx,
                             yq_detection *one, int *counts, const int *map, int n_map, yq_det **dets, int *n, int *cap,
                             int *bad, yq_error *err)
@@ -120,7 +120,7 @@ static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset
         char path[2048];
         yq_image im;
         yq_error e2;
-        if ((st = yq_dataset_image_path(ds, i0 + j, path, sizeof path, err)) != YQ_OK) return st;
+        if ((st = yq_dataset_image_path(ds, i0 + j * step, path, sizeof path, err)) != YQ_OK) return st;
         if (yq_image_load(path, &im, &e2) != YQ_OK) {
             yq_warn_skipped(p->warn, p->ctx, e2.msg);
             ++*bad;
@@ -131,7 +131,7 @@ static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset
         wh[2 * k + 1] = im.h;
         yq_image_free(&im);
         if (st) return st;
-        idx[k++] = i0 + j;
+        idx[k++] = i0 + j * step;
     }
     if (!k) return YQ_OK;
     if ((st = yq_session_run_tensor(s, in, k, wh, one, p->max_dets, counts, err)) != YQ_OK) return st;
@@ -141,13 +141,14 @@ static yq_status eval_batch(yq_session *s, const yq_model *mod, const yq_dataset
     return st;
 }
 
-yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval_params *p,
-                              double stats[YQ_COCO_NSTATS], int *skipped, yq_det **dets_out, int *n_out,
-                              yq_error *err)
+yq_status yq_session_detect_share(yq_session *s, const yq_dataset *ds, const yq_eval_params *p, int part, int parts,
+                                  yq_det **dets_out, int *n_out, int *skipped, yq_error *err)
 {
     yq_eval_params dp = yq_eval_params_defaults();
     if (!p) p = &dp;
-    if (!s || !ds || !stats) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_evaluate: NULL argument");
+    if (!s || !ds || !dets_out || !n_out) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_detect_share: NULL argument");
+    if (parts < 1 || part < 0 || part >= parts)
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_detect_share: part %d of %d", part, parts);
     if (!(p->conf >= 0 && p->conf < 1) || !(p->nms > 0 && p->nms <= 1) || p->max_dets < 1 || p->max_dets > 100000)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_evaluate: conf %g (in [0, 1)), nms %g (in (0, 1]), max_dets %d "
                        "(in 1..100000)", (double)p->conf, (double)p->nms, p->max_dets);
@@ -164,6 +165,8 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
     so.letterbox = p->letterbox < 0 ? yq_model_letterbox(mod) : p->letterbox != 0;
     yq_status st = yq_session_set_options(s, &so, err);
     if (st) return st;
+    /* the share: images part, part + parts, ... (mine of them), batch by batch */
+    const int mine = (ds->n_images - part + parts - 1) / parts;
     float *in = malloc(sizeof *in * in_n * (size_t)batch);
     int *wh = malloc(sizeof *wh * 2 * (size_t)batch), *idx = malloc(sizeof *idx * (size_t)batch);
     int *counts = malloc(sizeof *counts * (size_t)batch);
@@ -172,11 +175,11 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
     int n = 0, cap = 0, bad = 0, n_map = 0;
     int *map = yq_eval_class_map(yq_model_graph(mod), ds, &n_map);
     if (!in || !wh || !idx || !counts || !one || !map) st = yq_fail(err, YQ_ERR_NOMEM, "out of memory");
-    for (int i0 = 0; i0 < ds->n_images && st == YQ_OK; i0 += batch) {
-        int m = ds->n_images - i0 < batch ? ds->n_images - i0 : batch;
-        st = eval_batch(s, mod, ds, i0, m, p, so.letterbox, in, in_n, wh, idx, one, counts, map, n_map, &dets, &n, &cap,
-                        &bad, err);
-        if (p->progress) p->progress(p->ctx, i0 + m, ds->n_images);
+    for (int j0 = 0; j0 < mine && st == YQ_OK; j0 += batch) {
+        int m = mine - j0 < batch ? mine - j0 : batch;
+        st = eval_batch(s, mod, ds, part + j0 * parts, parts, m, p, so.letterbox, in, in_n, wh, idx, one, counts, map, n_map,
+                        &dets, &n, &cap, &bad, err);
+        if (p->progress) p->progress(p->ctx, j0 + m, mine);
     }
     free(in);
     free(wh);
@@ -189,6 +192,24 @@ yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval
         *err = e2;
         st = e2.code;
     }
+    if (st != YQ_OK) {
+        free(dets);
+        return st;
+    }
+    *dets_out = dets;
+    *n_out = n;
+    if (skipped) *skipped = bad;
+    return YQ_OK;
+}
+
+yq_status yq_session_evaluate(yq_session *s, const yq_dataset *ds, const yq_eval_params *p,
+                              double stats[YQ_COCO_NSTATS], int *skipped, yq_det **dets_out, int *n_out,
+                              yq_error *err)
+{
+    if (!s || !ds || !stats) return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_session_evaluate: NULL argument");
+    yq_det *dets = NULL;
+    int n = 0, bad = 0;
+    yq_status st = yq_session_detect_share(s, ds, p, 0, 1, &dets, &n, &bad, err);
     if (st == YQ_OK && bad == ds->n_images)
         st = yq_fail(err, YQ_ERR_IO, "none of the %d images could be read", ds->n_images);
     if (st == YQ_OK) st = yq_coco_eval(ds, dets, n, stats, NULL, NULL, err);

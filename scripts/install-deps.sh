@@ -23,6 +23,7 @@ APT_PKGS=(
     protobuf-c-compiler libprotobuf-c-dev libonnx-dev   # ONNX models: onnx.proto turned into C (ir/onnx.c)
     libopencv-dev                     # the test peer of the image decoders (tests/test_harden.c)
     darknet                           # the peer: /usr/lib/darknet/libdarknet.so
+    libopenmpi-dev openmpi-bin        # yquant over MPI (mpirun -np N yquant eval|sweep; tests/mpi_test.py)
     chromium                          # tests/sweep_test.py renders report.html headless (skipped without)
     python3 python3-pip
 )
