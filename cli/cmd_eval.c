@@ -1,4 +1,5 @@
 /* yquant eval MODEL --images DIR (--ann F | --labels D): COCO mAP, FP32 or int8. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,16 +140,18 @@ static yq_status eval_shared(yq_session *sess, const yq_dataset *ds, const yq_ev
     int n_mine = 0, bad = 0;
     yq_status st = yq_session_detect_share(sess, ds, ep, R, NR, &mine, &n_mine, &bad, err);
     if (st != YQ_OK) return st;
-    /* [skipped][detections...] to rank 0 */
-    size_t bytes = sizeof(int) + sizeof *mine * (size_t)n_mine;
+    /* [skipped, 8 bytes][detections...] to rank 0: every part a multiple of 8 bytes, so the
+     * detections lie aligned in the gathered buffer */
+    int64_t bad64 = bad;
+    size_t bytes = sizeof bad64 + sizeof *mine * (size_t)n_mine;
     char *msg = malloc(bytes), *all = NULL;
     size_t *cnt = NULL;
     if (!msg) {
         free(mine);
         return cli_fail(err, YQ_ERR_NOMEM, "out of memory");
     }
-    memcpy(msg, &bad, sizeof bad);
-    if (n_mine) memcpy(msg + sizeof bad, mine, sizeof *mine * (size_t)n_mine);
+    memcpy(msg, &bad64, sizeof bad64);
+    if (n_mine) memcpy(msg + sizeof bad64, mine, sizeof *mine * (size_t)n_mine);
     free(mine);
     int gr = cli_par_gather(msg, bytes, &all, &cnt);
     free(msg);
@@ -159,11 +162,12 @@ static yq_status eval_shared(yq_session *sess, const yq_dataset *ds, const yq_ev
     int *left = malloc(sizeof *left * (size_t)NR), n = 0;
     bad = 0;
     size_t off = 0;
+    _Static_assert(sizeof(yq_det) % 8 == 0, "yq_det records 8-byte aligned one after another");
     for (int r = 0; part && left && r < NR; r++) {
-        int b;
+        int64_t b;
         memcpy(&b, all + off, sizeof b);
-        bad += b;
-        part[r] = (const yq_det *)(all + off + sizeof b);   /* (the gather's buffer: malloc'd, aligned enough) */
+        bad += (int)b;
+        part[r] = (const yq_det *)(void *)(all + off + sizeof b);   /* malloc'd buffer, parts of 8k bytes */
         left[r] = (int)((cnt[r] - sizeof b) / sizeof(yq_det));
         n += left[r];
         off += cnt[r];

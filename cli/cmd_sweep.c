@@ -191,10 +191,9 @@ static int sweep_latency(void *ctx, const yq_model *m, double *ms) { return cli_
 
 /* Rank 0 over MPI: the next finished point from another rank (block 0: only if one is
  * waiting), appended to points.jsonl and read back into pts as --resume reads it. */
-static yq_status sweep_receive(const grid *G, const yq_qconf *base, point *pts, const sweep_ctx *X, const run_id *rid,
-                               FILE *jf, int block, int *remote, yq_error *err)
+static yq_status sweep_receive(const grid *G, const yq_qconf *base, point *pts, const sweep_ctx *X, FILE *jf, int block,
+                               int *remote, yq_error *err)
 {
-    (void)rid;
     for (;;) {
         int src = 0, tag = 0;
         char *line = NULL;
@@ -407,7 +406,7 @@ int cmd_sweep(int argc, char **argv)
     for (int p = 0; p < G.points; p++) {
         point *pt = &pts[p];
         sio.point = p;
-        if (R == 0 && remote && sweep_receive(&G, base, pts, &X, &rid, jf, 0, &remote, &err) != YQ_OK) goto fail_jf;
+        if (R == 0 && remote && sweep_receive(&G, base, pts, &X, jf, 0, &remote, &err) != YQ_OK) goto fail_jf;
         if (owner[p] < 0 && R == 0) {
             pt->resumed = 1;
             n_resumed++;
@@ -480,7 +479,7 @@ int cmd_sweep(int argc, char **argv)
         goto done;
     }
     while (remote)
-        if (sweep_receive(&G, base, pts, &X, &rid, jf, 1, &remote, &err) != YQ_OK) goto fail_jf;
+        if (sweep_receive(&G, base, pts, &X, jf, 1, &remote, &err) != YQ_OK) goto fail_jf;
     if (jf) fclose(jf);
     jf = NULL;
     cJSON_Delete(saved);
