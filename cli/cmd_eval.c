@@ -245,7 +245,7 @@ static int eval_run(const eval_args *A, const cli_quant_opt *qo)
         yq_model_free(model);
         model = NULL;
         if (yq_quantizer_new(path, &o, &io, &q, &err) != YQ_OK || yq_quantizer_model(q, qc, &model, &err) != YQ_OK ||
-            (report > 0 && layer_report(q, qc, report, &err) != YQ_OK)) {
+            (report > 0 && R == 0 && layer_report(q, qc, report, &err) != YQ_OK)) {
             cli_error(&err);
             goto done;
         }

@@ -63,7 +63,10 @@ int main(int argc, char **argv)
         if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "yquant: rank %d: /dev/null: cannot open\n", rank);
     }
     /* the commands that split their work over ranks; any other is refused, once, by rank 0 */
-    const char *cmd = argc > 1 ? argv[1] : "";
+    const char *cmd = "";   /* the first word that is not -q / -v */
+    for (int i = 1; i < argc && !*cmd; i++)
+        if (strcmp(argv[i], "-q") && strcmp(argv[i], "--quiet") && strcmp(argv[i], "-v") && strcmp(argv[i], "--verbose"))
+            cmd = argv[i];
     if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep")) {
         if (rank == 0)
             fprintf(stderr, "yquant: %s does not run over MPI ranks (eval and sweep do): run it as one process\n", cmd);

@@ -266,6 +266,9 @@ static yq_status layer(dx *e, int id)
     case YQ_OP_ROUTE: return route(e, id);
     case YQ_OP_DROPOUT: e->raw[id] = e->rd[n->src[0]]; return YQ_OK;
     case YQ_OP_SHORTCUT: {
+        if (n->n_src != 2)
+            return yq_fail(e->err, YQ_ERR_UNSUPPORTED, "%s: layer %s adds %d tensors: only two are exported", e->src, n->name,
+                           n->n_src);
         yq_shape a = g->nodes[n->src[0]].out, b = g->nodes[n->src[1]].out;
         if (a.c != b.c || a.h != b.h || a.w != b.w)
             return yq_fail(e->err, YQ_ERR_UNSUPPORTED, "%s: layer %s adds %dx%dx%d to %dx%dx%d: only equal shapes are exported",
