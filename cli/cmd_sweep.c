@@ -384,7 +384,7 @@ int cmd_sweep(int argc, char **argv)
     int n_resumed = 0;
     /* Which rank runs each point: -1 done (read back by --resume), else the points left go
      * round-robin over the ranks (one process: all its own). */
-    signed char *owner = calloc((size_t)G.points, 1);
+    int *owner = calloc((size_t)G.points, sizeof *owner);
     if (!owner) { cli_fail(&err, YQ_ERR_NOMEM, "out of memory"); goto fail_jf; }
     for (int p = 0; p < G.points && saved; p++) {
         if (grid_point(&G, p, base, &pq, pts[p].idx, &err) != YQ_OK) goto fail_jf;
@@ -395,9 +395,9 @@ int cmd_sweep(int argc, char **argv)
         if (sweep_point_load(saved, asked, &pts[p])) owner[p] = -1;
         free(asked);
     }
-    if (cli_par_bcast(owner, (size_t)G.points)) { cli_fail(&err, YQ_ERR_IO, "rank %d: MPI broadcast failed", R); goto fail_jf; }
+    if (cli_par_bcast(owner, sizeof *owner * (size_t)G.points)) { cli_fail(&err, YQ_ERR_IO, "rank %d: MPI broadcast failed", R); goto fail_jf; }
     for (int p = 0, k = 0; p < G.points; p++)
-        if (owner[p] >= 0) owner[p] = (signed char)(k++ % NR);
+        if (owner[p] >= 0) owner[p] = k++ % NR;
     int remote = 0;   /* rank 0: points still to come from the other ranks */
     for (int p = 0; p < G.points; p++) remote += owner[p] > 0;
 
