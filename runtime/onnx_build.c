@@ -1,6 +1,8 @@
 /* runtime/onnx_build.h: ONNX messages built in one pool. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ir/fsio.h"
 #include "runtime/onnx_build.h"
 
 void *yq_pb_get(yq_pbpool *P, size_t n)
@@ -147,4 +149,87 @@ Onnx__NodeProto *yq_pb_qdq(yq_pbpool *P, const char *op, const char *x, const ch
     Onnx__NodeProto *n = yq_pb_node(P, op, yq_pb_str(P, y, "_node"), in, 3, out, 1);
     if (!n || !n->name || (axis >= 0 && yq_pb_attr_int(P, n, "axis", axis))) return NULL;
     return n;
+}
+
+yq_status yq_pb_write_model(const Onnx__ModelProto *m, const char *path, yq_error *err)
+{
+    size_t sz = onnx__model_proto__get_packed_size(m);
+    uint8_t *pk = malloc(sz ? sz : 1);
+    if (!pk) return yq_fail(err, YQ_ERR_NOMEM, "out of memory");
+    onnx__model_proto__pack(m, pk);
+    yq_outfile of;
+    yq_status st = yq_out_begin(&of, path, YQ_OUT_STREAM, err);
+    if (!st) {
+        if (fwrite(pk, 1, sz, of.f) != sz) {
+            yq_out_abort(&of);
+            st = yq_fail(err, YQ_ERR_IO, "%s: write failed", path);
+        } else st = yq_out_commit(&of, err);
+    }
+    free(pk);
+    return st;
+}
+
+static yq_status scales_commit(yq_outfile *o, const char *path, yq_error *err)
+{
+    if (ferror(o->f)) {
+        yq_out_abort(o);
+        return yq_fail(err, YQ_ERR_IO, "%s: write failed", path);
+    }
+    return yq_out_commit(o, err);
+}
+
+yq_status yq_scales_write_trt(const char *path, const yq_act_scale *a, int n, yq_error *err)
+{
+    yq_outfile o;
+    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, err);
+    if (st) return st;
+    /* TensorRT's header; the version field: 8.6's (the format is unchanged since) */
+    fprintf(o.f, "TRT-8601-EntropyCalibration2\n");
+    for (int i = 0; i < n; i++) {
+        float s = a[i].scale * (a[i].u8 ? 255.0f / 127.0f : 1.0f);   /* TensorRT: amax / 127, signed */
+        uint32_t bits;
+        memcpy(&bits, &s, 4);
+        fprintf(o.f, "%s: %08x\n", a[i].name, (unsigned)bits);
+    }
+    return scales_commit(&o, path, err);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+yq_status yq_scales_write_json(const char *path, const char *model, const char *sha256, const yq_act_scale *a, int na,
+                               const yq_w_scale *w, int nw, const char *floats, yq_error *err)
+{
+    yq_outfile o;
+    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, err);
+    if (st) return st;
+    FILE *f = o.f;
+    fprintf(f, "{\n  \"format\": \"yquant-scales\",\n  \"model\": ");
+    json_str(f, model);
+    fprintf(f, ",\n  \"model_sha256\": \"%s\",\n  \"activations\": {", sha256);
+    for (int i = 0; i < na; i++) {
+        fprintf(f, "%s\n    ", i ? "," : "");
+        json_str(f, a[i].name);
+        fprintf(f, ": {\"scale\": %.9g, \"zero_point\": 0, \"type\": \"%s\"}", (double)a[i].scale, a[i].u8 ? "uint8" : "int8");
+    }
+    fprintf(f, "\n  },\n  \"weights\": {");
+    for (int i = 0; i < nw; i++) {
+        fprintf(f, "%s\n    ", i ? "," : "");
+        json_str(f, w[i].name);
+        fprintf(f, ": {\"axis\": 0, \"scales\": [");
+        for (int c = 0; c < w[i].n; c++) fprintf(f, "%s%.9g", c ? ", " : "", (double)w[i].scales[c]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n  },\n  \"float_convs\": ");
+    json_str(f, floats ? floats : "");
+    fprintf(f, "\n}\n");
+    return scales_commit(&o, path, err);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ir/ir.h"
 #include "onnx.pb-c.h"
 
 typedef struct yq_pbpool { void **p; int n, cap; } yq_pbpool;
@@ -34,5 +35,20 @@ int yq_pb_attr_float(yq_pbpool *P, Onnx__NodeProto *n, const char *name, float v
 int yq_pb_attr_str(yq_pbpool *P, Onnx__NodeProto *n, const char *name, const char *v);
 /* QuantizeLinear / DequantizeLinear y = op(x, s, z) (axis >= 0: per channel on that axis). */
 Onnx__NodeProto *yq_pb_qdq(yq_pbpool *P, const char *op, const char *x, const char *s, const char *z, const char *y, int axis);
+
+/* m packed and written to path atomically (ir/fsio.h). */
+yq_status yq_pb_write_model(const Onnx__ModelProto *m, const char *path, yq_error *err);
+
+/* The scale tables both exporters write beside the model: an int8 tensor of the model (its
+ * name, scale, uint8 or int8) and an int8 conv's weight (its initializer's name, per-channel
+ * scales). */
+typedef struct yq_act_scale { const char *name; float scale; int u8; } yq_act_scale;
+typedef struct yq_w_scale { const char *name; const float *scales; int n; } yq_w_scale;
+/* A TensorRT calibration cache: "name: hex of amax / 127" per tensor. */
+yq_status yq_scales_write_trt(const char *path, const yq_act_scale *a, int n, yq_error *err);
+/* The JSON table {"format": "yquant-scales", "model", "model_sha256", "activations",
+ * "weights", "float_convs"}. */
+yq_status yq_scales_write_json(const char *path, const char *model, const char *sha256, const yq_act_scale *a, int na,
+                               const yq_w_scale *w, int nw, const char *floats, yq_error *err);
 
 #endif

@@ -435,73 +435,34 @@ yq_status yq_export_onnx(const yq_model *m, const char *out, const yq_export_opt
                        "so its activation ranges do not describe the FP32 export: use the Q/DQ model, or quantize "
                        "with --set equalize=off");
     yq_status st = build(&e, &M, &G);
-    if (!st) {
-        size_t sz = onnx__model_proto__get_packed_size(&M);
-        uint8_t *pk = malloc(sz ? sz : 1);
-        yq_outfile of;
-        if (!pk) st = NOMEM(&e);
-        else {
-            onnx__model_proto__pack(&M, pk);
-            if (!(st = yq_out_begin(&of, out, YQ_OUT_STREAM, err))) {
-                if (fwrite(pk, 1, sz, of.f) != sz) {
-                    yq_out_abort(&of);
-                    st = yq_fail(err, YQ_ERR_IO, "%s: write failed", out);
-                } else st = yq_out_commit(&of, err);
-            }
-        }
-        free(pk);
-    }
+    if (!st) st = yq_pb_write_model(&M, out, err);
     if (!st && g->q) st = write_scales(&e, o.scales_json, o.trt_cache);
     yq_pb_free(&e.P);
     return st;
 }
 
-/* The int8 tensors' scales (tensor -> scale) as JSON and as a TensorRT calibration cache. */
+/* --json and --trt-cache: the int8 tensors' scales under the graph's names, the int8 convs'
+ * weight scales. */
 static yq_status write_scales(dx *e, const char *json, const char *trt)
 {
     const yq_graph *g = e->g;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *path = pass ? trt : json;
-        if (!path) continue;
-        yq_outfile o;
-        yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, e->err);
-        if (st) return st;
-        FILE *f = o.f;
-        if (pass) fprintf(f, "TRT-8601-EntropyCalibration2\n");
-        else fprintf(f, "{\n  \"format\": \"yquant-scales\",\n  \"model\": \"%s\",\n  \"model_sha256\": \"%s\",\n  \"activations\": {",
-                     e->src, e->info->model_sha256);
-        int k = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            if (!is_int8(g->q[i].dtype) || yq_op_is_head(g->nodes[i].op) || g->nodes[i].op == YQ_OP_DROPOUT) continue;
-            const int u8 = g->q[i].dtype == YQ_U8;
-            if (pass) {
-                float s = g->q[i].scale * (u8 ? 255.0f / 127.0f : 1.0f);   /* TensorRT: amax / 127, signed */
-                uint32_t bits;
-                memcpy(&bits, &s, 4);
-                fprintf(f, "%s: %08x\n", e->raw[i], (unsigned)bits);
-            } else
-                fprintf(f, "%s\n    \"%s\": {\"scale\": %.9g, \"zero_point\": 0, \"type\": \"%s\"}", k++ ? "," : "", e->raw[i],
-                        (double)g->q[i].scale, u8 ? "uint8" : "int8");
+    yq_act_scale *a = yq_pb_get(&e->P, sizeof *a * (size_t)g->n_nodes);
+    yq_w_scale *w = yq_pb_get(&e->P, sizeof *w * (size_t)g->n_nodes);
+    if (!a || !w) return NOMEM(e);
+    int na = 0, nw = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yq_qnode *q = &g->q[i];
+        if (is_int8(q->dtype) && !yq_op_is_head(g->nodes[i].op) && g->nodes[i].op != YQ_OP_DROPOUT)
+            a[na++] = (yq_act_scale){ e->raw[i], q->scale, q->dtype == YQ_U8 };
+        if (i && g->nodes[i].op == YQ_OP_CONV && !q->float_op && q->wq) {
+            const char *wn = nm(e, i, "_weight");
+            if (!wn) return NOMEM(e);
+            w[nw++] = (yq_w_scale){ wn, q->w_scale, g->nodes[i].p.conv.filters };
         }
-        if (!pass) {
-            fprintf(f, "\n  },\n  \"weights\": {");
-            k = 0;
-            for (int i = 1; i < g->n_nodes; i++) {
-                const yq_qnode *q = &g->q[i];
-                if (g->nodes[i].op != YQ_OP_CONV || q->float_op || !q->wq) continue;
-                fprintf(f, "%s\n    \"%s_weight\": {\"axis\": 0, \"scales\": [", k++ ? "," : "", g->nodes[i].name);
-                for (int c = 0; c < g->nodes[i].p.conv.filters; c++) fprintf(f, "%s%.9g", c ? ", " : "", (double)q->w_scale[c]);
-                fprintf(f, "]}");
-            }
-            fprintf(f, "\n  },\n  \"float_convs\": \"%s\"\n}\n", e->floats ? e->floats : "");
-        }
-        if (ferror(f)) {
-            yq_out_abort(&o);
-            return yq_fail(e->err, YQ_ERR_IO, "%s: write failed", path);
-        }
-        if ((st = yq_out_commit(&o, e->err))) return st;
     }
-    return YQ_OK;
+    yq_status st = json ? yq_scales_write_json(json, e->src, e->info->model_sha256, a, na, w, nw, e->floats, e->err) : YQ_OK;
+    if (!st && trt) st = yq_scales_write_trt(trt, a, na, e->err);
+    return st;
 }
 
 static yq_status build(dx *e, Onnx__ModelProto *M, Onnx__GraphProto *G)

@@ -367,74 +367,29 @@ static yq_status inits(ex *e, tensor_t ***out, size_t *n)
     return YQ_OK;
 }
 
-static yq_status write_trt(ex *e, const char *path)
+/* --trt-cache and --json: the int8 tensors' scales, the int8 convs' weight scales. */
+static yq_status write_scales(ex *e, const char *trt, const char *json)
 {
-    if (e->weights_changed)
+    if (trt && e->weights_changed)
         return yq_fail(e->err, YQ_ERR_INVALID_ARG,
                        "--trt-cache: the package's int8 weights are not the model's (cross-layer equalization changed them), "
                        "so its activation ranges do not describe the original model: use the Q/DQ model, or quantize "
                        "with --set equalize=off");
-    yq_outfile o;
-    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, e->err);
-    if (st) return st;
-    /* TensorRT's header; the version field: 8.6's (the format is unchanged since) */
-    fprintf(o.f, "TRT-8601-EntropyCalibration2\n");
-    for (int i = 0; i < e->nq; i++) {
-        float s = e->q[i].scale * (e->q[i].u8 ? 255.0f / 127.0f : 1.0f);   /* TensorRT: amax / 127, signed */
-        uint32_t bits;
-        memcpy(&bits, &s, 4);
-        fprintf(o.f, "%s: %08x\n", e->q[i].name, (unsigned)bits);
-    }
-    return yq_out_commit(&o, e->err);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-        else fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static yq_status write_json(ex *e, const char *path)
-{
-    yq_outfile o;
-    yq_status st = yq_out_begin(&o, path, YQ_OUT_STREAM, e->err);
-    if (st) return st;
-    FILE *f = o.f;
-    fprintf(f, "{\n  \"format\": \"yquant-scales\",\n  \"model\": ");
-    json_str(f, e->path);
-    fprintf(f, ",\n  \"model_sha256\": \"%s\",\n  \"activations\": {", e->info->model_sha256);
-    for (int i = 0; i < e->nq; i++) {
-        fprintf(f, "%s\n    ", i ? "," : "");
-        json_str(f, e->q[i].name);
-        fprintf(f, ": {\"scale\": %.9g, \"zero_point\": 0, \"type\": \"%s\"}", (double)e->q[i].scale, e->q[i].u8 ? "uint8" : "int8");
-    }
-    fprintf(f, "\n  },\n  \"weights\": {");
-    int first = 1;
+    yq_act_scale *a = yq_pb_get(&e->P, sizeof *a * (size_t)(e->nq ? e->nq : 1));
+    yq_w_scale *w = yq_pb_get(&e->P, sizeof *w * (size_t)e->g->n_nodes);
+    if (!a || !w) return NOMEM(e);
+    for (int i = 0; i < e->nq; i++) a[i] = (yq_act_scale){ e->q[i].name, e->q[i].scale, e->q[i].u8 };
+    int nw = 0;
     for (int i = 1; i < e->g->n_nodes; i++) {
         const yq_node *n = &e->g->nodes[i];
         const yq_qnode *q = &e->g->q[i];
         int k;
         if (n->op != YQ_OP_CONV || q->float_op || !q->wq || onnx_node(e, i, "Conv", &k)) continue;
-        fprintf(f, "%s\n    ", first ? "" : ",");
-        first = 0;
-        json_str(f, e->m->graph->node[k]->input[1]);
-        fprintf(f, ": {\"axis\": 0, \"scales\": [");
-        for (int c = 0; c < n->p.conv.filters; c++) fprintf(f, "%s%.9g", c ? ", " : "", (double)q->w_scale[c]);
-        fprintf(f, "]}");
+        w[nw++] = (yq_w_scale){ e->m->graph->node[k]->input[1], q->w_scale, n->p.conv.filters };
     }
-    fprintf(f, "\n  },\n  \"float_convs\": ");
-    json_str(f, e->floats ? e->floats : "");
-    fprintf(f, "\n}\n");
-    if (ferror(f)) {
-        yq_out_abort(&o);
-        return yq_fail(e->err, YQ_ERR_IO, "%s: write failed", path);
-    }
-    return yq_out_commit(&o, e->err);
+    yq_status st = trt ? yq_scales_write_trt(trt, a, e->nq, e->err) : YQ_OK;
+    if (!st && json) st = yq_scales_write_json(json, e->path, e->info->model_sha256, a, e->nq, w, nw, e->floats, e->err);
+    return st;
 }
 
 yq_export_opt yq_export_defaults(void)
@@ -515,24 +470,12 @@ yq_status yq_export_qdq(const yq_model *pkg, const char *out, const yq_export_op
         G->node = e.out, G->n_node = (size_t)e.nout;
         G->initializer = ni, G->n_initializer = nni;
         e.m->metadata_props = md, e.m->n_metadata_props = nmd;
-        size_t sz = onnx__model_proto__get_packed_size(e.m);
-        uint8_t *pk = malloc(sz ? sz : 1);
-        if (pk) onnx__model_proto__pack(e.m, pk);
+        st = yq_pb_write_model(e.m, out, err);
         G->node = onodes, G->n_node = on;
         G->initializer = oinits, G->n_initializer = oi;
         e.m->metadata_props = omd, e.m->n_metadata_props = om;
-        if (!pk) st = NOMEM(&e);
-        yq_outfile of;
-        if (!st && !(st = yq_out_begin(&of, out, YQ_OUT_STREAM, err))) {
-            if (fwrite(pk, 1, sz, of.f) != sz) {
-                yq_out_abort(&of);
-                st = yq_fail(err, YQ_ERR_IO, "%s: write failed", out);
-            } else st = yq_out_commit(&of, err);
-        }
-        free(pk);
     }
-    if (!st && o.trt_cache) st = write_trt(&e, o.trt_cache);
-    if (!st && o.scales_json) st = write_json(&e, o.scales_json);
+    if (!st && (o.trt_cache || o.scales_json)) st = write_scales(&e, o.trt_cache, o.scales_json);
     if (e.m) onnx__model_proto__free_unpacked(e.m, NULL);
     free(buf);
     yq_pb_free(&e.P);
