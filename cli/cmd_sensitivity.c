@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "cli/par.h"
 #include "cli/report.h"
 #include "yq_draw.h"
 
@@ -96,6 +97,13 @@ static yq_status write_sens_chart(const char *path, const yq_model *m, const yq_
     return st;
 }
 
+/* yq_sens_opt's exchange over MPI ranks: rank r measured rows r, r + NR, ... */
+static int exchange(void *ctx, void *rows, size_t row_bytes, int n)
+{
+    (void)ctx;
+    return cli_par_merge_strided(rows, row_bytes, n);
+}
+
 int cmd_sensitivity(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -141,12 +149,22 @@ int cmd_sensitivity(int argc, char **argv)
     int n = 0;
     char outbuf[1024], path[1100], mpath[1024];
     yq_quant_opt o;
+    yq_status st0;
     cli_bar bar = { 0 };
     yq_quant_io io = cli_quant_term_io(&bar);
     rc = 1;
-    if (cli_quant_options(qo, &mo, letterbox, &o, &qc, &err) != YQ_OK || cli_model_path(mo.model, mpath, sizeof mpath, &err) != YQ_OK ||
-        yq_quantizer_new(mpath, &o, &io, &q, &err) != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK)
+    /* over MPI ranks (cli/par.h): each rank measures every NR-th layer on its own device;
+     * rank 0 calibrates (and fills the cache) first, the others then read it */
+    const int R = cli_par_rank(), NR = cli_par_size();
+    char dev_buf[32];
+    if (cli_quant_options(qo, &mo, letterbox, &o, &qc, &err) != YQ_OK || cli_model_path(mo.model, mpath, sizeof mpath, &err) != YQ_OK)
         goto fail;
+    o.device = cli_par_device(o.device, yq_gpu_count(), dev_buf, sizeof dev_buf);
+    if (NR > 1 && R > 0) cli_par_barrier();
+    st0 = yq_quantizer_new(mpath, &o, &io, &q, &err);
+    if (st0 == YQ_OK && NR > 1) st0 = yq_quantizer_calibrate(q, qc, &err);
+    if (NR > 1 && R == 0) cli_par_barrier();
+    if (st0 != YQ_OK || cli_load_dataset(val, ann, labels, &ds, &err) != YQ_OK) goto fail;
     const yq_model *m = yq_quantizer_fp32(q);
     yq_model_about ab;
     yq_model_describe(m, &ab);
@@ -159,10 +177,15 @@ int cmd_sensitivity(int argc, char **argv)
         const char *ins[] = { mo.model, mo.weights, ab.cfg, ab.weights, cli_quant_calib_dir(qo), val, ann, labels };
         if (cli_check_report(ins, (int)(sizeof ins / sizeof *ins), out, json)) goto done;
     }
-    if (cli_make_dirs(out, &err) != YQ_OK) goto fail;
+    if (R == 0 && cli_make_dirs(out, &err) != YQ_OK) goto fail;
     int rank_sqnr = !strcmp(rank, "sqnr");
-    yq_sens_opt so = { max_layers, sqnr_images, rank_sqnr };
+    yq_sens_opt so = { .max_layers = max_layers, .sqnr_images = sqnr_images, .rank_sqnr = rank_sqnr, .part = R,
+                       .parts = NR, .exchange = NR > 1 ? exchange : NULL };
     if (yq_quantizer_sensitivity(q, qc, ds, &so, &rows, &n, &sum, &err) != YQ_OK) goto fail;
+    if (R > 0) {   /* rank 0 prints and writes the table */
+        rc = 0;
+        goto done;
+    }
 
     printf("\n%s: per-layer sensitivity on %d images (FP32 mAP %.2f, all-int8 mAP %.2f, head SQNR %.2f dB)\n",
            ab.cfg, ds->n_images, 100 * sum.fp32_map, 100 * sum.all_int8_map, sum.all_int8_head_db);

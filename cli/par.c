@@ -211,3 +211,25 @@ const char *cli_par_device(const char *spec, int ngpu, char *buf, size_t cap)
     snprintf(buf, cap, "cuda:%d", g_rank % ngpu);
     return buf;
 }
+
+int cli_par_merge_strided(void *rows, size_t row_bytes, int n)
+{
+    if (g_size == 1 || n <= 0) return 0;
+    const size_t bytes = row_bytes * (size_t)n;
+    char *all = NULL;
+    size_t *counts = NULL;
+    int bad = cli_par_gather(rows, bytes, &all, &counts);
+    if (!bad && g_rank == 0) {
+        for (int r = 1; r < g_size && !bad; r++) bad = counts[r] != bytes;
+        for (int k = 0; k < n && !bad; k++) {
+            const int r = k % g_size;
+            if (r) memcpy((char *)rows + (size_t)k * row_bytes, all + (size_t)r * bytes + (size_t)k * row_bytes, row_bytes);
+        }
+    }
+    free(all);
+    free(counts);
+    /* every rank learns whether rank 0 could merge, then gets the rows */
+    int ok = !bad;
+    if (cli_par_bcast(&ok, sizeof ok) || !ok) return -1;
+    return cli_par_bcast(rows, bytes);
+}

@@ -25,6 +25,10 @@ int cli_par_bcast(void *buf, size_t n);
 /* Rank 0 gets every rank's bytes, in rank order: *all (malloc'd) and counts[size] (malloc'd);
  * the other ranks get NULLs.  0, or -1 (out of memory, an MPI error). */
 int cli_par_gather(const void *mine, size_t n, char **all, size_t **counts);
+/* rows: n rows of row_bytes on every rank, of which rank r computed rows r, r + size, ...:
+ * afterwards every rank holds each row k from rank k % size.  0, or -1 (out of memory, an
+ * MPI error).  One rank: nothing to do. */
+int cli_par_merge_strided(void *rows, size_t row_bytes, int n);
 /* A message of n bytes to rank dest with tag (>= 0). */
 int cli_par_send(int dest, int tag, const void *buf, size_t n);
 /* The next message from any rank: *src, *tag and *buf (malloc'd, *n bytes; NUL-terminated

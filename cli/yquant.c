@@ -67,9 +67,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc && !*cmd; i++)
         if (strcmp(argv[i], "-q") && strcmp(argv[i], "--quiet") && strcmp(argv[i], "-v") && strcmp(argv[i], "--verbose"))
             cmd = argv[i];
-    if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep")) {
+    if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep") && strcmp(cmd, "sensitivity")) {
         if (rank == 0)
-            fprintf(stderr, "yquant: %s does not run over MPI ranks (eval and sweep do): run it as one process\n", cmd);
+            fprintf(stderr, "yquant: %s does not run over MPI ranks (eval, sweep and sensitivity do): run it as one process\n",
+                    cmd);
         cli_par_finalize();
         return 2;
     }

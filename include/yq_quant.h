@@ -222,6 +222,15 @@ typedef struct yq_sens_opt {
     int max_layers;           /* > 0: only the convs with the lowest SQNR in the all-int8 graph */
     int sqnr_images;          /* calibration images for the SQNR figures (0: 8) */
     int rank_sqnr;            /* rank by the head SQNR gain of (b) instead of the impact */
+    /* Spread over processes (`mpirun yquant sensitivity`): this call measures the layers
+     * k = part, part + parts, ... of its measuring order (parts 0 or 1: every layer), then
+     * calls exchange(exchange_ctx, rows, row_bytes, n), which must fill in every other
+     * row of the array from the process that measured it (row k from part k % parts, the
+     * same rows everywhere) and return 0; anything else fails the call.  The table is then
+     * ranked as one process ranks it: the same table at any number of parts. */
+    int part, parts;
+    int (*exchange)(void *ctx, void *rows, size_t row_bytes, int n);
+    void *exchange_ctx;
 } yq_sens_opt;
 typedef struct yq_sens_layer {
     int layer;                /* Darknet layer index */

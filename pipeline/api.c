@@ -557,11 +557,14 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq
     if (n_rows) *n_rows = 0;
     if (!q || !qc || !ds || !rows || !n_rows)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "yq_quantizer_sensitivity: NULL argument");
-    yq_sens_opt d = { 0, 0, 0 };
+    yq_sens_opt d = { 0 };
     if (!o) o = &d;
     if (o->max_layers < 0 || o->sqnr_images < 0 || o->sqnr_images > 1024)
         return yq_fail(err, YQ_ERR_INVALID_ARG, "max_layers %d (>= 0), sqnr_images %d (0..1024)", o->max_layers,
                        o->sqnr_images);
+    if (o->parts > 1 && (o->part < 0 || o->part >= o->parts || !o->exchange))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "part %d of %d parts (0..parts-1, with an exchange function)", o->part,
+                       o->parts);
     yq_status st = YQ_OK;
     yq_pipe_eval fp = { 0 };
     if (st == YQ_OK) {
@@ -573,7 +576,8 @@ yq_status yq_quantizer_sensitivity(yq_quantizer *q, const yq_qconf *qc, const yq
     yq_pipe_sens_res res = { 0 };
     if (st == YQ_OK) {
         yq_pipe_sens_req r = { .max_layers = o->max_layers, .sqnr_images = o->sqnr_images ? o->sqnr_images : 8,
-                               .rank_sqnr = o->rank_sqnr != 0 };
+                               .rank_sqnr = o->rank_sqnr != 0, .part = o->part, .parts = o->parts,
+                               .exchange = o->exchange, .exchange_ctx = o->exchange_ctx };
         yq_pipe_calib c = calib_req(q);
         st = yq_pipe_sensitivity(&c, &qc->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp.s, &r, &q->io, &res, err);
     }

@@ -203,24 +203,31 @@ yq_status yq_pipe_sensitivity(const yq_pipe_calib *c, const yq_qconfig *base, co
         }
         stage(&S, "layers");
     }
+    const int parts = r->parts > 1 ? r->parts : 1, part = parts > 1 ? r->part : 0;
+    const int mine = n > part ? (n - part + parts - 1) / parts : 0;   /* rows this process measures */
     for (int k = 0; k < n && st == YQ_OK; k++) {
         yq_pipe_sens_row *w = &res->rows[k];
         w->id = order[k].id;
         w->layer = g->nodes[w->id].layer;
         w->sqnr = order[k].db;
+    }
+    for (int k = part, j = 0; k < n && st == YQ_OK; k += parts, j++) {
+        yq_pipe_sens_row *w = &res->rows[k];
         yq_pipe_eval a, b;
         if ((st = make_config(&S, &w->layer, 1, 1, err)) != YQ_OK || (st = measure(&S, &a, &w->head_a, NULL, err)) != YQ_OK)
             break;
         w->map_a = a.s[YQ_COCO_AP];
         yq_pipe_eval_free(&a);
-        progress(&S, 2 * k + 1, 2 * n);
+        progress(&S, 2 * j + 1, 2 * mine);
         if ((st = make_config(&S, &w->layer, 1, 0, err)) != YQ_OK || (st = measure(&S, &b, &w->head_b, NULL, err)) != YQ_OK)
             break;
         w->map_b = b.s[YQ_COCO_AP];
         yq_pipe_eval_free(&b);
         w->impact = 100 * (fp_stats[YQ_COCO_AP] - w->map_a) + 100 * (w->map_b - res->all8.s[YQ_COCO_AP]);
-        progress(&S, 2 * k + 2, 2 * n);
+        progress(&S, 2 * j + 2, 2 * mine);
     }
+    if (st == YQ_OK && parts > 1 && (!r->exchange || r->exchange(r->exchange_ctx, res->rows, sizeof *res->rows, n)))
+        st = yq_fail(err, YQ_ERR_IO, "sensitivity: the rows measured by the other processes did not arrive");
     if (st == YQ_OK) {
         qsort(res->rows, (size_t)n, sizeof *res->rows, r->rank_sqnr ? by_head_gain : by_impact);
         res->n = n;

@@ -33,6 +33,11 @@ typedef struct yq_pipe_sens_req {
     int max_layers;               /* > 0: only the convs with the lowest SQNR in the all-int8 graph */
     int sqnr_images;              /* calibration images for the SQNR figures */
     int rank_sqnr;                /* order by the head SQNR gain of (b) instead of impact */
+    /* over several processes: this one measures rows part, part + parts, ... (parts <= 1:
+     * all), then exchange fills in the others (yq_sens_opt's) before the ranking */
+    int part, parts;
+    int (*exchange)(void *ctx, void *rows, size_t row_bytes, int n);
+    void *exchange_ctx;
 } yq_pipe_sens_req;
 
 typedef struct yq_pipe_sens_res {

@@ -12,6 +12,8 @@ where build/yquant was built without MPI), on yolo-fastest-1.1-xl with 4 calibra
     the CPU), and points.jsonl holds each point once;
   - --resume across different N: a 6-point grid with -np 3 in the -np 2 run's folder reads
     its 4 points back and computes the 2 others (the same mAPs as one process computes them);
+  - sensitivity of 4 layers: the --json and sensitivity.csv of -np 2 and -np 3 byte-identical
+    to one process's;
   - a command that does not split (quantize) under -np 2: exit 2 and one line, from rank 0.
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.  YQ_BIN
 overrides the binary, YQ_DATA the data folder."""
@@ -133,6 +135,26 @@ def main():
             if n_lines != 6:
                 why.append(f"points.jsonl: {n_lines} lines, want 6")
         report("mpi_sweep_resume_other_n", not why, "; ".join(why))
+
+        # sensitivity: 4 layers split over 1, 2, 3 ranks (rank r measures rows r, r + N, ...)
+        outs, why = {}, []
+        for n in (1, 2, 3):
+            out, js = os.path.join(tmp, f"sens{n}"), os.path.join(tmp, f"sens{n}.json")
+            r, dt = mpirun(n, ["sensitivity", MODEL, "--calib", calib, "--calib-cache", cache, "--val", images, "--ann",
+                               ann, "--calib-device", "cpu", "--layers", "4", "--sqnr-images", "2", "-o", out, "--json", js,
+                               "-q"], env)
+            csv = os.path.join(out, "sensitivity.csv")
+            if r.returncode or not os.path.isfile(js) or not os.path.isfile(csv):
+                why.append(f"-np {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                continue
+            outs[n] = (open(js, "rb").read(), open(csv, "rb").read())
+            print(f"# sensitivity of 4 layers -np {n}: {dt:.1f} s")
+        for n in (2, 3):
+            if n in outs and 1 in outs and outs[n] != outs[1]:
+                why.append(f"-np {n}: the --json or sensitivity.csv differ from one process's")
+        if 1 in outs and len(json.loads(outs[1][0])["layers"]) != 4:
+            why.append("one process's table does not have 4 layers")
+        report("mpi_sensitivity_same_at_any_n", not why and len(outs) == 3, "; ".join(why))
 
         # a command that does not split its work
         r, _ = mpirun(2, ["quantize", MODEL, "--calib", calib, "--no-val", "-o", os.path.join(tmp, "x.yqp")], env)

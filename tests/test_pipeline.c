@@ -635,6 +635,31 @@ static void fastest_quantizer(seen *sn, const char *ann_name, yq_quantizer **q, 
  * reported, keeps the layers it reported float, and the steps it reported are the ones its
  * callback saw; a budget met at once keeps every layer int8; nothing is printed; bad
  * arguments fail naming what is wrong. */
+
+/* yq_sens_opt's exchange for a table measured in two parts by one process: part 1's call
+ * keeps its rows (keep_rows), part 0's takes rows 1, 3, ... from them (fill_rows). */
+typedef struct sens_parts_ctx { void *rows; size_t bytes; int filled; } sens_parts_ctx;
+
+static int keep_rows(void *ctx, void *rows, size_t row_bytes, int n)
+{
+    sens_parts_ctx *c = ctx;
+    free(c->rows);
+    c->bytes = row_bytes * (size_t)n;
+    c->rows = malloc(c->bytes ? c->bytes : 1);
+    if (!c->rows) return -1;
+    memcpy(c->rows, rows, c->bytes);
+    return 0;
+}
+
+static int fill_rows(void *ctx, void *rows, size_t row_bytes, int n)
+{
+    sens_parts_ctx *c = ctx;
+    if (!c->rows || c->bytes != row_bytes * (size_t)n) return -1;
+    for (int k = 1; k < n; k += 2) memcpy((char *)rows + (size_t)k * row_bytes, (char *)c->rows + (size_t)k * row_bytes, row_bytes);
+    c->filled++;
+    return 0;
+}
+
 static void t_quantizer_search(void)
 {
     seen sn = { 0 };
@@ -682,7 +707,7 @@ static void t_quantizer_search(void)
         yq_sens_layer *rows = NULL;
         int nr = 0;
         yq_sens_summary sum;
-        CHECKF(yq_quantizer_sensitivity(q, qc, ds, &(yq_sens_opt){ 2, 2, 0 }, &rows, &nr, &sum, &err) == YQ_OK && rows, "%s", err.msg);
+        CHECKF(yq_quantizer_sensitivity(q, qc, ds, &(yq_sens_opt){ .max_layers = 2, .sqnr_images = 2 }, &rows, &nr, &sum, &err) == YQ_OK && rows, "%s", err.msg);
         CHECKF(nr == 2 && sum.fp32_map == mf[0] && sum.all_int8_map == a.r.all_int8_map, "%d rows, FP32 %g (%g), all int8 %g (%g)",
                nr, sum.fp32_map, mf[0], sum.all_int8_map, a.r.all_int8_map);
         for (int k = 0; k < nr; k++) {
@@ -691,6 +716,27 @@ static void t_quantizer_search(void)
                    rows[k].sqnr_db, rows[k].map_a, rows[k].map_b, rows[k].impact_pts);
             CHECKF(fabs(imp - rows[k].impact_pts) < 1e-9 && (k == 0 || rows[k - 1].impact_pts >= rows[k].impact_pts),
                    "row %d: impact %g, computed %g", k, rows[k].impact_pts, imp);
+        }
+        /* the same table measured in two parts (as two MPI ranks measure it): part 1 alone,
+         * its rows kept; then part 0, whose exchange fills in part 1's rows */
+        {
+            sens_parts_ctx pc = { 0 };
+            yq_sens_layer *r1 = NULL, *r0 = NULL;
+            int n1 = 0, n0 = 0;
+            yq_sens_opt o1 = { .max_layers = 2, .sqnr_images = 2, .part = 1, .parts = 2, .exchange = keep_rows,
+                               .exchange_ctx = &pc };
+            yq_sens_opt o0 = { .max_layers = 2, .sqnr_images = 2, .part = 0, .parts = 2, .exchange = fill_rows,
+                               .exchange_ctx = &pc };
+            CHECKF(yq_quantizer_sensitivity(q, qc, ds, &o1, &r1, &n1, NULL, &err) == YQ_OK && pc.rows, "%s", err.msg);
+            free(r1);
+            CHECKF(yq_quantizer_sensitivity(q, qc, ds, &o0, &r0, &n0, NULL, &err) == YQ_OK, "%s", err.msg);
+            CHECKF(n0 == nr && pc.filled == 1 && r0 && !memcmp(r0, rows, sizeof *rows * (size_t)nr),
+                   "two parts: %d rows (%d), %d filled in, equal to one part's: %d", n0, nr, pc.filled,
+                   r0 && n0 == nr && !memcmp(r0, rows, sizeof *rows * (size_t)nr));
+            yq_sens_opt bad = { .max_layers = 2, .part = 2, .parts = 2, .exchange = keep_rows };
+            CHECK(yq_quantizer_sensitivity(q, qc, ds, &bad, &r1, &n1, NULL, &err) == YQ_ERR_INVALID_ARG && !r1);
+            free(r0);
+            free(pc.rows);
         }
         yq_qconf *only = NULL;
         char L[16];
