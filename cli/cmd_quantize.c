@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/latency.h"
 #include "cli/max_drop.h"
+#include "cli/par.h"
 #include "cli/tune.h"
 
 static const char *help =
@@ -279,6 +280,9 @@ int cmd_quantize(int argc, char **argv)
             goto early;
         }
     }
+    /* over MPI ranks (cli/par.h; cli/yquant.c lets quantize run there only with --max-drop)
+     * the search splits: its ranking and its steps */
+    const int R = cli_par_rank(), NR = cli_par_size();
     /* the engine the accuracy is measured on, and --max-drop's with it */
     target tgt;
     if (target_pick(&tgt, target_arg)) goto early;
@@ -289,6 +293,10 @@ int cmd_quantize(int argc, char **argv)
         rc = cli_usage_error("quantize: --lat-device names another engine than --target %s: --max-drop judges its budget "
                              "on the target's engine", tgt.spec);
         goto early;
+    }
+    if (NR > 1 && tgt.device >= 0 && yq_gpu_count() > 1) {   /* a GPU a rank, counted from the one named */
+        tgt.device = (tgt.device + R) % yq_gpu_count();
+        if (lat.want) lat.device = tgt.device;
     }
 
     yq_error err;
@@ -354,7 +362,11 @@ int cmd_quantize(int argc, char **argv)
                 letterbox ? "letterbox" : "plain resize");
         if (evaluate(q, NULL, ds, &tgt, &fp, &err) != YQ_OK) goto fail;
     }
-    if (yq_quantizer_calibrate(q, qc, &err) != YQ_OK) goto fail;   /* (FP32 evaluated above) */
+    /* rank 0 calibrates (and fills the cache) first, the others then read it */
+    if (NR > 1 && R > 0) cli_par_barrier();
+    yq_status cst = yq_quantizer_calibrate(q, qc, &err);   /* (FP32 evaluated above) */
+    if (NR > 1 && R == 0) cli_par_barrier();
+    if (cst != YQ_OK) goto fail;
     if (max_drop >= 0) {
         /* the search replaces qc by its answer; its first and last evaluations are the
          * all-int8 and the package rows below */
@@ -363,6 +375,11 @@ int cmd_quantize(int argc, char **argv)
         cli_lat_start(&lat, out);
         yq_quant_score fps = { .map = fp.map, .map50 = fp.map50 };
         if (cli_max_drop(q, &qc, ds, &fps, max_drop, rank, max_float, md, &lat, &md_res, &err) != YQ_OK) goto fail;
+        if (R > 0) {   /* the search was split; rank 0 validates, tunes and writes the package */
+            yq_max_drop_result_free(&md_res);
+            rc = 0;
+            goto done;
+        }
         met = md_res.met;
         all8 = acc_of(&md_res.all_int8_score, md_res.all_int8_dets, md_res.n_all_int8_dets);
         q8 = acc_of(&md_res.score, md_res.dets, md_res.n_dets);

@@ -97,13 +97,6 @@ static yq_status write_sens_chart(const char *path, const yq_model *m, const yq_
     return st;
 }
 
-/* yq_sens_opt's exchange over MPI ranks: rank r measured rows r, r + NR, ... */
-static int exchange(void *ctx, void *rows, size_t row_bytes, int n)
-{
-    (void)ctx;
-    return cli_par_merge_strided(rows, row_bytes, n);
-}
-
 int cmd_sensitivity(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -180,7 +173,7 @@ int cmd_sensitivity(int argc, char **argv)
     if (R == 0 && cli_make_dirs(out, &err) != YQ_OK) goto fail;
     int rank_sqnr = !strcmp(rank, "sqnr");
     yq_sens_opt so = { .max_layers = max_layers, .sqnr_images = sqnr_images, .rank_sqnr = rank_sqnr, .part = R,
-                       .parts = NR, .exchange = NR > 1 ? exchange : NULL };
+                       .parts = NR, .exchange = NR > 1 ? cli_par_exchange : NULL };
     if (yq_quantizer_sensitivity(q, qc, ds, &so, &rows, &n, &sum, &err) != YQ_OK) goto fail;
     if (R > 0) {   /* rank 0 prints and writes the table */
         rc = 0;

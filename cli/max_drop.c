@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/max_drop.h"
+#include "cli/par.h"
 
 typedef struct printer {
     double budget_pts, fp;
@@ -99,7 +100,8 @@ yq_status cli_max_drop(yq_quantizer *q, yq_qconf **qc, const yq_dataset *ds, con
     char dev[32];
     snprintf(dev, sizeof dev, gpu ? "cuda:%d" : "cpu", gpu ? lat->device : 0);
     yq_max_drop_opt o = { .budget_pts = budget_pts, .rank = rank, .max_float = max_float, .device = dev, .fp32 = fp,
-                          .want_dets = 1, .latency = gpu ? lat_measure : NULL, .step = step_row, .ctx = &p };
+                          .want_dets = 1, .latency = gpu ? lat_measure : NULL, .step = step_row, .ctx = &p,
+                          .part = cli_par_rank(), .parts = cli_par_size(), .exchange = cli_par_size() > 1 ? cli_par_exchange : NULL };
     yq_qconf *chosen = NULL;
     yq_status st = yq_quantizer_max_drop(q, *qc, ds, &o, &chosen, res, err);
     if (st != YQ_OK) return st;

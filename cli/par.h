@@ -29,6 +29,8 @@ int cli_par_gather(const void *mine, size_t n, char **all, size_t **counts);
  * afterwards every rank holds each row k from rank k % size.  0, or -1 (out of memory, an
  * MPI error).  One rank: nothing to do. */
 int cli_par_merge_strided(void *rows, size_t row_bytes, int n);
+/* The same with the library's exchange signature (yq_sens_opt, yq_max_drop_opt; ctx unused). */
+int cli_par_exchange(void *ctx, void *rows, size_t row_bytes, int n);
 /* A message of n bytes to rank dest with tag (>= 0). */
 int cli_par_send(int dest, int tag, const void *buf, size_t n);
 /* The next message from any rank: *src, *tag and *buf (malloc'd, *n bytes; NUL-terminated

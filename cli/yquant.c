@@ -67,9 +67,12 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc && !*cmd; i++)
         if (strcmp(argv[i], "-q") && strcmp(argv[i], "--quiet") && strcmp(argv[i], "-v") && strcmp(argv[i], "--verbose"))
             cmd = argv[i];
-    if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep") && strcmp(cmd, "sensitivity")) {
+    int max_drop = 0;   /* quantize splits only its --max-drop search */
+    for (int i = 1; i < argc; i++) max_drop |= !strncmp(argv[i], "--max-drop", 10);
+    if (size > 1 && strcmp(cmd, "eval") && strcmp(cmd, "sweep") && strcmp(cmd, "sensitivity") &&
+        !(!strcmp(cmd, "quantize") && max_drop)) {
         if (rank == 0)
-            fprintf(stderr, "yquant: %s does not run over MPI ranks (eval, sweep and sensitivity do): run it as one process\n",
+            fprintf(stderr, "yquant: %s does not run over MPI ranks (eval, sweep, sensitivity and quantize --max-drop do): run it as one process\n",
                     cmd);
         cli_par_finalize();
         return 2;

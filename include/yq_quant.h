@@ -187,6 +187,15 @@ typedef struct yq_max_drop_opt {
     /* each step as it is measured (may be NULL) */
     void (*step)(void *ctx, const yq_max_drop_step *s);
     void *ctx;
+    /* Spread over processes (`mpirun yquant quantize --max-drop`), as yq_sens_opt's: with
+     * parts > 1 the steps are measured parts at a time (step k + j by part j), and the "map"
+     * and "head" rankings' measurements split as sensitivity's rows; exchange fills in the rows of the
+     * other parts (row i from part i % parts).  Every part then takes the steps in order as
+     * one process does: the same answer, steps and figures at any number of parts (the
+     * latencies are each part's own measurements). */
+    int part, parts;
+    int (*exchange)(void *ctx, void *rows, size_t row_bytes, int n);
+    void *exchange_ctx;
 } yq_max_drop_opt;
 
 typedef struct yq_max_drop_result {

@@ -479,6 +479,9 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
     int rank = yq_rank_parse(o->rank ? o->rank : "tensor"), dev = -1;
     if (rank < 0) return yq_fail(err, YQ_ERR_INVALID_ARG, "rank \"%s\": expected tensor, head, sqnr or map", o->rank);
     if (!(o->budget_pts >= 0)) return yq_fail(err, YQ_ERR_INVALID_ARG, "budget %g: a drop in points, >= 0", o->budget_pts);
+    if (o->parts > 1 && (o->part < 0 || o->part >= o->parts || !o->exchange))
+        return yq_fail(err, YQ_ERR_INVALID_ARG, "part %d of %d parts (0..parts-1, with an exchange function)", o->part,
+                       o->parts);
     yq_status st = o->device ? yq_device_parse(o->device, &dev, err) : YQ_OK;
     /* FP32 on the graph as the files hold it (equalization makes its own copy), unless given */
     double fp_stats[YQ_COCO_NSTATS] = { 0 };
@@ -503,7 +506,8 @@ yq_status yq_quantizer_max_drop(yq_quantizer *q, const yq_qconf *qc, const yq_da
         drop_ctx dc = { o, q->letterbox };
         yq_pipe_drop_req r = { .budget_pts = o->budget_pts, .rank = rank, .max_float = o->max_float, .eval_device = dev,
                                .latency = o->latency ? on_drop_latency : NULL, .step = o->step ? on_drop_step : NULL,
-                               .ctx = &dc };
+                               .ctx = &dc, .part = o->part, .parts = o->parts, .exchange = o->exchange,
+                               .exchange_ctx = o->exchange_ctx };
         yq_pipe_calib c = calib_req(q);
         st = yq_pipe_max_drop(&c, &out->qc, work_graph(q, cal), cal->cs, ds, q->letterbox, fp_stats, &r, &q->io, &res, err);
     }

@@ -351,8 +351,12 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
     yq_layer_err *e_all = NULL;
     yq_pipe_eval *all8 = &res->all8, *final = &res->final, cur = { 0 }, best = { 0 };
     int n_chosen = 0;
+    const int parts = r->parts > 1 ? r->parts : 1, part = parts > 1 ? r->part : 0;
+    /* one measured step a part (exchanged between the parts as bytes) */
+    typedef struct step_row { double s[YQ_COCO_NSTATS], ms_median, gpu; } step_row;
+    step_row *sr = calloc((size_t)parts, sizeof *sr);
     if (st != YQ_OK) goto done;
-    if (!cd || !ids || !chosen || !order || !step_at || !base) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
+    if (!cd || !ids || !chosen || !order || !step_at || !base || !sr) { st = yq_fail(err, YQ_ERR_NOMEM, "out of memory"); goto done; }
     *base = *qc;
     S.base = base;
     S.eval_dev = r->eval_device;
@@ -365,7 +369,7 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
     stage(&S, "all int8");
     if ((st = rewrite(&S, err)) != YQ_OK) goto done;
     if ((st = eval_on(&S, S.io, all8, err)) != YQ_OK) goto done;
-    double cur_gpu = -1, best_gpu = -1;
+    double best_gpu = -1;
     res->all8_gpu = lat_of(r, S.q);
     if (mode != YQ_RANK_MAP) {
         if ((st = yq_compare_layers(S.q, S.inputs, S.n_inputs, &e_all, err)) != YQ_OK) goto done;
@@ -381,9 +385,13 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
     } else {
         /* Rank. */
         if (mode == YQ_RANK_HEAD || mode == YQ_RANK_MAP) stage(&S, "ranking");
+        /* the "map" and "head" rankings (an evaluation or a head SQNR a conv) split over
+         * the parts; "sqnr" is a lookup, and every part ranks alike */
+        const int rsplit = (mode == YQ_RANK_MAP || mode == YQ_RANK_HEAD) && parts > 1;
         for (int k = 0; k < n && mode != YQ_RANK_TENSOR; k++) {
             cd[k] = (cand){ ids[k], g->nodes[ids[k]].layer, 0 };
             if (mode == YQ_RANK_SQNR) { cd[k].key = -e_all[ids[k]].sqnr_db; continue; }
+            if (rsplit && k % parts != part) continue;
             if ((st = make_config(&S, &cd[k].layer, 1, 0, err)) != YQ_OK) goto done;
             if (mode == YQ_RANK_HEAD) {
                 double db;
@@ -396,6 +404,10 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
                 yq_pipe_eval_free(&e);
             }
             progress(&S, k + 1, n);
+        }
+        if (rsplit && st == YQ_OK && (!r->exchange || r->exchange(r->exchange_ctx, cd, sizeof *cd, n))) {
+            st = yq_fail(err, YQ_ERR_IO, "max-drop: the ranking measured by the other processes did not arrive");
+            goto done;
         }
         int n_steps = 0;
         if (mode != YQ_RANK_TENSOR) {
@@ -410,28 +422,62 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
             goto done;
         }
         /* Float one step more at a time.  The best step so far (lowest drop, fewest float
-         * layers) is kept: it is the answer when the budget is never met. */
-        int best_k = 0;
+         * layers) is kept: it is the answer when the budget is never met.  Step k floats the
+         * layers order[0 .. step_at[k + 1]).  Over several parts, steps k .. k + parts - 1
+         * are measured at once (k + j by part j) and then taken in order, as one process
+         * takes them: those past the first that meets the budget are dropped. */
+        int best_k = 0, best_here = 0;     /* best_here: best holds the best step's evaluation */
         double best_drop = drop;
-        for (int k = 0; k < n_steps && !res->met && (r->max_float <= 0 || step_at[k + 1] <= r->max_float); k++) {
-            while (n_chosen < step_at[k + 1]) chosen[n_chosen] = order[n_chosen], n_chosen++;
-            if ((st = make_config(&S, chosen, n_chosen, 0, err)) != YQ_OK) goto done;
-            if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
-            res->steps++;
-            cur_gpu = lat_of(r, S.q);
-            drop = 100 * (fp - cur.s[YQ_COCO_AP]);
-            res->met = drop <= r->budget_pts;
-            emit(r, k + 1, order + step_at[k], step_at[k + 1] - step_at[k], &cur, fp, cur_gpu, res->met, S.eval_dev >= 0);
-            if (drop < best_drop || res->met) {
-                yq_pipe_eval_free(&best);
-                best = cur;
-                best_gpu = cur_gpu;
-                best_drop = drop;
-                best_k = n_chosen;
-            } else {
-                yq_pipe_eval_free(&cur);
+        int k = 0;
+        while (k < n_steps && !res->met && (r->max_float <= 0 || step_at[k + 1] <= r->max_float)) {
+            int kb = 1;
+            while (kb < parts && k + kb < n_steps && (r->max_float <= 0 || step_at[k + kb + 1] <= r->max_float)) kb++;
+            memset(sr, 0, sizeof *sr * (size_t)parts);
+            const int mine = parts > 1 ? part : 0;
+            if (mine < kb) {
+                const int kk = k + mine;
+                if ((st = make_config(&S, order, step_at[kk + 1], 0, err)) != YQ_OK) goto done;
+                if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
+                memcpy(sr[mine].s, cur.s, sizeof cur.s);
+                sr[mine].ms_median = cur.ms_median;
+                sr[mine].gpu = lat_of(r, S.q);
             }
-            cur.dets = NULL;
+            if (parts > 1 && (!r->exchange || r->exchange(r->exchange_ctx, sr, sizeof *sr, parts))) {
+                st = yq_fail(err, YQ_ERR_IO, "max-drop: the steps measured by the other processes did not arrive");
+                goto done;
+            }
+            for (int j = 0; j < kb && !res->met; j++) {
+                const int kk = k + j;
+                yq_pipe_eval ev = { 0 };
+                memcpy(ev.s, sr[j].s, sizeof ev.s);
+                ev.ms_median = sr[j].ms_median;
+                n_chosen = step_at[kk + 1];
+                res->steps++;
+                drop = 100 * (fp - ev.s[YQ_COCO_AP]);
+                res->met = drop <= r->budget_pts;
+                emit(r, kk + 1, order + step_at[kk], step_at[kk + 1] - step_at[kk], &ev, fp, sr[j].gpu, res->met,
+                     S.eval_dev >= 0);
+                if (drop < best_drop || res->met) {
+                    yq_pipe_eval_free(&best);
+                    best_here = j == mine;
+                    if (best_here) {
+                        best = cur;
+                        cur.dets = NULL;
+                    }
+                    best_gpu = sr[j].gpu;
+                    best_drop = drop;
+                    best_k = n_chosen;
+                }
+            }
+            yq_pipe_eval_free(&cur);
+            k += kb;
+        }
+        memcpy(chosen, order, sizeof *chosen * (size_t)n_chosen);
+        /* a best step measured by another part: its detections measured here again (the same
+         * computation, so the same evaluation) */
+        if (best_k && !best_here) {
+            if ((st = make_config(&S, order, best_k, 0, err)) != YQ_OK) goto done;
+            if ((st = measure(&S, &best, NULL, NULL, err)) != YQ_OK) goto done;
         }
         res->tried = n_chosen;
         res->best_drop = best_drop;
@@ -466,6 +512,7 @@ done:
     free(order);
     free(step_at);
     free(base);
+    free(sr);
     sens_free(&S);
     return st;
 }

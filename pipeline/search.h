@@ -88,6 +88,12 @@ typedef struct yq_pipe_drop_req {
     /* Each step as it is measured (may be NULL). */
     void (*step)(void *ctx, const yq_pipe_drop_step *s);
     void *ctx;                    /* passed to latency and step */
+    /* over several processes (yq_max_drop_opt's): the "map" and "head" rankings split
+     * k = part, part + parts, ...; the steps measured parts at a time, step k + j by part j,
+     * and taken in order as one process takes them (the ones past the answer dropped) */
+    int part, parts;
+    int (*exchange)(void *ctx, void *rows, size_t row_bytes, int n);
+    void *exchange_ctx;
 } yq_pipe_drop_req;
 
 typedef struct yq_pipe_drop_res {

@@ -14,7 +14,10 @@ where build/yquant was built without MPI), on yolo-fastest-1.1-xl with 4 calibra
     its 4 points back and computes the 2 others (the same mAPs as one process computes them);
   - sensitivity of 4 layers: the --json and sensitivity.csv of -np 2 and -np 3 byte-identical
     to one process's;
-  - a command that does not split (quantize) under -np 2: exit 2 and one line, from rank 0.
+  - quantize --max-drop (head ranking, at most 3 float convs): the answer, its drop and every
+    step's mAP in --json equal at -np 1, 2 and 3;
+  - a command that does not split (quantize without --max-drop) under -np 2: exit 2 and one
+    line, from rank 0.
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.  YQ_BIN
 overrides the binary, YQ_DATA the data folder."""
 import json
@@ -155,6 +158,27 @@ def main():
         if 1 in outs and len(json.loads(outs[1][0])["layers"]) != 4:
             why.append("one process's table does not have 4 layers")
         report("mpi_sensitivity_same_at_any_n", not why and len(outs) == 3, "; ".join(why))
+
+        # quantize --max-drop, head ranking: the ranking's head SQNRs and the steps split
+        got, why = {}, []
+        for n in (1, 2, 3):
+            js = os.path.join(tmp, f"md{n}.json")
+            r, dt = mpirun(n, ["quantize", MODEL, "--calib", calib, "--calib-cache", cache, "--val", images, "--ann",
+                               ann, "--max-drop", "0", "--max-float", "3", "--rank", "head", "--target", "cpu",
+                               "--lat-device", "cpu", "-o", os.path.join(tmp, f"md{n}.yqp"), "--json", js, "-q"], env)
+            if r.returncode not in (0, 3) or not os.path.isfile(js):     # 3: the budget not met
+                why.append(f"-np {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                continue
+            md = json.load(open(js))["max_drop"]
+            got[n] = (md["float_layers"], md["met"], md["drop_pts"], [s["map"] for s in md["steps"]],
+                      [s.get("layers") for s in md["steps"]])
+            if n > 1 and os.path.exists(os.path.join(tmp, f"md{n}.yqp")) != os.path.exists(os.path.join(tmp, "md1.yqp")):
+                why.append(f"-np {n}: the package is not written as one process writes it")
+            print(f"# quantize --max-drop (head) -np {n}: {dt:.1f} s, {len(got[n][3])} steps, float {got[n][0]}")
+        for n in (2, 3):
+            if n in got and 1 in got and got[n] != got[1]:
+                why.append(f"-np {n}: {got[n]} vs one process's {got[1]}")
+        report("mpi_max_drop_same_at_any_n", not why and len(got) == 3, "; ".join(why))
 
         # a command that does not split its work
         r, _ = mpirun(2, ["quantize", MODEL, "--calib", calib, "--no-val", "-o", os.path.join(tmp, "x.yqp")], env)
