@@ -47,6 +47,9 @@ static inline int yq_dt_ps(const yq_dtensor *t) { return t->ps ? t->ps : (t->c +
 
 /* Devices usable by this process; 0 when there is no driver or no GPU. */
 int       yq_cuda_device_count(void);
+/* Programmatic dependent launch of the wgmma conv families (sm_90): on (1) by default; 0
+ * launches them plainly, for measuring what it brings (yqgpu --no-pdl). */
+void      yq_cuda_pdl_enable(int on);
 yq_status yq_cuda_set_device(int device, yq_error *err);
 /* Device name and compute capability of the current device (for logs). */
 yq_status yq_cuda_device_name(char *buf, size_t cap, yq_error *err);

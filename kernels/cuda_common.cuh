@@ -22,6 +22,46 @@ extern "C" {
 
 #define YQ_STREAM(s) ((cudaStream_t)(s))
 
+/* Programmatic dependent launch (sm_90; nothing before): a kernel launched with
+ * yq_launch_pdl may begin while the stream's previous kernel still runs, so it reads only
+ * constant data (weights, scales) before pdl_wait, which returns once every earlier kernel
+ * of the stream has finished and its writes are visible; it touches no activation, and
+ * writes nothing, before it.  pdl_trigger lets the stream's next such kernel begin (its
+ * blocks take what this grid's last blocks leave free, and do their own set-up). */
+__device__ __forceinline__ void pdl_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* Programmatic dependent launch for the kernels that pdl_wait (above) before
+ * touching an activation: on by default; yq_cuda_pdl_enable(0) launches them as <<<>>>
+ * would (for measuring what it brings: yqgpu --no-pdl). */
+extern int yq_cuda_pdl;
+template <class... P, class... A>
+static inline cudaError_t yq_launch_pdl(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = yq_cuda_pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
 static inline unsigned yq_blocks(long n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
 /* A family's set-up (raising its kernels' shared-memory limits: attributes of the current

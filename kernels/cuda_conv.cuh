@@ -66,20 +66,40 @@ __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)
 
 /* The fused shortcut on a word of 4 int8 outputs (channels o0..o0+3): each channel < F
  * is added to the residual as yq_ref_shortcut adds them; padding channels stay 0.  All
- * four computed and the padding masked after (a test per byte made nvcc branch per byte). */
-__device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0, const ConvK &a)
+ * four computed and the padding masked after (a test per byte made nvcc branch per byte).
+ *
+ * yq_add_requant(conv, res) with the shortcut's scales ordered for the conv's side: IEEE
+ * addition commutes, so a shortcut whose first source is the residual gives the same bits
+ * with its scales swapped (no second copy of the code for res_first).  The arithmetic is
+ * yq_add_f's, in fewer instructions (the epilogue of a 3x3 with its shortcut runs on the
+ * ALUs while no tensor-core work overlaps it):
+ * - an int8 byte b becomes the float b in a permute and a subtraction: with the word's
+ *   bytes offset by 128 (one xor for four), the permute writes b + 128 into the low byte
+ *   of 1.5 * 2^23's bits, the float 1.5 * 2^23 + b + 128 exactly, less 1.5 * 2^23 + 128
+ *   exactly b (yq_i2f_small's trick without its sign extension and integer add);
+ * - sneg == 1 (a linear shortcut) multiplies negative sums by 1: the same bits, skipped. */
+template <bool NEG>
+__device__ __forceinline__ unsigned res_apply_t(unsigned word, unsigned r, int o0, const ConvK &a, float sc, float sr)
 {
-    /* yq_add_requant(conv, res) with the shortcut's scales ordered for the conv's side:
-     * IEEE addition commutes, so a shortcut whose first source is the residual gives the
-     * same bits with its scales swapped (no second copy of the code for res_first) */
-    const float sc = a.res_first ? a.ssb : a.ssa, sr = a.res_first ? a.ssa : a.ssb;
+    const unsigned wx = word ^ 0x80808080u, rx = r ^ 0x80808080u;
     unsigned s[4];
 #pragma unroll
-    for (int j = 0; j < 4; j++)
-        s[j] = yq_add_requant_lo8((int8_t)(word >> (8 * j)), (int8_t)(r >> (8 * j)), sc, sr, a.ssneg, a.sqmin, a.sqmax);
+    for (int j = 0; j < 4; j++) {
+        const float x = __fsub_rn(__uint_as_float(__byte_perm(wx, 0x4B400000u, 0x7650 + j)), 12583040.0f);
+        const float y = __fsub_rn(__uint_as_float(__byte_perm(rx, 0x4B400000u, 0x7650 + j)), 12583040.0f);
+        float v = __fadd_rn(__fmul_rn(x, sc), __fmul_rn(y, sr));
+        if (NEG) v = v < 0 ? __fmul_rn(v, a.ssneg) : v;
+        s[j] = yq_rne_sat_lo8(v, a.sqmin, a.sqmax);
+    }
     unsigned y = __byte_perm(__byte_perm(s[0], s[1], 0x0040), __byte_perm(s[2], s[3], 0x0040), 0x5410);
     int left = a.F - o0;          /* channels of the word that exist */
     return left >= 4 ? y : left <= 0 ? 0u : y & ((1u << (8 * left)) - 1u);
+}
+
+__device__ __forceinline__ unsigned res_apply(unsigned word, unsigned r, int o0, const ConvK &a)
+{
+    const float sc = a.res_first ? a.ssb : a.ssa, sr = a.res_first ? a.ssa : a.ssb;
+    return a.ssneg == 1.0f ? res_apply_t<false>(word, r, o0, a, sc, sr) : res_apply_t<true>(word, r, o0, a, sc, sr);
 }
 
 /* ---- the int8 epilogues' stores, one definition for every family ----------------------
@@ -235,7 +255,7 @@ yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
  * multiple of BK, int8 in, sm_90; int8 out over filters a multiple of 16, or a head's
  * float out over any), a block's BN filters resident in shared memory, its 128-pixel
  * tiles walked with the loads running across tiles. */
-#define YQ_WG1_TILES 4
+#define YQ_WG1_TILES 6
 struct yq_wg1_tile { int bn, bk, stages, minb; };
 extern const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES];
 int yq_wg1_shape_ok(int tile, int cin, int k, int stride, int pad, int groups, int F, int fout);

@@ -55,6 +55,7 @@ __device__ __forceinline__ int dot4(int x, int w, int c)
 template <bool U8, bool FOUT, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     __shared__ __align__(16) int As[BK][BM + 4];
     __shared__ __align__(16) int Bs[BK][BN + 4];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -145,6 +146,7 @@ __global__ void __launch_bounds__(256) conv_dp4a(ConvK a)
 template <bool U8, bool FOUT, bool VEC, bool LUT = false>
 __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     __shared__ __align__(16) int As[2][TK][TM + TPAD];
     __shared__ __align__(16) int Bs[2][TK][TN + TPAD];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -283,6 +285,7 @@ __global__ void __launch_bounds__(256, 2) conv_dp4a_128(ConvK a)
 template <bool U8, bool FOUT, bool VEC, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     __shared__ __align__(16) int sm[KS_W * KS_T * KS_T];   /* staging (16 KB), then the partial tiles (32 KB) */
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
     const int m0 = blockIdx.x * KS_T, n0 = blockIdx.y * KS_T;
@@ -394,6 +397,7 @@ __global__ void __launch_bounds__(256) conv_dp4a_ks(ConvK a)
 template <int K, int S, bool U8, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const int cw = a.F4 >> 2;
     if (t >= (long)a.M * cw) return;
@@ -432,6 +436,7 @@ __global__ void __launch_bounds__(256) conv_dw_k(ConvK a)
 template <int K, int S, bool U8, bool LUT = false>
 __global__ void __launch_bounds__(256) conv_dw_k16(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const int cq = a.F4 >> 4;                    /* 16-channel groups */
     if (t >= (long)a.M * cq) return;
@@ -513,6 +518,7 @@ __device__ __forceinline__ void dw_tap1(unsigned v, const uint4 &w, int *s)
 template <int K, int S, int NW, bool U8, bool LUT>
 __global__ void __launch_bounds__(256) conv_dw_dp4a(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     constexpr int T = K * K, G = (T + 3) / 4;
     static_assert(T % 4 == 1, "an odd window: the last group holds one tap");
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -609,6 +615,7 @@ __global__ void __launch_bounds__(256) conv_dw_dp4a(ConvK a)
 template <int K, int S, bool LUT>
 __global__ void __launch_bounds__(DWT_T) conv_dw_tile(ConvK a, int cbw, int tw, int th)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     extern __shared__ __align__(16) unsigned dwsm[];      /* [ih][iw][cbw] words */
     constexpr int T = K * K, G = (T + 3) / 4, NR = (DWT_R - 1) * S + K;
     const int cw = a.F4 >> 2, slabs = (cw + cbw - 1) / cbw;
@@ -697,6 +704,7 @@ __device__ __forceinline__ void dw_row_t(unsigned a, unsigned b, unsigned c, uns
 template <int S, bool LUT>
 __global__ void __launch_bounds__(256, 3) conv_dw_col(ConvK a, int nseg)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     /* grid: x over (column, word) of an output row, y over (image, segment of DWC_R rows) */
     const int cw = a.F4 >> 2, t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.OW * cw) return;
@@ -797,6 +805,7 @@ __global__ void __launch_bounds__(256, 3) conv_dw_col(ConvK a, int nseg)
 /* Depthwise, any k and stride, and the float-output case. */
 __global__ void conv_dw(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     int cw = a.F4 >> 2;
     if (t >= (long)a.M * cw) return;
@@ -840,6 +849,7 @@ __global__ void conv_dw(ConvK a)
 /* Any groups: thread = one output value (pixel, filter); filters padded to F4 for int8 outputs. */
 __global__ void conv_direct(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     int nf = a.fout ? a.F : a.F4;
     if (t >= (long)a.M * nf) return;
@@ -881,6 +891,7 @@ __global__ void conv_direct(ConvK a)
  * over (ci, ky, kx) from +0, + bias, yq_act_x; so is conv_f32_tiled. */
 __global__ void conv_f32(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     int ohw = a.OH * a.OW;
     if (t >= (long)a.M * a.F) return;
@@ -914,6 +925,7 @@ __global__ void conv_f32(ConvK a)
 
 __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     __shared__ float As[FK][FT + 1];
     __shared__ float Bs[FK][FT + 1];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -987,6 +999,7 @@ __global__ void __launch_bounds__(256) conv_f32_tiled(ConvK a)
 
 __global__ void __launch_bounds__(256) conv_f32_big(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     __shared__ __align__(16) float As[2][FBK][FB];
     __shared__ __align__(16) float Bs[2][FBK][FB];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -1117,6 +1130,7 @@ __device__ __forceinline__ void pxf_step(float *acc, const float *Ws, int kq, fl
 template <int IT, int KS>
 __global__ void __launch_bounds__(PXF_T) conv_f32_px(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     extern __shared__ __align__(16) float Ws[];   /* [K][16] */
     const int k = KS ? KS : a.k, kk2 = k * k, K = a.C * kk2, ohw = a.OH * a.OW;
     const int p = blockIdx.x * PXF_T + threadIdx.x;
@@ -1186,6 +1200,7 @@ __global__ void __launch_bounds__(PXF_T) conv_f32_px(ConvK a)
 template <int K, int S, int IT>
 __global__ void __launch_bounds__(256) conv_f32_dw(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     /* 32-bit indices (f32_dw_fits: every index below 2^31); DWF_NX outputs along x a
      * thread, sharing the loads of their overlapping windows */
     constexpr int NC = (DWF_NX - 1) * S + K;   /* input columns of the thread's windows */
@@ -1245,6 +1260,7 @@ __global__ void __launch_bounds__(256) conv_f32_dw(ConvK a)
  * (deterministic), then the bias and the activation. */
 __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)a.M * a.F;
     if (t >= n) return;
     int o = (int)(t / (a.OH * a.OW) % a.F);
@@ -1266,6 +1282,7 @@ __global__ void f32_reduce(ConvK a, const float *ws, int n_split)
 template <bool U8, bool LUT = false>
 __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     extern __shared__ int wsm[];                 /* [F][K4] weights, then the staged outputs */
     const int nw = a.F * a.K4;
     for (int i = threadIdx.x; i < nw; i += PX_T) wsm[i] = a.w32[i];
@@ -1338,6 +1355,7 @@ __global__ void __launch_bounds__(PX_T) conv_dp4a_px(ConvK a)
 template <bool U8, int K, int C4W, int NF>
 __global__ void __launch_bounds__(128) conv_const(ConvK a, const yq_const_w fw)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     constexpr int KW = K * K * C4W, NW = NF / 4, SROW = NW + 1;   /* a staged pixel: odd words */
     __shared__ unsigned staged[128 * SROW];
     const int p0 = blockIdx.x * 128, p = p0 + threadIdx.x;

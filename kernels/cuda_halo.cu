@@ -68,6 +68,7 @@ template <int TH, int TW, int BN, int C4, int S, bool LUT, int EP>
 __global__ void __launch_bounds__(TH * TW)
 conv_halo(ConvK a, int tiles_x, int tiles_y, int vec)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
 #if __CUDA_ARCH__ >= 800
     typedef HaloCfg<TH, TW, BN, C4, S> C;
     extern __shared__ __align__(128) unsigned char smem[];

@@ -34,6 +34,7 @@ constexpr int IMG_WARPS = 4, IMG_T = 32 * IMG_WARPS;
 template <int NT, int S, bool LUT>
 __global__ void __launch_bounds__(IMG_T) conv_img(ConvK a)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
 #if __CUDA_ARCH__ >= 800
     constexpr int ROW = 8 * NT + 4;               /* a staged pixel's bytes (a word of padding) */
     __shared__ __align__(16) uint8_t stage[IMG_WARPS][16 * ROW];

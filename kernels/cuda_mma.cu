@@ -59,6 +59,7 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool LUT, int EP>
 __global__ void __launch_bounds__(MmaCfg<BM, BN, BK, WM, WN, STAGES>::THREADS)
 conv_mma(ConvK a, int32_t *ws, int n_split)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
 #if __CUDA_ARCH__ >= 800
     typedef MmaCfg<BM, BN, BK, WM, WN, STAGES> C;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -258,6 +259,7 @@ conv_mma(ConvK a, int32_t *ws, int n_split)
 /* Split-K: thread = (pixel, 4 filters): the splits' int32 sums added, then the epilogue. */
 static __global__ void mma_reduce(ConvK a, const int32_t *ws, int n_split)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     int cw = a.F4 >> 2;
     if (t >= (long)a.M * cw) return;

@@ -19,6 +19,7 @@
 template <int W>
 __global__ void maxpool_s8_vec(yq_dtensor in, yq_pool_p p, yq_dtensor out, int pieces, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     constexpr int NW = W / 4;
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
@@ -61,6 +62,7 @@ __global__ void maxpool_s8_vec(yq_dtensor in, yq_pool_p p, yq_dtensor out, int p
 
 __global__ void maxpool_f32(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int ox = (int)(t % out.w), oy = (int)(t / out.w % out.h);
@@ -84,6 +86,7 @@ __global__ void maxpool_f32(yq_dtensor in, yq_pool_p p, yq_dtensor out, long n)
 /* ---- upsample: nearest neighbour; int8 moves whole 4-channel words. */
 __global__ void upsample_s8(yq_dtensor in, int s, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int cw = (out.c + 3) >> 2;
@@ -96,6 +99,7 @@ __global__ void upsample_s8(yq_dtensor in, int s, yq_dtensor out, long n)
 
 __global__ void upsample_f32(yq_dtensor in, int s, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int ox = (int)(t % out.w), oy = (int)(t / out.w % out.h);
@@ -108,6 +112,7 @@ struct AddQ { float sa, sb, sneg; int32_t qmin, qmax; };
 
 __global__ void shortcut_s8(yq_dtensor a, yq_dtensor b, AddQ q, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int c4 = (out.c + 3) & ~3, c = (int)(t % c4);
@@ -121,6 +126,7 @@ __global__ void shortcut_s8(yq_dtensor a, yq_dtensor b, AddQ q, yq_dtensor out, 
 
 __global__ void shortcut_f32(yq_dtensor a, yq_dtensor b, int act, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
@@ -134,6 +140,7 @@ struct RouteSrc { yq_dtensor t[YQ_MAX_SRC]; int c_end[YQ_MAX_SRC]; int n, part_o
 
 __global__ void route_s8(RouteSrc r, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int c4 = (out.c + 3) & ~3;
@@ -155,6 +162,7 @@ __global__ void route_s8(RouteSrc r, yq_dtensor out, long n)
 template <int W>
 __global__ void route_s8_vec(RouteSrc r, yq_dtensor out, int pieces, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     typedef typename std::conditional<W == 16, uint4, unsigned>::type T;
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
@@ -181,6 +189,7 @@ static int route_piece(const RouteSrc &r, const yq_dtensor &out)
 
 __global__ void route_f32(RouteSrc r, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int x = (int)(t % out.w), y = (int)(t / out.w % out.h);
@@ -208,6 +217,7 @@ __device__ __forceinline__ unsigned quant_u8(float x, float scale)
 /* to S8/U8 NHWC4 from anything: one thread per output byte. */
 __global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int c4 = (out.c + 3) & ~3;
@@ -236,6 +246,7 @@ __global__ void to_int8(yq_dtensor in, yq_dtensor out, long n)
 template <bool V16, bool U8>
 __global__ void to_int8_px(yq_dtensor in, yq_dtensor out, int npx)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= npx) return;
     const int hw = out.h * out.w, b = t / hw, pix = t - b * hw, c4 = (out.c + 3) & ~3;
@@ -261,6 +272,7 @@ __global__ void to_int8_px(yq_dtensor in, yq_dtensor out, int npx)
 
 __global__ void to_f32(yq_dtensor in, yq_dtensor out, long n)
 {
+    pdl_trigger();                    /* the next wgmma conv may set up */
     long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     int x = (int)(t % out.w), y = (int)(t / out.w % out.h);

@@ -3,6 +3,10 @@
 #include <string.h>
 #include "kernels/cuda_common.cuh"
 
+int yq_cuda_pdl = 1;
+
+extern "C" void yq_cuda_pdl_enable(int on) { yq_cuda_pdl = on != 0; }
+
 extern "C" int yq_cuda_device_count(void)
 {
     int n = 0;

@@ -321,6 +321,8 @@ conv_wg(ConvK a, int32_t *ws, int n_split)
         pn[i] = ok ? __ldg(a.neg + o) : 0.0f;
     }
 
+    pdl_wait();                       /* constants above, activations below */
+    pdl_trigger();
     /* loader: thread = chunk column col of rows row0 + i x RSTEP (the same swizzle for all) */
     const int col = tid % C::CPR, row0 = tid / C::CPR;
     const int sw = BK == 128 ? (row0 & 7) : ((row0 >> 1) & 3);
@@ -527,6 +529,8 @@ conv_wgh(ConvK a, int tiles)
         }
     };
 
+    pdl_wait();                       /* constants above, activations below */
+    pdl_trigger();
     int d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) d[i] = 0;
@@ -638,6 +642,8 @@ conv_wg1(ConvK a, int tiles)
         const bool v = f < a.F;
         cp16(bres + kt * C::B_SLOT + r * BK + ((c ^ swz(r)) << 4), v ? w + (long)f * Ktot + kt * BK + c * 16 : w, v);
     }
+    pdl_wait();                       /* the filters above, activations below */
+    pdl_trigger();
     const unsigned soff = (unsigned)(row0 * BK + ((col ^ swz(row0)) << 4));
     auto load = [&](int g) {
         const int q = (int)blockIdx.x + (g / KT) * (int)gridDim.x, kt = g - (g / KT) * KT;
@@ -722,8 +728,8 @@ struct WgTile {
         if (split > 1) {
             if constexpr (SPLITS) {
                 dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.F, BN), split);
-                conv_wg<BM, BN, BK, STAGES, false, false, true><<<grid, C::THREADS, C::SMEM, s>>>(a, ws, split);
-                YQ_CUDA_LAUNCHED();
+                YQ_CUDA_TRY(yq_launch_pdl(conv_wg<BM, BN, BK, STAGES, false, false, true>, grid, C::THREADS, C::SMEM, s, a,
+                                          ws, split));
                 return yq_mma_reduce(a, ws, split, s, err);
             }
             return yq_fail(err, YQ_ERR_UNSUPPORTED, "wgmma conv: no K split of a %d-filter tile", BN);
@@ -731,8 +737,7 @@ struct WgTile {
         dim3 grid(yq_blocks(a.M, BM), yq_blocks(a.F, BN));
         auto kern = a.res ? (a.lut ? conv_wg<BM, BN, BK, STAGES, true, true, false> : conv_wg<BM, BN, BK, STAGES, false, true, false>)
                           : (a.lut ? conv_wg<BM, BN, BK, STAGES, true, false, false> : conv_wg<BM, BN, BK, STAGES, false, false, false>);
-        kern<<<grid, C::THREADS, C::SMEM, s>>>(a, NULL, 1);
-        YQ_CUDA_LAUNCHED();
+        YQ_CUDA_TRY(yq_launch_pdl(kern, grid, C::THREADS, C::SMEM, s, a, (int32_t *)NULL, 1));
         return YQ_OK;
     }
 };
@@ -835,8 +840,7 @@ struct WghTile {
         dim3 grid(n * tiles, yq_blocks(a.F, C::BN));
         auto kern = a.res ? (a.lut ? conv_wgh<BM, STAGES, MINB, true, true> : conv_wgh<BM, STAGES, MINB, false, true>)
                           : (a.lut ? conv_wgh<BM, STAGES, MINB, true, false> : conv_wgh<BM, STAGES, MINB, false, false>);
-        kern<<<grid, C::THREADS, C::smem(a.OW, nc), s>>>(a, tiles);
-        YQ_CUDA_LAUNCHED();
+        YQ_CUDA_TRY(yq_launch_pdl(kern, grid, C::THREADS, C::smem(a.OW, nc), s, a, tiles));
         return YQ_OK;
     }
 };
@@ -889,7 +893,8 @@ yq_status yq_wgh_launch(const ConvK &a, int tile, cudaStream_t s, yq_error *err)
 /* ---- the streaming 1x1 family ------------------------------------------------------ */
 
 /* { BN, BK, STAGES, blocks a multiprocessor the registers are capped for } */
-const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES] = { { 32, 64, 8, 3 }, { 64, 64, 8, 2 }, { 128, 64, 6, 2 }, { 128, 128, 4, 1 } };
+const yq_wg1_tile yq_wg1_tiles[YQ_WG1_TILES] = { { 32, 64, 8, 3 },   { 64, 64, 8, 2 },   { 128, 64, 6, 2 },
+                                                 { 128, 128, 4, 1 }, { 128, 64, 16, 1 }, { 128, 128, 8, 1 } };
 
 namespace {
 
@@ -924,8 +929,7 @@ struct Wg1Tile {
                                      : conv_wg1<BN, BK, STAGES, MINB, false, true, false>)
                             : (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, false, false>
                                      : conv_wg1<BN, BK, STAGES, MINB, false, false, false>);
-        kern<<<dim3(nx, ny), C::THREADS, C::smem(cb), s>>>(a, tiles);
-        YQ_CUDA_LAUNCHED();
+        YQ_CUDA_TRY(yq_launch_pdl(kern, dim3(nx, ny), C::THREADS, C::smem(cb), s, a, tiles));
         return YQ_OK;
     }
 };
@@ -937,7 +941,9 @@ static auto wg1_dispatch(int tile, F f) -> decltype(f(Wg1Tile<32, 64, 8, 3>()))
     case 0: return f(Wg1Tile<32, 64, 8, 3>());
     case 1: return f(Wg1Tile<64, 64, 8, 2>());
     case 2: return f(Wg1Tile<128, 64, 6, 2>());
-    default: return f(Wg1Tile<128, 128, 4, 1>());
+    case 3: return f(Wg1Tile<128, 128, 4, 1>());
+    case 4: return f(Wg1Tile<128, 64, 16, 1>());
+    default: return f(Wg1Tile<128, 128, 8, 1>());
     }
 }
 

@@ -230,7 +230,7 @@ static void t_cfg_names(void)
                 wg1 += fam == YQ_CONV_WG1 && splits[k] == 1;
             }
         }
-    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8 && wgh == 4 && wg1 == 4,
+    CHECKF(n > 20 && mma >= 8 && cut == 7 && halo == 3 && wg == 8 && wgh == 4 && wg1 == 6,
            "%d names, %d mma, %d cutlass, %d halo, %d wgmma, %d wgh, %d wg1", n, mma, cut, halo, wg, wgh, wg1);
     yq_conv_cfg c;
     CHECK(yq_conv_cfg_parse("cutlass_128x128x64_s3", &c) == 0 && c.family == YQ_CONV_CUTLASS && c.tile == 0);
@@ -248,6 +248,8 @@ static void t_cfg_names(void)
     CHECK(yq_conv_cfg_parse("wgh_128x128x128_s4_b2", &c) == 0 && c.family == YQ_CONV_WGH && c.tile == 3);
     CHECK(yq_conv_cfg_parse("wg1_128x32x64_s8", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 0);
     CHECK(yq_conv_cfg_parse("wg1_128x128x128_s4", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 3);
+    CHECK(yq_conv_cfg_parse("wg1_128x128x64_s16", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 4);
+    CHECK(yq_conv_cfg_parse("wg1_128x128x128_s8", &c) == 0 && c.family == YQ_CONV_WG1 && c.tile == 5);
     CHECK(yq_conv_cfg_parse("dp4a_64x64", &c) == 0 && c.family == YQ_CONV_DP4A && c.split_k == 1);
     CHECK(yq_conv_cfg_parse("f16_k4", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 4);
     CHECK(yq_conv_cfg_parse("f16", &c) == 0 && c.family == YQ_CONV_F16 && c.split_k == 1);

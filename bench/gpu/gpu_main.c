@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "kernels/cuda.h"
 
 int yqgpu_test_cuda(void);
 int yqgpu_test_cudnn(void);
@@ -16,6 +17,13 @@ int yqgpu_ceilings(void);
 
 int main(int argc, char **argv)
 {
+    /* yqgpu --no-pdl CMD ...: the wgmma convs launched without programmatic dependent
+     * launch (kernels/cuda.h), for measuring what it brings */
+    if (argc > 1 && !strcmp(argv[1], "--no-pdl")) {
+        yq_cuda_pdl_enable(0);
+        argv++;
+        argc--;
+    }
     const char *cmd = argc > 1 ? argv[1] : "";
     if (!strcmp(cmd, "yquant")) return yqgpu_yquant(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
@@ -26,7 +34,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "test_cudnn")) return yqgpu_test_cudnn();
     if (!strcmp(cmd, "cudnn_int8")) return yqgpu_cudnn_int8(argc - 1, argv + 1);
     if (!strcmp(cmd, "ceilings")) return yqgpu_ceilings();
-    fprintf(stderr, "usage: yqgpu yquant COMMAND ARGS | bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune\n"
+    fprintf(stderr, "usage: yqgpu [--no-pdl] yquant COMMAND ARGS | bench ARGS | tune ARGS | test_cuda | test_cudnn | test_tune\n"
                     "             | test_api | cudnn_int8 ARGS | ceilings\n"
                     "  (the same as yquant COMMAND (images from IMAGE.rgb sidecars), yquant bench, yquant tune,\n"
                     "   build/gpu/test_cuda, tests/test_cudnn.c, tests/test_tune.c, tests/test_api.c,\n"
