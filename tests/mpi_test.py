@@ -16,6 +16,8 @@ where build/yquant was built without MPI), on yolo-fastest-1.1-xl with 4 calibra
     to one process's;
   - quantize --max-drop (head ranking, at most 3 float convs): the answer, its drop and every
     step's mAP in --json equal at -np 1, 2 and 3;
+  - a rank that fails (rank 1's images missing, by Open MPI's MPMD form): the job exits non-zero,
+    one line names rank 1, and no --json file (nor its temporary) is left;
   - a command that does not split (quantize without --max-drop) under -np 2: exit 2 and one
     line, from rank 0.
 Prints PASS/FAIL/SKIP lines (counted by tests/run.sh); exits 0 if none failed.  YQ_BIN
@@ -179,6 +181,18 @@ def main():
             if n in got and 1 in got and got[n] != got[1]:
                 why.append(f"-np {n}: {got[n]} vs one process's {got[1]}")
         report("mpi_max_drop_same_at_any_n", not why and len(got) == 3, "; ".join(why))
+
+        # a rank that fails: rank 1 of 2 gets a validation folder that does not exist
+        # (Open MPI's MPMD form gives each rank its own command line)
+        js = os.path.join(tmp, "fail.json")
+        args = ["eval", MODEL, "--ann", ann, "--device", "cpu", "--json", js, "-q"]
+        cmd = ["mpirun", "--oversubscribe", "-np", "1", YQ] + args + ["--images", images, ":", "-np", "1", YQ] + args + \
+              ["--images", os.path.join(tmp, "no-such-folder")]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        left = [f for f in os.listdir(tmp) if f.startswith("fail.json")]
+        named = [l for l in r.stderr.splitlines() if l.startswith("yquant: rank 1 of 2 failed")]
+        report("mpi_rank_failure", r.returncode != 0 and len(named) == 1 and "no-such-folder" in r.stderr and not left,
+               f"exit {r.returncode}, {len(named)} 'rank 1 of 2 failed' lines, left behind: {left}: {r.stderr.strip()[-300:]}")
 
         # a command that does not split its work
         r, _ = mpirun(2, ["quantize", MODEL, "--calib", calib, "--no-val", "-o", os.path.join(tmp, "x.yqp")], env)
