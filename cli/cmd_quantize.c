@@ -373,6 +373,12 @@ int cmd_quantize(int argc, char **argv)
         yq_max_drop_result md_res;
         cJSON *md = cJSON_AddObjectToObject(root, "max_drop");
         cli_lat_start(&lat, out);
+        if (NR > 1 && R > 0 && lat.tune_log) {   /* over MPI ranks: a tuning log of its own */
+            char rl[sizeof lat.log_buf];
+            snprintf(rl, sizeof rl, "%s.rank%d", lat.tune_log, R);
+            snprintf(lat.log_buf, sizeof lat.log_buf, "%s", rl);
+            lat.tune_log = lat.log_buf;
+        }
         yq_quant_score fps = { .map = fp.map, .map50 = fp.map50 };
         if (cli_max_drop(q, &qc, ds, &fps, max_drop, rank, max_float, md, &lat, &md_res, &err) != YQ_OK) goto fail;
         if (R > 0) {   /* the search was split; rank 0 validates, tunes and writes the package */

@@ -50,6 +50,24 @@ def mpirun(np_, args, env):
     return r, time.time() - t
 
 
+def same_at_any_n(env, args_of, files_of, label):
+    """Runs mpirun -np 1, 2, 3 with args_of(n); the files files_of(n) must exist and hold the
+    same bytes at every N.  Returns {n: the files' bytes} (for more checks by the caller)."""
+    outs, why = {}, []
+    for n in (1, 2, 3):
+        r, dt = mpirun(n, args_of(n), env)
+        files = files_of(n)
+        if r.returncode or not all(os.path.isfile(f) for f in files):
+            why.append(f"-np {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            continue
+        outs[n] = tuple(open(f, "rb").read() for f in files)
+        print(f"# {label} -np {n}: {dt:.1f} s")
+    for n in (2, 3):
+        if n in outs and 1 in outs and outs[n] != outs[1]:
+            why.append(f"-np {n}: {', '.join(os.path.basename(f) for f in files_of(n))} differ from one process's")
+    return outs, why
+
+
 def main():
     mr = shutil.which("mpirun")
     if not mr:
@@ -85,19 +103,13 @@ def main():
 
         # eval: FP32 and int8, byte for byte
         for prec, extra in (("fp32", []), ("int8", ["--calib", calib, "--calib-cache", cache])):
-            outs, why = {}, []
-            for n in (1, 2, 3):
-                js, dets = os.path.join(tmp, f"e_{prec}_{n}.json"), os.path.join(tmp, f"d_{prec}_{n}.json")
-                r, dt = mpirun(n, ["eval", MODEL, "--images", images, "--ann", ann, "--device", "cpu", "--json", js,
-                                   "--dets", dets, "-q"] + extra, env)
-                if r.returncode or not os.path.isfile(js) or not os.path.isfile(dets):
-                    why.append(f"-np {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-                    continue
-                outs[n] = (open(js, "rb").read(), open(dets, "rb").read())
-                print(f"# eval {prec} -np {n}: {dt:.1f} s, mAP {json.loads(outs[n][0])['map']:.4f}")
-            for n in (2, 3):
-                if n in outs and 1 in outs and outs[n] != outs[1]:
-                    why.append(f"-np {n}: --json or --dets differ from one process's")
+            paths = lambda n: (os.path.join(tmp, f"e_{prec}_{n}.json"), os.path.join(tmp, f"d_{prec}_{n}.json"))
+            outs, why = same_at_any_n(
+                env, lambda n: ["eval", MODEL, "--images", images, "--ann", ann, "--device", "cpu",
+                                                "--json", paths(n)[0], "--dets", paths(n)[1], "-q"] + extra,
+                paths, f"eval {prec}")
+            if 1 in outs:
+                print(f"# eval {prec}: mAP {json.loads(outs[1][0])['map']:.4f}")
             report(f"mpi_eval_{prec}_same_at_any_n", not why and len(outs) == 3, "; ".join(why))
 
         # sweep: 4 points at 1, 2, 3 ranks
@@ -142,21 +154,13 @@ def main():
         report("mpi_sweep_resume_other_n", not why, "; ".join(why))
 
         # sensitivity: 4 layers split over 1, 2, 3 ranks (rank r measures rows r, r + N, ...)
-        outs, why = {}, []
-        for n in (1, 2, 3):
-            out, js = os.path.join(tmp, f"sens{n}"), os.path.join(tmp, f"sens{n}.json")
-            r, dt = mpirun(n, ["sensitivity", MODEL, "--calib", calib, "--calib-cache", cache, "--val", images, "--ann",
-                               ann, "--calib-device", "cpu", "--layers", "4", "--sqnr-images", "2", "-o", out, "--json", js,
-                               "-q"], env)
-            csv = os.path.join(out, "sensitivity.csv")
-            if r.returncode or not os.path.isfile(js) or not os.path.isfile(csv):
-                why.append(f"-np {n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-                continue
-            outs[n] = (open(js, "rb").read(), open(csv, "rb").read())
-            print(f"# sensitivity of 4 layers -np {n}: {dt:.1f} s")
-        for n in (2, 3):
-            if n in outs and 1 in outs and outs[n] != outs[1]:
-                why.append(f"-np {n}: the --json or sensitivity.csv differ from one process's")
+        outs, why = same_at_any_n(
+            env,
+            lambda n: ["sensitivity", MODEL, "--calib", calib, "--calib-cache", cache, "--val", images, "--ann", ann,
+                       "--calib-device", "cpu", "--layers", "4", "--sqnr-images", "2", "-o",
+                       os.path.join(tmp, f"sens{n}"), "--json", os.path.join(tmp, f"sens{n}.json"), "-q"],
+            lambda n: (os.path.join(tmp, f"sens{n}.json"), os.path.join(tmp, f"sens{n}", "sensitivity.csv")),
+            "sensitivity of 4 layers")
         if 1 in outs and len(json.loads(outs[1][0])["layers"]) != 4:
             why.append("one process's table does not have 4 layers")
         report("mpi_sensitivity_same_at_any_n", not why and len(outs) == 3, "; ".join(why))
