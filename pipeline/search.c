@@ -433,14 +433,13 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
             int kb = 1;
             while (kb < parts && k + kb < n_steps && (r->max_float <= 0 || step_at[k + kb + 1] <= r->max_float)) kb++;
             memset(sr, 0, sizeof *sr * (size_t)parts);
-            const int mine = parts > 1 ? part : 0;
-            if (mine < kb) {
-                const int kk = k + mine;
+            if (part < kb) {
+                const int kk = k + part;
                 if ((st = make_config(&S, order, step_at[kk + 1], 0, err)) != YQ_OK) goto done;
                 if ((st = measure(&S, &cur, NULL, NULL, err)) != YQ_OK) goto done;
-                memcpy(sr[mine].s, cur.s, sizeof cur.s);
-                sr[mine].ms_median = cur.ms_median;
-                sr[mine].gpu = lat_of(r, S.q);
+                memcpy(sr[part].s, cur.s, sizeof cur.s);
+                sr[part].ms_median = cur.ms_median;
+                sr[part].gpu = lat_of(r, S.q);
             }
             if (parts > 1 && (!r->exchange || r->exchange(r->exchange_ctx, sr, sizeof *sr, parts))) {
                 st = yq_fail(err, YQ_ERR_IO, "max-drop: the steps measured by the other processes did not arrive");
@@ -459,7 +458,7 @@ yq_status yq_pipe_max_drop(const yq_pipe_calib *c, yq_qconfig *qc, const yq_grap
                      S.eval_dev >= 0);
                 if (drop < best_drop || res->met) {
                     yq_pipe_eval_free(&best);
-                    best_here = j == mine;
+                    best_here = j == part;
                     if (best_here) {
                         best = cur;
                         cur.dets = NULL;
