@@ -103,9 +103,13 @@ $(CU_B)/kernels/cuda_img.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 comma := ,
 # (its own recipe: NVCC_ARCHS given on the command line would override a target-specific one)
 WG_ARCHS = $(if $(filter arch=compute_90%,$(NVCC_ARCHS)),-gencode arch=compute_90a$(comma)code=sm_90a -DYQ_WG_SM90A,$(NVCC_ARCHS))
+# ptxas's reports that it serialized wgmmas (C7515) or injected a wait for them (C7517)
+# fail the build: each has cost these kernels 5-15% (bench/results/int8_gpu_*_2026-12-0[56].md)
 $(CU_B)/kernels/cuda_wgmma.cu.o: kernels/cuda_wgmma.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(filter-out $(NVCC_ARCHS),$(NVCCFLAGS)) $(WG_ARCHS) -MMD -MP -c $< -o $@
+	$(NVCC) $(filter-out $(NVCC_ARCHS),$(NVCCFLAGS)) $(WG_ARCHS) -Xptxas -v -MMD -MP -c $< -o $@ 2> $@.ptxas || { cat $@.ptxas >&2; exit 1; }
+	@if grep -E 'C751[57]' $@.ptxas >&2; then echo "error: ptxas serialized or waited for wgmmas in $< (above)" >&2; rm -f $@; exit 1; fi
+	@grep -v '^ptxas info' $@.ptxas >&2 || true
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCC_ARCHS := $(or $(CUT_ARCHS),$(NVCC_ARCHS))
 $(CU_B)/kernels/cuda_cutlass.cu.o: NVCCFLAGS += -isystem $(CUTLASS_INC) --expt-relaxed-constexpr
 $(CU_B)/kernels/cuda_cutlass.cu.o: kernels/cuda_cutlass.cu
