@@ -176,7 +176,7 @@ typedef struct yq_session_opt {
     int letterbox;        /* -1: as the model says (default), 0: plain resize, 1: letterbox */
     int cuda_graph;       /* cuda: 1 (default) replays one CUDA graph per batch size, 0 launches
                              kernel by kernel; the results are the same bytes */
-    int threads;          /* cpu: threads of the int8 engine (0, the default: every core; 1..1024);
+    int threads;          /* cpu: threads of the CPU run, every kernel (0, the default: every core; 1..1024);
                              the results are the same bytes */
 } yq_session_opt;
 

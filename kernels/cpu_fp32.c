@@ -91,36 +91,6 @@ long yq_f32_conv_work(const yq_graph *g, const yq_node *n)
     return (long)(is.c / c->groups) * c->size * c->size * n->out.h * n->out.w;
 }
 
-/* col[(ch*k + ky)*k + kx][oy*ow + ox], zero outside the image.  par: its rows over OpenMP's
- * threads (the exact convs; the OpenBLAS path keeps its threads to itself). */
-static void im2col(const float *in, int ch, int h, int w, int k, int stride, int pad, int oh, int ow, float *col,
-                   int par)
-{
-    const int R = ch * k * k;
-#pragma omp parallel for schedule(static) if (par && (long)R * oh * ow >= 65536)
-    for (int r = 0; r < R; r++) {
-        const int c = r / (k * k), ky = r / k % k, kx = r % k;
-        float *dst = col + (long)r * oh * ow;
-        const float *src = in + (long)c * h * w;
-        /* ox in [x0, x1) reads inside the row; outside it, zeros. */
-        int x0 = 0, x1 = ow;
-        while (x0 < ow && x0 * stride + kx - pad < 0) x0++;
-        while (x1 > x0 && (x1 - 1) * stride + kx - pad >= w) x1--;
-        for (int oy = 0; oy < oh; oy++) {
-            int y = oy * stride + ky - pad;
-            float *d = dst + (long)oy * ow;
-            if (y < 0 || y >= h) {
-                memset(d, 0, sizeof(float) * ow);
-                continue;
-            }
-            const float *s = src + (long)y * w + kx - pad;
-            for (int ox = 0; ox < x0; ox++) d[ox] = 0.f;
-            if (stride == 1) memcpy(d + x0, s + x0, sizeof(float) * (x1 - x0));
-            else for (int ox = x0; ox < x1; ox++) d[ox] = s[(long)ox * stride];
-            for (int ox = x1; ox < ow; ox++) d[ox] = 0.f;
-        }
-    }
-}
 
 /* ---- vector row kernels ----
  * Written with GCC vector extensions: 8 floats, which is one AVX register where the CPU has
@@ -185,6 +155,37 @@ ALWAYS_INLINE void strided_copy(float *dst, const float *src, int n, int s, long
             v8_store(dst + j, &e);
         }
     for (; j < n; j++) dst[j] = src[(long)j * s];
+}
+
+/* col[(ch*k + ky)*k + kx][oy*ow + ox], zero outside the image.  par: its rows over OpenMP's
+ * threads (the exact convs; the OpenBLAS path keeps its threads to itself). */
+static void im2col(const float *in, int ch, int h, int w, int k, int stride, int pad, int oh, int ow, float *col,
+                   int par)
+{
+    const int R = ch * k * k;
+#pragma omp parallel for schedule(static) if (par && (long)R * oh * ow >= 65536)
+    for (int r = 0; r < R; r++) {
+        const int c = r / (k * k), ky = r / k % k, kx = r % k;
+        float *dst = col + (long)r * oh * ow;
+        const float *src = in + (long)c * h * w;
+        /* ox in [x0, x1) reads inside the row; outside it, zeros. */
+        int x0 = 0, x1 = ow;
+        while (x0 < ow && x0 * stride + kx - pad < 0) x0++;
+        while (x1 > x0 && (x1 - 1) * stride + kx - pad >= w) x1--;
+        for (int oy = 0; oy < oh; oy++) {
+            int y = oy * stride + ky - pad;
+            float *d = dst + (long)oy * ow;
+            if (y < 0 || y >= h) {
+                memset(d, 0, sizeof(float) * ow);
+                continue;
+            }
+            const float *s = src + (long)y * w + kx - pad;
+            for (int ox = 0; ox < x0; ox++) d[ox] = 0.f;
+            if (stride == 1) memcpy(d + x0, s + x0, sizeof(float) * (x1 - x0));
+            else for (int ox = x0; ox < x1; ox++) d[ox] = s[(long)ox * stride];
+            for (int ox = x1; ox < ow; ox++) d[ox] = 0.f;
+        }
+    }
 }
 
 /* Copies one channel (h x w at src) into the padded, phase-split layout of dw_geometry:
@@ -870,10 +871,50 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
  * zero-padded plane, then per output row the taps in order over the whole row, the row's
  * chains advancing together (vectorized lane by lane: the same bytes).  plane: (h + 2p) x
  * (w + 2p) + ow floats. */
+/* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w) (src: a row of w floats) */
+ALWAYS_INLINE void dw_take_phase(const float *src, int w, int q, float *dst, int n)
+{
+    int i0 = 0, i1 = n;
+    while (i0 < n && 2 * i0 + q < 0) dst[i0++] = 0.f;
+    while (i1 > i0 && 2 * (i1 - 1) + q >= w) dst[--i1] = 0.f;
+    if (i1 > i0) strided_copy(dst + i0, src + 2 * i0 + q, i1 - i0, 2, w - (2 * i0 + q));
+}
+
 ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
                                  float *y, float *plane)
 {
     const int Wp = w + 2 * p, Hp = h + 2 * p;
+    if (s == 2) {
+        /* The padded plane as its even and odd columns (Hp rows of Wh each), so that every
+         * tap reads a contiguous run (the strided gather below was 80% of a stride-2
+         * depthwise conv's time). */
+        const int Wh = (Wp + 1) / 2;
+        float *ev = plane, *od = plane + (long)Hp * Wh;
+        /* the padding rows (dw_take_phase writes every column of the others) */
+        for (int r = 0; r < Hp; r++)
+            if (r < p || r >= h + p) {
+                memset(ev + (long)r * Wh, 0, sizeof *ev * (size_t)Wh);
+                memset(od + (long)r * Wh, 0, sizeof *od * (size_t)Wh);
+            }
+        for (int r = 0; r < h; r++) {
+            dw_take_phase(x + (long)r * w, w, -p, ev + (long)(r + p) * Wh, Wh);
+            dw_take_phase(x + (long)r * w, w, 1 - p, od + (long)(r + p) * Wh, Wh);
+        }
+        for (int oy = 0; oy < oh; oy++) {
+            float *yr = y + (long)oy * ow;
+            for (int j = 0; j < ow; j++) yr[j] = 0.f;
+            for (int ky = 0; ky < k; ky++) {
+                const long ro = (long)(oy * 2 + ky) * Wh;
+                for (int kx = 0; kx < k; kx++) {
+                    const float a = wk[ky * k + kx];
+                    const float *src = (kx & 1 ? od : ev) + ro + kx / 2;
+#pragma omp simd
+                    for (int j = 0; j < ow; j++) yr[j] = fmaf(a, src[j], yr[j]);
+                }
+            }
+        }
+        return;
+    }
     float *tmp = plane + (long)Hp * Wp;
     memset(plane, 0, sizeof *plane * (size_t)Hp * (size_t)Wp);
     for (int r = 0; r < h; r++) memcpy(plane + (long)(r + p) * Wp + p, x + (long)r * w, sizeof *x * (size_t)w);
@@ -897,9 +938,81 @@ ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
+/* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w): 16 at a time */
+__attribute__((target("avx512f"))) static void take_phase512(const float *src, int w, int q, float *dst, int n)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int i = 0;
+    for (; i < n && 2 * i + q < 0; i++) dst[i] = 0.f;
+    for (; i + 16 <= n && 2 * i + q + 32 <= w; i += 16) {
+        const float *sp = src + 2 * i + q;
+        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(sp), ev, _mm512_loadu_ps(sp + 16)));
+    }
+    for (; i < n; i++) dst[i] = 2 * i + q < w ? src[2 * i + q] : 0.f;
+}
+
+/* Output rows of a depthwise conv whose taps read contiguous runs: tap (ky, kx) of output j
+ * of row oy reads phase kx % S of the padded plane at row oy S + ky, column kx / S + j (S 1:
+ * the plane itself, ph0 == ph1; S 2: its even and odd columns), ld floats a row.  Each
+ * output's chain (from +0, the taps in (ky, kx) order, one fused multiply-add each: fmaf's
+ * bits) stays in a register over the k x k taps, 64 outputs at a time; kept in y between
+ * taps instead, every tap waited for the last one's store and load. */
+__attribute__((target("avx512f"))) static void dw_rows512(const float *ph0, const float *ph1, long ld, int S, int k,
+                                                         int oh, int ow, const float *wk, float *y)
+{
+    for (int oy = 0; oy < oh; oy++) {
+        float *yr = y + (long)oy * ow;
+        for (int j = 0; j < ow; j += 64) {
+            __mmask16 m[4];
+            for (int q = 0; q < 4; q++) {
+                const int c = ow - j - 16 * q;
+                m[q] = c >= 16 ? (__mmask16)0xFFFF : c <= 0 ? (__mmask16)0 : (__mmask16)((1u << c) - 1);
+            }
+            __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+            for (int ky = 0; ky < k; ky++) {
+                const long ro = (long)(oy * S + ky) * ld + j;
+                for (int kx = 0; kx < k; kx++) {
+                    const __m512 a = _mm512_set1_ps(wk[ky * k + kx]);
+                    const float *src = (S == 2 && (kx & 1) ? ph1 : ph0) + ro + kx / S;
+                    acc0 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[0], src), acc0);
+                    if (m[1]) acc1 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[1], src + 16), acc1);
+                    if (m[2]) acc2 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[2], src + 32), acc2);
+                    if (m[3]) acc3 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[3], src + 48), acc3);
+                }
+            }
+            _mm512_mask_storeu_ps(yr + j, m[0], acc0);
+            _mm512_mask_storeu_ps(yr + j + 16, m[1], acc1);
+            _mm512_mask_storeu_ps(yr + j + 32, m[2], acc2);
+            _mm512_mask_storeu_ps(yr + j + 48, m[3], acc3);
+        }
+    }
+}
+
 __attribute__((target("avx512f,fma"))) static void dw_exact_512(const float *x, int h, int w, int k, int s, int p, int oh,
                                                                int ow, const float *wk, float *y, float *plane)
 {
+    const int Wp = w + 2 * p, Hp = h + 2 * p;
+    if (s == 2) {   /* dw_exact_body's phase planes, then the rows in registers */
+        const int Wh = (Wp + 1) / 2;
+        float *ev = plane, *od = plane + (long)Hp * Wh;
+        for (int r = 0; r < Hp; r++)
+            if (r < p || r >= h + p) {
+                memset(ev + (long)r * Wh, 0, sizeof *ev * (size_t)Wh);
+                memset(od + (long)r * Wh, 0, sizeof *od * (size_t)Wh);
+            }
+        for (int r = 0; r < h; r++) {
+            take_phase512(x + (long)r * w, w, -p, ev + (long)(r + p) * Wh, Wh);
+            take_phase512(x + (long)r * w, w, 1 - p, od + (long)(r + p) * Wh, Wh);
+        }
+        dw_rows512(ev, od, Wh, 2, k, oh, ow, wk, y);
+        return;
+    }
+    if (s == 1) {   /* the padded plane, then the rows in registers */
+        memset(plane, 0, sizeof *plane * (size_t)Hp * (size_t)Wp);
+        for (int r = 0; r < h; r++) memcpy(plane + (long)(r + p) * Wp + p, x + (long)r * w, sizeof *x * (size_t)w);
+        dw_rows512(plane, plane, Wp, 1, k, oh, ow, wk, y);
+        return;
+    }
     dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
 }
 __attribute__((target("avx2,fma"))) static void dw_exact_fma(const float *x, int h, int w, int k, int s, int p, int oh,
@@ -926,7 +1039,8 @@ static long dw_exact_plane(const yq_graph *g, const yq_node *n)
     const yq_conv_p *c = &n->p.conv;
     yq_shape is = yq_node_in_shape(g, n);
     if (c->groups != is.c || c->filters != is.c || c->groups < 2) return 0;
-    long f = (long)(is.h + 2 * c->pad) * (is.w + 2 * c->pad) + n->out.w;
+    /* the padded plane (stride 2: its two column phases, a column more) and a row */
+    long f = (long)(is.h + 2 * c->pad) * (is.w + 2 * c->pad + 1) + n->out.w;
     return f <= CHAIN_PANEL ? f : 0;
 }
 
@@ -966,8 +1080,9 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
             float *yo = y + (long)o * N, bo = n->b[o];
             /* the common activations with their case fixed, so act_exact inlines to it */
             switch (n->act) {
-            case YQ_ACT_LINEAR: for (long j = 0; j < N; j++) yo[j] = act_exact(yo[j] + bo, YQ_ACT_LINEAR); break;
-            case YQ_ACT_LEAKY: for (long j = 0; j < N; j++) yo[j] = act_exact(yo[j] + bo, YQ_ACT_LEAKY); break;
+            /* linear and leaky: bias_act's vectors are act_exact's operations (an add, then
+             * the leaky select of x and .1f * x), its scalar tail act_exact's forms */
+            case YQ_ACT_LINEAR: case YQ_ACT_LEAKY: bias_act(yo, N, bo, n->act); break;
             default: for (long j = 0; j < N; j++) yo[j] = yq_f32_act_exact(yo[j] + bo, n->act); break;
             }
         }

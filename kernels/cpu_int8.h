@@ -57,5 +57,7 @@ void yq_cpu8_shortcut(yq_isa isa, int threads, long n_per_image, const int8_t *a
 void yq_cpu8_quantize(yq_isa isa, int threads, const float *x, long n, float scale, int32_t qmin, int32_t qmax,
                       int8_t *q);
 void yq_cpu8_quantize_u8(yq_isa isa, int threads, const float *x, long n, float scale, uint8_t *q);
+/* yq_dequantize (int8 or uint8 t) on isa's vectors and threads: the same floats. */
+void yq_cpu8_dequantize(yq_isa isa, int threads, const void *q, yq_dtype t, long n, float scale, float *x);
 
 #endif

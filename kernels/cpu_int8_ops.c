@@ -980,6 +980,46 @@ void yq_cpu8_quantize(yq_isa isa, int threads, const float *x, long n, float sca
     }
 }
 
+/* x[i] = (float)q[i] * scale, as yq_dequantize: the byte's float is exact, then one IEEE
+ * multiply */
+YQ_TARGET_AVX512 static long dequant_span512(const void *q, int u8, long n, float scale, float *x)
+{
+    const __m512 s = _mm512_set1_ps(scale);
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i b = _mm_loadu_si128((const __m128i *)((const unsigned char *)q + i));
+        __m512i w = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
+        _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_cvtepi32_ps(w), s));
+    }
+    return i;
+}
+
+YQ_TARGET_AVX2 static long dequant_span256(const void *q, int u8, long n, float scale, float *x)
+{
+    const __m256 s = _mm256_set1_ps(scale);
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)((const unsigned char *)q + i));
+        __m256i w = u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_cvtepi32_ps(w), s));
+    }
+    return i;
+}
+
+void yq_cpu8_dequantize(yq_isa isa, int threads, const void *q, yq_dtype t, long n, float scale, float *x)
+{
+    const int u8 = t == YQ_U8;
+    long nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for num_threads(team(threads, nb)) schedule(static)
+    for (long b = 0; b < nb; b++) {
+        long i0 = b * EW_BLOCK, cnt = lmin(EW_BLOCK, n - i0), done = 0;
+        const unsigned char *qb = (const unsigned char *)q + i0;
+        if (isa == YQ_ISA_AVX512) done = dequant_span512(qb, u8, cnt, scale, x + i0);
+        else if (isa == YQ_ISA_AVX2) done = dequant_span256(qb, u8, cnt, scale, x + i0);
+        yq_dequantize(qb + done, t, cnt - done, scale, x + i0 + done);
+    }
+}
+
 void yq_cpu8_quantize_u8(yq_isa isa, int threads, const float *x, long n, float scale, uint8_t *q)
 {
     long nb = (n + EW_BLOCK - 1) / EW_BLOCK;

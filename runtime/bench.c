@@ -414,6 +414,7 @@ static yq_status bench_cpu(const bopt *o, const yq_graph *g, int batch, int int8
         if (e || nt > 0) snprintf(r->backend, sizeof r->backend, "yquant CPU int8 (%s, %d thread%s)", how, nt, nt == 1 ? "" : "s");
         else snprintf(r->backend, sizeof r->backend, "yquant CPU int8 (%s)", how);
     } else {
+        yq_plan_set_threads(p, nt);   /* its OpenMP loops (OpenBLAS below) */
         if (nt > 0) openblas_set_num_threads(nt);
         nt = openblas_get_num_threads();
         snprintf(r->backend, sizeof r->backend, "yquant CPU FP32 (OpenBLAS, %d thread%s)", nt, nt == 1 ? "" : "s");

@@ -43,7 +43,7 @@ static const void *input_as(yq_plan *p, yq_isa isa, int nt, int id, int k, yq_dt
     const yq_qnode *qs = &g->q[s];
     if (want == YQ_F32) {
         float *f = tmp_alloc(t, (size_t)n * sizeof(float));
-        if (f) yq_dequantize(data, have, n, qs->scale, f);
+        if (f) yq_cpu8_dequantize(isa, nt, data, have, n, qs->scale, f);
         *got = YQ_F32;
         return f;
     }
@@ -51,7 +51,7 @@ static const void *input_as(yq_plan *p, yq_isa isa, int nt, int id, int k, yq_dt
     if (have == YQ_U8) {
         float *ff = tmp_alloc(t, (size_t)n * sizeof(float));
         if (!ff) return NULL;
-        yq_dequantize(data, have, n, qs->scale, ff);
+        yq_cpu8_dequantize(isa, nt, data, have, n, qs->scale, ff);
         f = ff;
     }
     int8_t *q = tmp_alloc(t, (size_t)n);
@@ -60,7 +60,18 @@ static const void *input_as(yq_plan *p, yq_isa isa, int nt, int id, int k, yq_dt
     return q;
 }
 
+static yq_status exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
+
 yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
+{
+    /* the float layers' exact FP32 convs and the conversions run on the plan's threads too */
+    int saved = yq_plan_omp_enter(p);
+    yq_status st = exec_int8(p, input, hook, ctx, err);
+    yq_plan_omp_leave(saved);
+    return st;
+}
+
+static yq_status exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err)
 {
     const yq_graph *g = yq_plan_graph(p);
     if (!g->q || !yq_plan_quantized(p)) return yq_fail(err, YQ_ERR_INVALID_ARG, "not an int8 plan");

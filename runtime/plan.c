@@ -1,4 +1,5 @@
 /* Buffer planning by liveness, and the FP32 executor. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu_fp32.h"
@@ -17,7 +18,7 @@ struct yq_plan {
     float *work;
     float *input;        /* the float batch as given (an int8 graph quantizes it into node 0) */
     int quant;           /* buffers are typed by g->q */
-    int threads;         /* CPU int8: threads of the fast engine (<= 0: every core) */
+    int threads;         /* CPU: threads of every kernel a run calls (<= 0: every core) */
     yq_cpu8 *cpu8;       /* CPU int8: the fast engine's packed weights, made at the first run */
 };
 
@@ -112,6 +113,15 @@ void yq_plan_set_threads(yq_plan *p, int threads)
     p->cpu8 = NULL;
 }
 
+int yq_plan_omp_enter(const yq_plan *p)
+{
+    int saved = omp_get_max_threads();
+    if (p->threads > 0) omp_set_num_threads(p->threads);
+    return saved;
+}
+
+void yq_plan_omp_leave(int saved) { omp_set_num_threads(saved); }
+
 yq_status yq_plan_cpu8(yq_plan *p, yq_cpu8 **e, yq_error *err)
 {
     *e = NULL;
@@ -161,8 +171,20 @@ yq_status yq_exec_fp32(yq_plan *p, const float *input, yq_node_hook hook, void *
     return yq_exec_fp32_range(p, input, 0, p->g->n_nodes, hook, ctx, err);
 }
 
+static yq_status exec_fp32_range(yq_plan *p, const float *input, int from, int to, yq_node_hook hook, void *ctx,
+                                 yq_error *err);
+
 yq_status yq_exec_fp32_range(yq_plan *p, const float *input, int from, int to, yq_node_hook hook, void *ctx,
                              yq_error *err)
+{
+    int saved = yq_plan_omp_enter(p);
+    yq_status st = exec_fp32_range(p, input, from, to, hook, ctx, err);
+    yq_plan_omp_leave(saved);
+    return st;
+}
+
+static yq_status exec_fp32_range(yq_plan *p, const float *input, int from, int to, yq_node_hook hook, void *ctx,
+                                 yq_error *err)
 {
     const yq_graph *g = p->g;
     int B = p->batch;

@@ -64,8 +64,15 @@ void     *yq_plan_arena(const yq_plan *p);            /* the one activation allo
  * image).  The fast engine packs the graph's int8 weights at the first run: they must not
  * change while the plan lives (biases may: they are read at every run). */
 yq_status yq_exec_int8(yq_plan *p, const float *input, yq_node_hook hook, void *ctx, yq_error *err);
-/* Threads of the CPU int8 engine (<= 0, the default: every core). */
+/* Threads of the plan's CPU runs (<= 0, the default: every core): the int8 engine's, and
+ * those of every OpenMP loop yq_exec_int8 and yq_exec_fp32 reach (an int8 graph's float
+ * layers, conversions, the FP32 kernels' own loops); OpenBLAS's count is its own
+ * (openblas_set_num_threads). */
 void      yq_plan_set_threads(yq_plan *p, int threads);
+/* Within a run: the calling thread's OpenMP team size set to the plan's (its nthreads ICV;
+ * nothing when the plan says every core); yq_plan_omp_leave puts back what enter returned. */
+int       yq_plan_omp_enter(const yq_plan *p);
+void      yq_plan_omp_leave(int saved);
 /* The fast engine of an int8 plan (made at the first call), or NULL where the plan runs the
  * reference or the dgemm path, or this CPU has neither AVX2 nor AVX-512. */
 yq_status yq_plan_cpu8(yq_plan *p, yq_cpu8 **e, yq_error *err);

@@ -827,7 +827,8 @@ static void t_float_precision(void)
  * yq_f32_act_exact.  yq_f32_conv_exact (im2col with zero taps, AVX2 FMA rows where the CPU has
  * them, scalar fmaf tails) must give the same bytes on every shape, with each instruction set
  * the CPU has (AVX-512, AVX2 + FMA, scalar): dense 3x3 with stride 1
- * and 2, 1x1, 5x5, grouped and depthwise, widths that leave vector tails, every activation,
+ * and 2, 1x1, 5x5, grouped and depthwise (stride 1 and 2, rows shorter and longer than a
+ * vector block), widths that leave vector tails, every activation,
  * K over several of its blocks, more rows than a row group, and convs large enough to run on
  * the host's threads (cut by rows, and by strips). */
 static void t_float_exact(void)
@@ -836,6 +837,11 @@ static void t_float_exact(void)
         { 3, 17, 23, 16, 3, 2, 1, YQ_ACT_LEAKY },   { 13, 9, 11, 37, 3, 1, 1, YQ_ACT_LINEAR },
         { 40, 7, 5, 255, 1, 1, 1, YQ_ACT_LINEAR },  { 16, 12, 19, 16, 3, 1, 16, YQ_ACT_LEAKY },
         { 24, 10, 13, 24, 5, 2, 24, YQ_ACT_MISH },  { 32, 8, 8, 20, 3, 1, 4, YQ_ACT_SWISH },
+        /* depthwise stride 2 (its column phases: rows of even and odd widths, vector and tail) */
+        { 24, 37, 50, 24, 3, 2, 24, YQ_ACT_LEAKY }, { 8, 19, 35, 8, 3, 2, 8, YQ_ACT_LINEAR },
+        /* ... and rows of more than 64 outputs (the AVX-512 rows' blocks), stride 2 and 1 */
+        { 8, 9, 150, 8, 3, 2, 8, YQ_ACT_LEAKY },    { 4, 7, 141, 4, 3, 1, 4, YQ_ACT_LINEAR },
+        { 6, 11, 133, 6, 5, 2, 6, YQ_ACT_LEAKY },
         { 9, 33, 31, 5, 3, 1, 1, YQ_ACT_LOGISTIC }, { 64, 6, 6, 70, 3, 1, 1, YQ_ACT_RELU },
         /* large enough for the host's threads: cut by rows, and (3 filters) by strips */
         { 64, 40, 40, 98, 3, 1, 1, YQ_ACT_LEAKY },  { 64, 40, 43, 3, 3, 1, 1, YQ_ACT_LINEAR },
