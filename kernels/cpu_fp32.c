@@ -880,26 +880,58 @@ ALWAYS_INLINE void dw_take_phase(const float *src, int w, int q, float *dst, int
     if (i1 > i0) strided_copy(dst + i0, src + 2 * i0 + q, i1 - i0, 2, w - (2 * i0 + q));
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#define YQ_TAKE512 1
+/* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w): 16 at a time */
+__attribute__((target("avx512f"))) static void take_phase512(const float *src, int w, int q, float *dst, int n)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int i = 0;
+    for (; i < n && 2 * i + q < 0; i++) dst[i] = 0.f;
+    for (; i + 16 <= n && 2 * i + q + 32 <= w; i += 16) {
+        const float *sp = src + 2 * i + q;
+        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(sp), ev, _mm512_loadu_ps(sp + 16)));
+    }
+    for (; i < n; i++) dst[i] = 2 * i + q < w ? src[2 * i + q] : 0.f;
+}
+
+#endif
+
+/* The padded plane of a channel as its even and odd columns (Hp rows of Wh each), for a
+ * stride-2 depthwise conv: every tap then reads a contiguous run (tap kx of output row oy is
+ * phase kx % 2 of padded row 2 oy + ky, from column kx / 2).  v512: the AVX-512 split. */
+ALWAYS_INLINE void dw_split_planes(const float *x, int h, int w, int p, int Hp, int Wh, float *ev, float *od, int v512)
+{
+    for (int r = 0; r < Hp; r++)   /* the padding rows (the split writes every column of the others) */
+        if (r < p || r >= h + p) {
+            memset(ev + (long)r * Wh, 0, sizeof *ev * (size_t)Wh);
+            memset(od + (long)r * Wh, 0, sizeof *od * (size_t)Wh);
+        }
+    for (int r = 0; r < h; r++) {
+        float *e = ev + (long)(r + p) * Wh, *o = od + (long)(r + p) * Wh;
+#ifdef YQ_TAKE512
+        if (v512) {
+            take_phase512(x + (long)r * w, w, -p, e, Wh);
+            take_phase512(x + (long)r * w, w, 1 - p, o, Wh);
+            continue;
+        }
+#endif
+        (void)v512;
+        dw_take_phase(x + (long)r * w, w, -p, e, Wh);
+        dw_take_phase(x + (long)r * w, w, 1 - p, o, Wh);
+    }
+}
+
 ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
                                  float *y, float *plane)
 {
     const int Wp = w + 2 * p, Hp = h + 2 * p;
     if (s == 2) {
-        /* The padded plane as its even and odd columns (Hp rows of Wh each), so that every
-         * tap reads a contiguous run (the strided gather below was 80% of a stride-2
-         * depthwise conv's time). */
+        /* the even and odd column planes (the strided gather below was 80% of a stride-2
+         * depthwise conv's time) */
         const int Wh = (Wp + 1) / 2;
         float *ev = plane, *od = plane + (long)Hp * Wh;
-        /* the padding rows (dw_take_phase writes every column of the others) */
-        for (int r = 0; r < Hp; r++)
-            if (r < p || r >= h + p) {
-                memset(ev + (long)r * Wh, 0, sizeof *ev * (size_t)Wh);
-                memset(od + (long)r * Wh, 0, sizeof *od * (size_t)Wh);
-            }
-        for (int r = 0; r < h; r++) {
-            dw_take_phase(x + (long)r * w, w, -p, ev + (long)(r + p) * Wh, Wh);
-            dw_take_phase(x + (long)r * w, w, 1 - p, od + (long)(r + p) * Wh, Wh);
-        }
+        dw_split_planes(x, h, w, p, Hp, Wh, ev, od, 0);
         for (int oy = 0; oy < oh; oy++) {
             float *yr = y + (long)oy * ow;
             for (int j = 0; j < ow; j++) yr[j] = 0.f;
@@ -938,19 +970,6 @@ ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-/* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w): 16 at a time */
-__attribute__((target("avx512f"))) static void take_phase512(const float *src, int w, int q, float *dst, int n)
-{
-    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    int i = 0;
-    for (; i < n && 2 * i + q < 0; i++) dst[i] = 0.f;
-    for (; i + 16 <= n && 2 * i + q + 32 <= w; i += 16) {
-        const float *sp = src + 2 * i + q;
-        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(sp), ev, _mm512_loadu_ps(sp + 16)));
-    }
-    for (; i < n; i++) dst[i] = 2 * i + q < w ? src[2 * i + q] : 0.f;
-}
-
 /* Output rows of a depthwise conv whose taps read contiguous runs: tap (ky, kx) of output j
  * of row oy reads phase kx % S of the padded plane at row oy S + ky, column kx / S + j (S 1:
  * the plane itself, ph0 == ph1; S 2: its even and odd columns), ld floats a row.  Each
@@ -995,15 +1014,7 @@ __attribute__((target("avx512f,fma"))) static void dw_exact_512(const float *x, 
     if (s == 2) {   /* dw_exact_body's phase planes, then the rows in registers */
         const int Wh = (Wp + 1) / 2;
         float *ev = plane, *od = plane + (long)Hp * Wh;
-        for (int r = 0; r < Hp; r++)
-            if (r < p || r >= h + p) {
-                memset(ev + (long)r * Wh, 0, sizeof *ev * (size_t)Wh);
-                memset(od + (long)r * Wh, 0, sizeof *od * (size_t)Wh);
-            }
-        for (int r = 0; r < h; r++) {
-            take_phase512(x + (long)r * w, w, -p, ev + (long)(r + p) * Wh, Wh);
-            take_phase512(x + (long)r * w, w, 1 - p, od + (long)(r + p) * Wh, Wh);
-        }
+        dw_split_planes(x, h, w, p, Hp, Wh, ev, od, 1);
         dw_rows512(ev, od, Wh, 2, k, oh, ow, wk, y);
         return;
     }
