@@ -866,11 +866,6 @@ static void chain_rows_par(const float *w, long K, const float *col, long N, flo
     for (int t = 0; t < nt; t++) chain_job_run(&job[t]);
 }
 
-/* One channel of a depthwise conv, exactly as the im2col path computes it (each output one
- * fmaf chain over (ky, kx) from +0, the padding taps' zeros included): the input copied into a
- * zero-padded plane, then per output row the taps in order over the whole row, the row's
- * chains advancing together (vectorized lane by lane: the same bytes).  plane: (h + 2p) x
- * (w + 2p) + ow floats. */
 /* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w) (src: a row of w floats) */
 ALWAYS_INLINE void dw_take_phase(const float *src, int w, int q, float *dst, int n)
 {
@@ -922,6 +917,12 @@ ALWAYS_INLINE void dw_split_planes(const float *x, int h, int w, int p, int Hp, 
     }
 }
 
+/* One channel of a depthwise conv, exactly as the im2col path computes it (each output one
+ * fmaf chain over (ky, kx) from +0, the padding taps' zeros included): the input copied into a
+ * zero-padded plane (stride 2: its even and odd columns), then per output row the taps in
+ * order over the whole row, the row's chains advancing together (vectorized lane by lane:
+ * the same bytes; dw_exact_512 keeps them in registers).  plane: (h + 2p) x (w + 2p + 1) + ow
+ * floats. */
 ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
                                  float *y, float *plane)
 {
