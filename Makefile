@@ -15,7 +15,7 @@ ifeq ($(CI),true)
 WARN     += -Werror
 endif
 OPT      ?= -O2
-CPPFLAGS += -Iinclude -I. $(shell pkg-config --cflags libcjson hdf5-serial openblas 2>/dev/null)
+CPPFLAGS += -Iinclude -I. $(shell pkg-config --cflags libcjson hdf5-serial openblas cairo 2>/dev/null)
 # SAN: sanitizer flags, set by `make test-asan` (compile and link)
 SAN      ?=
 CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -fPIC -pthread -ffp-contract=off $(SAN)
@@ -38,7 +38,7 @@ CUTLASS_INC ?= $(shell python3 -c 'import importlib.util as u, os; s = u.find_sp
                  print(os.path.join(list(s.submodule_search_locations)[0], "source", "include"))' 2>/dev/null)
 CUT_ARCHS := $(foreach g,$(filter arch=compute_80% arch=compute_90% arch=compute_1%,$(NVCC_ARCHS)),-gencode $(g))
 
-LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial 2>/dev/null) \
+LIBS     := $(shell pkg-config --libs openblas libcjson hdf5-serial cairo 2>/dev/null) \
             -lprotobuf-c -ljpeg -lpng -lcrypto -lm -lpthread -lstdc++ \
             -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -fopenmp
 
@@ -296,7 +296,7 @@ endif
 #                           there (bench/gpu/sweep_gpu.sh)
 # Linked like gpu-test (static OpenBLAS, libcrypto, C++ runtime; cuDNN dynamic: the device
 # has it), with HDF5, libpng and zlib static (.yqp packages; the sweep's PNG chart) and
-# cJSON's shared library copied beside it (rpath $ORIGIN).  Everything but the mains comes
+# cJSON's shared library copied beside it (rpath $ORIGIN); cairo static (the pictures).  Everything but the mains comes
 # from one archive, the library without OpenCV, so only what a command reaches is linked.
 # bench/gpu/run_gpu.sh and bench/gpu/sweep_gpu.sh run it there; bench/gpu/verify_gpu.sh runs
 # every GPU test (this, build/gpu/test_cuda's and build/gpu/test_session's) under one time budget.
@@ -309,7 +309,10 @@ YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/c
                   $(B)/gpu/mc/test_api.o $(B)/gpu/mc/yquant.o $(B)/gpu/mc/ceilings.o
 # libyq and the CLI's commands
 GPU_CLI_OBJS   := $(OBJS) $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
-GPU_CLI_LIBS   := -Wl,-Bstatic -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)
+# cairo (the pictures: datasets/paint.c) and what it needs, static as well: the device has
+# no cairo (nor fonts: a picture drawn there has boxes but no text)
+CAIRO_STATIC   := $(filter-out -lm -lpthread -pthread,$(shell pkg-config --static --libs cairo 2>/dev/null))
+GPU_CLI_LIBS   := -Wl,-Bstatic $(CAIRO_STATIC) -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
 
 .PHONY: gpu-bench

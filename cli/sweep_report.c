@@ -23,10 +23,15 @@ static void cli_html_sqnr_table(FILE *f, const yq_layer_error *e, int n)
         double pct = fmin(fmax(db / 60.0, 0), 1) * 100;
         const char *col = db < 20 ? "#d62728" : db < 30 ? "#ff7f0e" : "#2ca02c";
         const char *runs = !strcmp(r->dtype, "float") ? "float" : !strcmp(r->dtype, "i8>f") ? "int8, float out" : "int8";
-        fprintf(f, "<tr><td class=\"n\">%d</td><td>%s%s</td><td>%dx%dx%d</td><td>%s</td><td class=\"n\">%.2f</td>"
+        /* no error at all (a float layer before any int8 one): "exact", not the 200 dB that
+         * stands for it */
+        char dbs[32];
+        if (r->max_abs == 0) snprintf(dbs, sizeof dbs, "exact");
+        else snprintf(dbs, sizeof dbs, "%.2f", db);
+        fprintf(f, "<tr><td class=\"n\">%d</td><td>%s%s</td><td>%dx%dx%d</td><td>%s</td><td class=\"n\">%s</td>"
                    "<td class=\"n\">%.4g</td><td class=\"bar\"><div class=\"bar\" style=\"width:%.1f%%;background:%s\">"
                    "</div></td></tr>\n",
-                r->layer, r->type, r->feeds_head ? " (head)" : "", r->out_w, r->out_h, r->out_c, runs, db, r->max_abs,
+                r->layer, r->type, r->feeds_head ? " (head)" : "", r->out_w, r->out_h, r->out_c, runs, dbs, r->max_abs,
                 pct, col);
     }
     fputs("</table>\n", f);

@@ -1,10 +1,11 @@
-/* datasets/chart: lines, discs, text, ticks, and the two report charts (scatter with
- * its Pareto front; horizontal bars). */
+/* datasets/chart: ticks and the two report charts (scatter with its Pareto front;
+ * horizontal bars), drawn with anti-aliased lines, discs and text (datasets/paint.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "datasets/chart.h"
+#include "datasets/paint.h"
 #include "ir/ir.h"
 
 static int canvas_ok(const yq_canvas *c)
@@ -50,79 +51,15 @@ void yq_fill_rect(yq_canvas *c, double x, double y, double w, double h, uint8_t 
         for (long xx = (long)x0; xx < (long)x1; xx++) put(c, xx, yy, r, g, b);
 }
 
-/* Liang-Barsky: clips the segment to [lo, hi] on both axes; 0 when nothing is left. */
-static int clip_segment(double *x0, double *y0, double *x1, double *y1, double xlo, double xhi, double ylo, double yhi)
-{
-    double dx = *x1 - *x0, dy = *y1 - *y0, t0 = 0, t1 = 1;
-    double p[4] = { -dx, dx, -dy, dy }, q[4] = { *x0 - xlo, xhi - *x0, *y0 - ylo, yhi - *y0 };
-    for (int k = 0; k < 4; k++) {
-        if (p[k] == 0) {
-            if (q[k] < 0) return 0;
-            continue;
-        }
-        double t = q[k] / p[k];
-        if (p[k] < 0) { if (t > t1) return 0; if (t > t0) t0 = t; }
-        else { if (t < t0) return 0; if (t < t1) t1 = t; }
-    }
-    double ax = *x0 + t0 * dx, ay = *y0 + t0 * dy;
-    *x1 = *x0 + t1 * dx;
-    *y1 = *y0 + t1 * dy;
-    *x0 = ax;
-    *y0 = ay;
-    return 1;
-}
-
 void yq_draw_line(yq_canvas *c, double x0, double y0, double x1, double y1, int thickness, int dash,
                   uint8_t r, uint8_t g, uint8_t b)
 {
-    if (!canvas_ok(c) || !isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
-    int t = thickness < 1 ? 1 : thickness > 64 ? 64 : thickness;
-    double full = hypot(x1 - x0, y1 - y0), sx = x0, sy = y0;
-    double m = t + 2.0;
-    if (!clip_segment(&x0, &y0, &x1, &y1, -m, c->w + m, -m, c->h + m)) return;
-    double off = hypot(x0 - sx, y0 - sy);          /* keeps the dash phase of the unclipped line */
-    double len = hypot(x1 - x0, y1 - y0);
-    long steps = (long)ceil(len * 2) + 1;
-    for (long s = 0; s <= steps; s++) {
-        double f = (double)s / (double)steps, px = x0 + (x1 - x0) * f, py = y0 + (y1 - y0) * f;
-        if (dash > 0 && full > 0 && fmod(off + len * f, 2.0 * dash) >= dash) continue;
-        long cx = (long)floor(px + 0.5) - (t - 1) / 2, cy = (long)floor(py + 0.5) - (t - 1) / 2;
-        for (int yy = 0; yy < t; yy++)
-            for (int xx = 0; xx < t; xx++) put(c, cx + xx, cy + yy, r, g, b);
-    }
+    yq_paint_line(c, x0, y0, x1, y1, thickness, dash, r, g, b);
 }
 
 void yq_draw_disc(yq_canvas *c, double cx, double cy, double radius, int ring, uint8_t r, uint8_t g, uint8_t b)
 {
-    if (!canvas_ok(c) || !isfinite(cx) || !isfinite(cy) || !(radius > 0)) return;
-    if (radius > 4096) radius = 4096;
-    double ylo = fmax(floor(cy - radius), 0), yhi = fmin(ceil(cy + radius), c->h - 1);
-    double xlo = fmax(floor(cx - radius), 0), xhi = fmin(ceil(cx + radius), c->w - 1);
-    for (double y = ylo; y <= yhi; y++)
-        for (double x = xlo; x <= xhi; x++) {
-            double d = hypot(x - cx, y - cy);
-            if (d <= radius && (ring <= 0 || d > radius - ring)) put(c, (long)x, (long)y, r, g, b);
-        }
-}
-
-void yq_draw_text(yq_canvas *c, int x, int y, const char *text, int scale, int vertical,
-                  uint8_t r, uint8_t g, uint8_t b)
-{
-    if (!canvas_ok(c) || !text || !*text) return;
-    int tw, th;
-    yq_label_size(text, scale, &tw, &th);
-    if (tw <= 0 || th <= 0 || tw > 1 << 16) return;
-    /* Black on white through the label renderer, then only the black pixels copied. */
-    yq_canvas t = { tw, th, malloc((size_t)tw * (size_t)th * 3) };
-    if (!t.rgb) return;
-    yq_draw_label(&t, 0, th, text, scale, 255, 255, 255);
-    for (int ty = 0; ty < th; ty++)
-        for (int tx = 0; tx < tw; tx++) {
-            if (t.rgb[((size_t)ty * (size_t)tw + (size_t)tx) * 3] != 0) continue;
-            if (vertical) put(c, (long)x + ty, (long)y + (tw - 1 - tx), r, g, b);
-            else put(c, (long)x + tx, (long)y + ty, r, g, b);
-        }
-    free(t.rgb);
+    yq_paint_disc(c, cx, cy, radius, ring, r, g, b);
 }
 
 double yq_nice_step(double lo, double hi, int want, double *first)
@@ -195,7 +132,7 @@ static int crosses(rect r, const double *seg, int n_seg)
 {
     for (int k = 0; k < n_seg; k++) {
         double x0 = seg[4 * k], y0 = seg[4 * k + 1], x1 = seg[4 * k + 2], y1 = seg[4 * k + 3];
-        if (clip_segment(&x0, &y0, &x1, &y1, r.x0 - 2, r.x1 + 2, r.y0 - 2, r.y1 + 2)) return 1;
+        if (yq_clip_segment(&x0, &y0, &x1, &y1, r.x0 - 2, r.x1 + 2, r.y0 - 2, r.y1 + 2)) return 1;
     }
     return 0;
 }

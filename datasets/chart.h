@@ -1,6 +1,6 @@
 /* datasets/chart: the charts of the sweep and sensitivity reports, drawn on a yq_canvas
- * with draw.c's 5x8 font, so they need nothing beyond libpng.  The API is public:
- * include/yq_draw.h. */
+ * with anti-aliased shapes and text (datasets/paint.c: cairo), written by libpng.  The
+ * API is public: include/yq_draw.h. */
 #ifndef YQ_DATASETS_CHART_H
 #define YQ_DATASETS_CHART_H
 

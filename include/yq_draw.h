@@ -1,5 +1,6 @@
 /* yquant: pictures.  Boxes and labels on an RGB8 canvas, the charts of yquant's reports
- * (a Pareto scatter, horizontal bars), written out as PNG with libpng.
+ * (a Pareto scatter, horizontal bars), written out as PNG with libpng.  Text, lines and
+ * discs are anti-aliased, drawn by cairo (text in DejaVu Sans, found through fontconfig).
  *
  *     yq_canvas cv;
  *     yq_error err;
@@ -49,11 +50,13 @@ void yq_canvas_free(yq_canvas *c);
 void yq_draw_box(yq_canvas *c, float x, float y, float w, float h, int thickness,
                  uint8_t r, uint8_t g, uint8_t b);
 
-/* Text on a filled rectangle of colour (r, g, b), in white or black, whichever contrasts.
- * (x, y) is the top-left corner of the box being labelled: the label sits just above it,
- * or just inside when there is no room above, and is shifted left to stay on the canvas.
- * A 5x8 bitmap font covers printable ASCII (32..126); other bytes draw as '?'.
- * scale (1..64) magnifies each font pixel to scale x scale. */
+/* Text on a filled rectangle of colour (r, g, b), in white or black, whichever contrasts
+ * (anti-aliased: edge pixels blend the two).  (x, y) is the top-left corner of the box
+ * being labelled: the label sits just above it, or just inside when there is no room
+ * above, and is shifted left to stay on the canvas.  text is UTF-8; control bytes and
+ * bytes that are not UTF-8 draw as '?'.  scale (1..64): the font is 6 + 6 x scale pixels
+ * to the em (12 at 1, 24 at 3), with scale pixels of fill round the text; every label of
+ * one scale is equally tall. */
 void yq_draw_label(yq_canvas *c, int x, int y, const char *text, int scale,
                    uint8_t r, uint8_t g, uint8_t b);
 
@@ -73,9 +76,9 @@ void yq_draw_label_at(yq_canvas *c, int left, int top, const char *text, int sca
  * corners into left[i], top[i]; the number of labels that had to cover another returned. */
 int yq_label_place(const float *box_xywh, const int *lw, const int *lh, int n, int cw, int ch, int *left, int *top);
 
-/* The label scale and box thickness that read well on a w x h picture: the 5x8 font
- * magnified about once per 300 pixels of the shorter side, boxes as thick as one of its
- * strokes (at least 2). */
+/* The label scale and box thickness that read well on a w x h picture: one scale step
+ * per 300 pixels of the shorter side (24-pixel text on a 900-pixel one), boxes scale
+ * pixels thick (at least 2). */
 void yq_label_style(int w, int h, int *scale, int *thickness);
 
 /* A colour for class cls: hues spread by the golden ratio, so neighbouring classes
@@ -92,16 +95,16 @@ yq_status yq_png_write(const char *path, const yq_canvas *c, yq_error *err);
 /* A w x h canvas filled with (r, g, b); *out set only on YQ_OK (free with yq_canvas_free). */
 yq_status yq_canvas_new(int w, int h, uint8_t r, uint8_t g, uint8_t b, yq_canvas *out, yq_error *err);
 
-/* A straight line of the given thickness (>= 1) between two points (pixel centres);
- * dash > 0 draws dash pixels on, dash pixels off. */
+/* A straight anti-aliased line of the given thickness (1..64) between two points (pixel
+ * centres, both covered whole); dash > 0 draws dash pixels on, dash pixels off. */
 void yq_draw_line(yq_canvas *c, double x0, double y0, double x1, double y1, int thickness, int dash,
                   uint8_t r, uint8_t g, uint8_t b);
-/* A filled disc, or (ring > 0) a ring ring pixels wide, centred on (cx, cy). */
+/* A filled anti-aliased disc, or (ring > 0) a ring ring pixels wide, centred on (cx, cy). */
 void yq_draw_disc(yq_canvas *c, double cx, double cy, double radius, int ring, uint8_t r, uint8_t g, uint8_t b);
 /* A filled rectangle, top-left (x, y). */
 void yq_fill_rect(yq_canvas *c, double x, double y, double w, double h, uint8_t r, uint8_t g, uint8_t b);
-/* Text in (r, g, b) with no background; (x, y) is the top-left corner of yq_label_size's
- * box (so the glyphs start scale pixels in).  vertical: turned 90 degrees counter-clockwise,
+/* Text in (r, g, b) with no background, anti-aliased over what is there; (x, y) is the
+ * top-left corner of yq_label_size's box (so the glyphs start scale pixels in).  vertical: turned 90 degrees counter-clockwise,
  * reading upwards, (x, y) then the top-left of the turned box. */
 void yq_draw_text(yq_canvas *c, int x, int y, const char *text, int scale, int vertical,
                   uint8_t r, uint8_t g, uint8_t b);

@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh        (as root, or as a user with sudo)
 #
 # Debian packages: compiler and fuzzer runtimes, OpenBLAS, HDF5, cJSON, libjpeg, libpng, OpenSSL,
+# cairo and the DejaVu fonts (pictures),
 # OpenCV (only as the test peer of the image decoders),
 # darknet (the peer the FP32 graph is compared with), chromium (headless, for the report
 # screenshot test), python3 and pip.  apt is run only when
@@ -21,6 +22,7 @@ APT_PKGS=(
     clang libclang-rt-14-dev          # the fuzzers (-fsanitize=fuzzer)
     libopenblas-dev libhdf5-dev hdf5-tools libcjson-dev libjpeg-dev libpng-dev libssl-dev zlib1g-dev
     protobuf-c-compiler libprotobuf-c-dev libonnx-dev   # ONNX models: onnx.proto turned into C (ir/onnx.c)
+    libcairo2-dev fonts-dejavu-core   # pictures: anti-aliased labels and charts (datasets/paint.c)
     libopencv-dev                     # the test peer of the image decoders (tests/test_harden.c)
     darknet                           # the peer: /usr/lib/darknet/libdarknet.so
     libopenmpi-dev openmpi-bin        # yquant over MPI (mpirun -np N yquant eval|sweep; tests/mpi_test.py)

@@ -455,8 +455,9 @@ def check_chromium(d, out):
     # The chart, above it: both point colours, many pixels each (the SQNR bars further down
     # share the front's red, so only rows above the table count).
     # How many markers of each colour the chart draws depends on which points are on the front
-    # (measured latencies move it from run to run): at least 80 screenshot pixels per marker, up
-    # to 300 for each colour.
+    # (measured latencies move it from run to run): at least 60 screenshot pixels per marker (the
+    # smallest, the legend's, is a disc of radius 5, anti-aliased: its edge pixels are blends),
+    # up to 300 for each colour.
     try:
         with open(os.path.join(out, "sweep.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
@@ -464,7 +465,7 @@ def check_chromium(d, out):
         pts_other = len(rows) - pts_front
     except OSError:
         pts_front = pts_other = 4
-    need_front, need_other = min(300, 80 * max(pts_front, 1)), min(300, 80 * max(pts_other, 1))
+    need_front, need_other = min(300, 60 * max(pts_front, 1)), min(300, 60 * max(pts_other, 1))
     n_front, ys_front = count_colour(w, bpp, px, FRONT_RGB, 0, band)
     n_other, ys_other = count_colour(w, bpp, px, OTHER_RGB, 0, band)
     if n_front < need_front or n_other < need_other:

@@ -236,26 +236,46 @@ static void t_label_renders(void)
     painted_bounds(&g.cv, &x0, &y0, &x1, &y1);
     CHECKF(x0 == 30 && y1 == 49 && x1 - x0 + 1 == lw && y1 - y0 + 1 == lh,
            "label at [%d,%d]-[%d,%d], size %dx%d", x0, y0, x1, y1, lw, lh);
-    int fill = 0, text = 0, other = 0;
+    /* Anti-aliased text: every pixel is the fill colour, the text colour (white here) or a
+     * blend of the two, each channel between them. */
+    int fill = 0, text = 0, blended = 0, other = 0;
     for (int y = y0; y <= y1; y++)
         for (int x = x0; x <= x1; x++) {
+            const uint8_t *p = g.cv.rgb + ((size_t)y * 200 + (size_t)x) * 3;
             if (is_rgb(&g.cv, x, y, 20, 40, 160)) fill++;
             else if (is_rgb(&g.cv, x, y, 255, 255, 255)) text++;
+            else if (p[0] >= 20 && p[1] >= 40 && p[2] >= 160) blended++;
             else other++;
         }
-    CHECKF(text > 50 && fill > text && other == 0, "fill %d text %d other %d", fill, text, other);
+    CHECKF(text > 30 && blended > 0 && fill > text + blended && other == 0, "fill %d text %d blended %d other %d",
+           fill, text, blended, other);
     CHECK(count_painted(&g.cv) == lw * lh);           /* nothing outside its rectangle */
-    /* A 1-pixel margin of fill colour all round the text. */
+    /* A margin of fill colour above and below the text. */
     for (int x = x0; x <= x1; x++)
         CHECK(is_rgb(&g.cv, x, y0, 20, 40, 160) && is_rgb(&g.cv, x, y1, 20, 40, 160));
 
-    /* Light colour: black text. */
+    /* Light colour: dark text, no white. */
     memset(g.cv.rgb, BG, g.n);
     yq_draw_label(&g.cv, 30, 50, "A", 1, 250, 230, 40);
-    int black = 0;
+    int dark = 0, white = 0;
     for (int y = 0; y < g.cv.h; y++)
-        for (int x = 0; x < g.cv.w; x++) black += is_rgb(&g.cv, x, y, 0, 0, 0);
-    CHECK(black == 18);                               /* the font's 'A' has 18 pixels */
+        for (int x = 0; x < g.cv.w; x++) {
+            const uint8_t *p = g.cv.rgb + ((size_t)y * 200 + (size_t)x) * 3;
+            dark += !is_bg(&g.cv, x, y) && p[0] < 128 && p[1] < 128 && p[2] < 128;
+            white += is_rgb(&g.cv, x, y, 255, 255, 255);
+        }
+    CHECKF(dark > 5 && white == 0, "dark %d white %d", dark, white);
+
+    /* The size follows the scale: twice the scale, about twice the text. */
+    int w1, h1, w3, h3;
+    yq_label_size("person 88%", 1, &w1, &h1);
+    yq_label_size("person 88%", 3, &w3, &h3);
+    CHECKF(w3 > 2 * w1 && w3 < 4 * w1 && h3 > 2 * h1 && h3 < 4 * h1, "scale 1: %dx%d, scale 3: %dx%d", w1, h1, w3, h3);
+    /* Every label of one scale is as tall, whatever its letters. */
+    int wa, ha, wb, hb;
+    yq_label_size("aaa", 2, &wa, &ha);
+    yq_label_size("Tg|", 2, &wb, &hb);
+    CHECK(ha == hb && wa > 0 && wb > 0);
 
     /* No room above (box at the top edge): the label goes inside, below y. */
     memset(g.cv.rgb, BG, g.n);
@@ -271,7 +291,7 @@ static void t_label_renders(void)
     yq_label_size("person", 1, &lw, &lh);
     CHECK(x1 == 199 && x0 == 200 - lw);
 
-    /* Non-printable bytes draw as '?', like '?' itself. */
+    /* Control bytes and bytes that are not UTF-8 draw as '?', like '?' itself. */
     memset(g.cv.rgb, BG, g.n);
     yq_draw_label(&g.cv, 10, 40, "?", 1, 0, 0, 0);
     uint8_t *copy = malloc(g.n);
@@ -280,8 +300,12 @@ static void t_label_renders(void)
     yq_draw_label(&g.cv, 10, 40, "\x01", 1, 0, 0, 0);
     CHECK(memcmp(copy, g.cv.rgb, g.n) == 0);
     memset(g.cv.rgb, BG, g.n);
-    yq_draw_label(&g.cv, 10, 40, "\xe9", 1, 0, 0, 0);
+    yq_draw_label(&g.cv, 10, 40, "\xe9", 1, 0, 0, 0);      /* not UTF-8 */
     CHECK(memcmp(copy, g.cv.rgb, g.n) == 0);
+    /* UTF-8 is text: U+00E9 draws as itself, not as '?' */
+    memset(g.cv.rgb, BG, g.n);
+    yq_draw_label(&g.cv, 10, 40, "\xc3\xa9", 1, 0, 0, 0);
+    CHECK(memcmp(copy, g.cv.rgb, g.n) != 0);
     free(copy);
     CHECK(guards_intact(&g));
     guarded_free(&g);

@@ -136,10 +136,18 @@ static void t_draw_shapes(void)
     yq_label_size("mAP", 1, &tw, &th);
     yq_draw_text(&h.cv, 5, 5, "mAP", 1, 0, 0, 0, 0);
     yq_draw_text(&v.cv, 5, 5, "mAP", 1, 1, 0, 0, 0);
-    long nh = count_rgb(&h.cv, 0, 0, 0), nv = count_rgb(&v.cv, 0, 0, 0);
-    CHECK(nh > 20 && nh == nv);
+    /* anti-aliased: ink is every pixel not white; pixel (x, y) of the label's box is pixel
+     * (y, tw - 1 - x) of the turned one */
+    long nh = count_not_white(&h.cv, 0, 0, 80, 80), nv = count_not_white(&v.cv, 0, 0, 80, 80);
+    CHECKF(nh > 20 && nh == nv, "ink: %ld across, %ld turned", nh, nv);
     CHECK(count_not_white(&h.cv, 5, 5, 5 + tw, 5 + th) == nh);
     CHECK(count_not_white(&v.cv, 5, 5, 5 + th, 5 + tw) == nv);
+    int turned = 1;
+    for (int y = 0; y < th; y++)
+        for (int x = 0; x < tw; x++)
+            turned &= memcmp(h.cv.rgb + ((size_t)(5 + y) * 80 + (size_t)(5 + x)) * 3,
+                             v.cv.rgb + ((size_t)(5 + tw - 1 - x) * 80 + (size_t)(5 + y)) * 3, 3) == 0;
+    CHECK(turned);
     free(h.mem);
     free(v.mem);
 }
