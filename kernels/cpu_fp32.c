@@ -157,6 +157,8 @@ ALWAYS_INLINE void strided_copy(float *dst, const float *src, int n, int s, long
     for (; j < n; j++) dst[j] = src[(long)j * s];
 }
 
+static void take_phase(const float *src, int w, int q, float *dst, int n);
+
 /* col[(ch*k + ky)*k + kx][oy*ow + ox], zero outside the image.  par: its rows over OpenMP's
  * threads (the exact convs; the OpenBLAS path keeps its threads to itself). */
 static void im2col(const float *in, int ch, int h, int w, int k, int stride, int pad, int oh, int ow, float *col,
@@ -177,6 +179,10 @@ static void im2col(const float *in, int ch, int h, int w, int k, int stride, int
             float *d = dst + (long)oy * ow;
             if (y < 0 || y >= h) {
                 memset(d, 0, sizeof(float) * ow);
+                continue;
+            }
+            if (stride == 2) {   /* (a scalar gather was 7% of an int8 yolo-fastest-1.1 package's time) */
+                take_phase(src + (long)y * w, w, kx - pad, d, ow);
                 continue;
             }
             const float *s = src + (long)y * w + kx - pad;
@@ -892,6 +898,19 @@ __attribute__((target("avx512f"))) static void take_phase512(const float *src, i
 
 #endif
 
+/* dst[i] = src[2 i + q] for i < n, 0 where 2 i + q falls outside [0, w): im2col's rows of a
+ * stride-2 conv */
+static void take_phase(const float *src, int w, int q, float *dst, int n)
+{
+#ifdef YQ_TAKE512
+    if (chain_isa() == 2) {
+        take_phase512(src, w, q, dst, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++) dst[i] = 2 * i + q >= 0 && 2 * i + q < w ? src[2 * i + q] : 0.f;
+}
+
 /* The padded plane of a channel as its even and odd columns (Hp rows of Wh each), for a
  * stride-2 depthwise conv: every tap then reads a contiguous run (tap kx of output row oy is
  * phase kx % 2 of padded row 2 oy + ky, from column kx / 2).  v512: the AVX-512 split. */
@@ -977,52 +996,95 @@ ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int
  * output's chain (from +0, the taps in (ky, kx) order, one fused multiply-add each: fmaf's
  * bits) stays in a register over the k x k taps, 64 outputs at a time; kept in y between
  * taps instead, every tap waited for the last one's store and load. */
-__attribute__((target("avx512f"))) static void dw_rows512(const float *ph0, const float *ph1, long ld, int S, int k,
-                                                         int oh, int ow, const float *wk, float *y)
+/* (S and k are constants where dw_rows512 calls this: a tap's column is kx / S, whose
+ * division by a variable S was a third of the loop's time) */
+/* The conv's epilogue on 16 chains (act 1: linear, 2: leaky; 0: none, the chains as they
+ * are): bias_act's operations, an add, then the leaky select of v and .1f * v */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 dw_epi512(__m512 acc, float bias, int act)
 {
+    if (!act) return acc;
+    const __m512 v = _mm512_add_ps(acc, _mm512_set1_ps(bias));
+    if (act == 1) return v;
+    const __mmask16 pos = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ);
+    return _mm512_mask_blend_ps(pos, _mm512_mul_ps(v, _mm512_set1_ps(.1f)), v);
+}
+
+__attribute__((target("avx512f"), always_inline)) static inline void dw_rows512_sk(const float *ph0, const float *ph1,
+                                                                                  long ld, const int S, const int k,
+                                                                                  int oh, int ow, const float *wk,
+                                                                                  float *y, float bias, int act)
+{
+    const int jf = ow / 64 * 64;   /* whole blocks of 64 outputs end here */
     for (int oy = 0; oy < oh; oy++) {
         float *yr = y + (long)oy * ow;
-        for (int j = 0; j < ow; j += 64) {
-            __mmask16 m[4];
-            for (int q = 0; q < 4; q++) {
-                const int c = ow - j - 16 * q;
-                m[q] = c >= 16 ? (__mmask16)0xFFFF : c <= 0 ? (__mmask16)0 : (__mmask16)((1u << c) - 1);
-            }
+        for (int j = 0; j < jf; j += 64) {
             __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
             for (int ky = 0; ky < k; ky++) {
                 const long ro = (long)(oy * S + ky) * ld + j;
                 for (int kx = 0; kx < k; kx++) {
                     const __m512 a = _mm512_set1_ps(wk[ky * k + kx]);
                     const float *src = (S == 2 && (kx & 1) ? ph1 : ph0) + ro + kx / S;
-                    acc0 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[0], src), acc0);
-                    if (m[1]) acc1 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[1], src + 16), acc1);
-                    if (m[2]) acc2 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[2], src + 32), acc2);
-                    if (m[3]) acc3 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[3], src + 48), acc3);
+                    acc0 = _mm512_fmadd_ps(a, _mm512_loadu_ps(src), acc0);
+                    acc1 = _mm512_fmadd_ps(a, _mm512_loadu_ps(src + 16), acc1);
+                    acc2 = _mm512_fmadd_ps(a, _mm512_loadu_ps(src + 32), acc2);
+                    acc3 = _mm512_fmadd_ps(a, _mm512_loadu_ps(src + 48), acc3);
                 }
             }
-            _mm512_mask_storeu_ps(yr + j, m[0], acc0);
-            _mm512_mask_storeu_ps(yr + j + 16, m[1], acc1);
-            _mm512_mask_storeu_ps(yr + j + 32, m[2], acc2);
-            _mm512_mask_storeu_ps(yr + j + 48, m[3], acc3);
+            _mm512_storeu_ps(yr + j, dw_epi512(acc0, bias, act));
+            _mm512_storeu_ps(yr + j + 16, dw_epi512(acc1, bias, act));
+            _mm512_storeu_ps(yr + j + 32, dw_epi512(acc2, bias, act));
+            _mm512_storeu_ps(yr + j + 48, dw_epi512(acc3, bias, act));
+        }
+        /* the last outputs (fewer than 64), 16 at a time, the last strip masked */
+        for (int j = jf; j < ow; j += 16) {
+            const int c = ow - j;
+            const __mmask16 m = c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << c) - 1);
+            __m512 acc = _mm512_setzero_ps();
+            for (int ky = 0; ky < k; ky++) {
+                const long ro = (long)(oy * S + ky) * ld + j;
+                for (int kx = 0; kx < k; kx++) {
+                    const float *src = (S == 2 && (kx & 1) ? ph1 : ph0) + ro + kx / S;
+                    acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[ky * k + kx]), _mm512_maskz_loadu_ps(m, src), acc);
+                }
+            }
+            _mm512_mask_storeu_ps(yr + j, m, dw_epi512(acc, bias, act));
         }
     }
 }
 
+/* act: dw_epi512's, the conv's bias and activation applied on the way out */
+__attribute__((target("avx512f"))) static void dw_rows512(const float *ph0, const float *ph1, long ld, int S, int k,
+                                                         int oh, int ow, const float *wk, float *y, float bias, int act)
+{
+    if (S == 1 && k == 3) dw_rows512_sk(ph0, ph1, ld, 1, 3, oh, ow, wk, y, bias, act);
+    else if (S == 2 && k == 3) dw_rows512_sk(ph0, ph1, ld, 2, 3, oh, ow, wk, y, bias, act);
+    else if (S == 1) dw_rows512_sk(ph0, ph1, ld, 1, k, oh, ow, wk, y, bias, act);
+    else dw_rows512_sk(ph0, ph1, ld, 2, k, oh, ow, wk, y, bias, act);
+}
+
+/* act (dw_epi512's) is applied here for strides 1 and 2 only (dw_epi_fused) */
 __attribute__((target("avx512f,fma"))) static void dw_exact_512(const float *x, int h, int w, int k, int s, int p, int oh,
-                                                               int ow, const float *wk, float *y, float *plane)
+                                                               int ow, const float *wk, float *y, float *plane,
+                                                               float bias, int act)
 {
     const int Wp = w + 2 * p, Hp = h + 2 * p;
     if (s == 2) {   /* dw_exact_body's phase planes, then the rows in registers */
         const int Wh = (Wp + 1) / 2;
         float *ev = plane, *od = plane + (long)Hp * Wh;
         dw_split_planes(x, h, w, p, Hp, Wh, ev, od, 1);
-        dw_rows512(ev, od, Wh, 2, k, oh, ow, wk, y);
+        dw_rows512(ev, od, Wh, 2, k, oh, ow, wk, y, bias, act);
         return;
     }
-    if (s == 1) {   /* the padded plane, then the rows in registers */
-        memset(plane, 0, sizeof *plane * (size_t)Hp * (size_t)Wp);
-        for (int r = 0; r < h; r++) memcpy(plane + (long)(r + p) * Wp + p, x + (long)r * w, sizeof *x * (size_t)w);
-        dw_rows512(plane, plane, Wp, 1, k, oh, ow, wk, y);
+    if (s == 1) {   /* the padded plane (only its border zeroed), then the rows in registers */
+        memset(plane, 0, sizeof *plane * (size_t)p * (size_t)Wp);
+        memset(plane + (long)(h + p) * Wp, 0, sizeof *plane * (size_t)p * (size_t)Wp);
+        for (int r = 0; r < h; r++) {
+            float *row = plane + (long)(r + p) * Wp;
+            memset(row, 0, sizeof *row * (size_t)p);
+            memcpy(row + p, x + (long)r * w, sizeof *x * (size_t)w);
+            memset(row + p + w, 0, sizeof *row * (size_t)p);
+        }
+        dw_rows512(plane, plane, Wp, 1, k, oh, ow, wk, y, bias, act);
         return;
     }
     dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
@@ -1033,15 +1095,32 @@ __attribute__((target("avx2,fma"))) static void dw_exact_fma(const float *x, int
     dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
 }
 #endif
+/* act: 0, or (where dw_epi_fused says so) the conv's linear or leaky activation with bias,
+ * applied as the rows are stored */
 static void dw_exact_channel(const float *x, int h, int w, int k, int s, int p, int oh, int ow, const float *wk,
-                             float *y, float *plane)
+                             float *y, float *plane, float bias, int act)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
     const int isa = chain_isa();
-    if (isa == 2) { dw_exact_512(x, h, w, k, s, p, oh, ow, wk, y, plane); return; }
+    if (isa == 2) { dw_exact_512(x, h, w, k, s, p, oh, ow, wk, y, plane, bias, act); return; }
     if (isa == 1) { dw_exact_fma(x, h, w, k, s, p, oh, ow, wk, y, plane); return; }
 #endif
+    (void)bias;
+    (void)act;
     dw_exact_body(x, h, w, k, s, p, oh, ow, wk, y, plane);
+}
+
+/* The epilogue code (dw_epi512's act) a depthwise conv's rows apply as they store them, or 0
+ * where the separate bias-and-activation pass does: AVX-512 rows (strides 1 and 2), linear or
+ * leaky (a pass over the output less: a sixth of a 160x160 one's time) */
+static int dw_epi_fused(const yq_node *n)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    const int s = n->p.conv.stride;
+    if (chain_isa() == 2 && (s == 1 || s == 2)) return n->act == YQ_ACT_LINEAR ? 1 : n->act == YQ_ACT_LEAKY ? 2 : 0;
+#endif
+    (void)n;
+    return 0;
 }
 
 /* Floats of dw_exact_channel's plane, or 0 when n is not a depthwise conv or the plane would
@@ -1056,26 +1135,77 @@ static long dw_exact_plane(const yq_graph *g, const yq_node *n)
     return f <= CHAIN_PANEL ? f : 0;
 }
 
-void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
-                       int batch)
+/* x[i] = q[i] * scale, i < n: yq_dequantize's values (an int8 or uint8 times the float
+ * scale, one rounding) */
+ALWAYS_INLINE void dequant_body(const void *q, int u8, long n, float scale, float *x)
+{
+    if (u8) {
+        const uint8_t *b = q;
+#pragma omp simd
+        for (long i = 0; i < n; i++) x[i] = b[i] * scale;
+    } else {
+        const int8_t *b = q;
+#pragma omp simd
+        for (long i = 0; i < n; i++) x[i] = b[i] * scale;
+    }
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw"))) static void dequant_512(const void *q, int u8, long n, float scale, float *x)
+{
+    dequant_body(q, u8, n, scale, x);
+}
+__attribute__((target("avx2"))) static void dequant_avx2(const void *q, int u8, long n, float scale, float *x)
+{
+    dequant_body(q, u8, n, scale, x);
+}
+#endif
+static void dequant_channel(const void *q, int u8, long n, float scale, float *x)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    const int isa = chain_isa();
+    if (isa == 2) { dequant_512(q, u8, n, scale, x); return; }
+    if (isa == 1) { dequant_avx2(q, u8, n, scale, x); return; }
+#endif
+    dequant_body(q, u8, n, scale, x);
+}
+
+int yq_f32_conv_exact_takes_q(const yq_graph *g, const yq_node *n)
+{
+    if (n->op != YQ_OP_CONV) return 0;
+    yq_shape is = yq_node_in_shape(g, n);
+    long f = dw_exact_plane(g, n);
+    return f && ((f + 15) & ~15L) + (long)is.h * is.w <= CHAIN_PANEL;
+}
+
+/* yq_f32_conv_exact; with inq set, its input quantized (u8 or int8, times scale), which
+ * only a depthwise conv that yq_f32_conv_exact_takes_q accepts reads: each channel is
+ * dequantized beside its plane in the thread's panel. */
+static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, const void *inq, int u8,
+                       float scale, float *out, float *work, int batch)
 {
     if (!w) w = n->w;
     yq_shape is = yq_node_in_shape(g, n);
     const yq_conv_p *c = &n->p.conv;
     int G = c->groups, M = c->filters / G, cg = is.c / G, K = cg * c->size * c->size;
     long N = (long)n->out.h * n->out.w;
-    long in_sz = yq_shape_size(is), out_sz = yq_shape_size(n->out);
+    long in_sz = yq_shape_size(is), out_sz = yq_shape_size(n->out), hw = (long)is.h * is.w;
     int pw = is_pointwise(c);
     float *panels = work + col_floats(g, n);
+    const long plane = (dw_exact_plane(g, n) + 15) & ~15L;
+    const int epi = plane ? dw_epi_fused(n) : 0;   /* the rows apply the bias and activation */
     for (int b = 0; b < batch; b++) {
-        const float *x = in + b * in_sz;
+        const float *x = in ? in + b * in_sz : NULL;
         float *y = out + b * out_sz;
-        if (dw_exact_plane(g, n)) {   /* depthwise: a channel a job, over the threads (each output still its chain) */
+        if (plane) {   /* depthwise: a channel a job, over the threads (each output still its chain) */
             const int nt = host_threads();
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && (long)G * N * c->size * c->size >= 65536)
-            for (int gi = 0; gi < G; gi++)
-                dw_exact_channel(x + (long)gi * is.h * is.w, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w,
-                                 w + (long)gi * K, y + (long)gi * N, panels + (long)omp_get_thread_num() * CHAIN_PANEL);
+            for (int gi = 0; gi < G; gi++) {
+                float *panel = panels + (long)omp_get_thread_num() * CHAIN_PANEL;
+                const float *xc = x ? x + (long)gi * hw : panel + plane;
+                if (!x) dequant_channel((const char *)inq + (b * in_sz + (long)gi * hw), u8, hw, scale, panel + plane);
+                dw_exact_channel(xc, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, w + (long)gi * K,
+                                 y + (long)gi * N, panel, n->b[gi], epi);
+            }
         } else
         for (int gi = 0; gi < G; gi++) {
             const float *col = x + (long)gi * cg * is.h * is.w;
@@ -1087,6 +1217,7 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
         }
         /* bias and activation, the filters over the threads (a table-free activation in double
          * per value: the bulk of a small conv's time) */
+        if (epi) continue;
 #pragma omp parallel for schedule(static) if ((long)c->filters * N >= 32768)
         for (int o = 0; o < c->filters; o++) {
             float *yo = y + (long)o * N, bo = n->b[o];
@@ -1099,6 +1230,18 @@ void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
             }
         }
     }
+}
+
+void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
+                       int batch)
+{
+    conv_exact(g, n, w, in, NULL, 0, 0.f, out, work, batch);
+}
+
+void yq_f32_conv_exact_q(const yq_graph *g, const yq_node *n, const float *w, const void *in, yq_dtype dt, float scale,
+                         float *out, float *work, int batch)
+{
+    conv_exact(g, n, w, NULL, in, dt == YQ_U8, scale, out, work, batch);
 }
 
 /* The max over a size x size window, scanned row by row with `v > m` from -FLT_MAX (so

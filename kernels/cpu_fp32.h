@@ -18,6 +18,13 @@ void yq_f32_conv(const yq_graph *g, const yq_node *n, const float *w, const floa
 long yq_f32_conv_exact_work(const yq_graph *g, const yq_node *n);
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
                        int batch);
+/* yq_f32_conv_exact on an input held quantized, in[i] * scale (int8, or uint8 when dt is
+ * YQ_U8: yq_dequantize's values), the same bytes without a float copy of the whole input:
+ * each channel is dequantized as its turn comes.  Only for the convs
+ * yq_f32_conv_exact_takes_q accepts (depthwise ones whose channel fits the scratch). */
+int  yq_f32_conv_exact_takes_q(const yq_graph *g, const yq_node *n);
+void yq_f32_conv_exact_q(const yq_graph *g, const yq_node *n, const float *w, const void *in, yq_dtype dt, float scale,
+                         float *out, float *work, int batch);
 /* For the tests: the exact convs' instructions at most isa (2 AVX-512, 1 AVX2 + FMA, 0
  * scalar fmaf; -1 the best this CPU has, the default).  Every one gives the same bytes. */
 void yq_f32_exact_force(int isa);

@@ -100,6 +100,12 @@ static yq_status exec_int8(yq_plan *p, const float *input, yq_node_hook hook, vo
         const void *x;
         switch (n->op) {
         case YQ_OP_CONV:
+            if (fl && yq_node_dtype(g, n->src[0]) != YQ_F32 && yq_f32_conv_exact_takes_q(g, n)) {
+                /* a float depthwise conv on an int8 tensor: dequantized a channel at a time */
+                yq_f32_conv_exact_q(g, n, yq_conv_weights(n, q), yq_plan_buf(p, n->src[0]), yq_node_dtype(g, n->src[0]),
+                                    g->q[n->src[0]].scale, y, yq_plan_work(p), B);
+                break;
+            }
             x = input_as(p, isa, nt, i, 0, fl ? YQ_F32 : YQ_S8, !fl, &got, &t);
             if (!x) goto nomem;
             if (fl) yq_f32_conv_exact(g, n, yq_conv_weights(n, q), x, y, yq_plan_work(p), B);

@@ -877,6 +877,18 @@ static void t_float_exact(void)
         CHECK(x && got && want && wk);
         fill_input(x, in_n, 11 + (uint32_t)t);
         for (long i = 0; i < in_n; i++) x[i] = 8 * x[i] - 4;
+        /* a conv that may read its input quantized (yq_f32_conv_exact_q: a float depthwise conv
+         * after an int8 layer): the input is int8 (uint8 in odd cases) times a scale, the
+         * dequantized values yq_dequantize gives, so both forms have the one definition */
+        const int takes_q = yq_f32_conv_exact_takes_q(g, n);
+        const yq_dtype qdt = t & 1 ? YQ_U8 : YQ_S8;
+        const float qscale = .0371f;
+        uint8_t *xq = malloc((size_t)in_n);
+        CHECK(xq);
+        if (takes_q) {
+            for (long i = 0; i < in_n; i++) xq[i] = (uint8_t)(int)(x[i] * 31.75f + (qdt == YQ_U8 ? 128 : 0));
+            yq_dequantize(xq, qdt, in_n, qscale, x);
+        }
         for (int b = 0; b < B; b++)
             for (int o = 0; o < F; o++)
                 for (int oy = 0; oy < os.h; oy++)
@@ -904,8 +916,14 @@ static void t_float_exact(void)
             CHECKF(d < 0, "case %zu (%dx%dx%d -> %d, k%d s%d g%d), isa %d: output %ld: %.9g, the definition %.9g", t,
                    cs[t].c, cs[t].h, cs[t].w, F, k, st, G, isa, d, d >= 0 ? (double)got[d] : 0.0,
                    d >= 0 ? (double)want[d] : 0.0);
+            if (!takes_q) continue;
+            memset(got, 0xff, sizeof *got * (size_t)out_n);
+            yq_f32_conv_exact_q(g, n, NULL, xq, qdt, qscale, got, wk, B);
+            CHECKF(memcmp(got, want, sizeof *got * (size_t)out_n) == 0, "case %zu, isa %d: quantized input (%s)", t, isa,
+                   qdt == YQ_U8 ? "u8" : "s8");
         }
         yq_f32_exact_force(-1);
+        free(xq);
         free(x);
         free(got);
         free(want);
