@@ -1123,6 +1123,128 @@ static int dw_epi_fused(const yq_node *n)
     return 0;
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+/* A dense conv of few taps (K = ci k k <= SMALLK_MAX: a network's first conv) on AVX-512,
+ * without im2col's matrix or the chains' packing: the input is laid out once as zero-padded
+ * planes (stride 2: each plane's even and odd columns), where every tap of an output row
+ * reads one contiguous run (rows[k]); then 8 filters x 32 columns in registers, each output's
+ * fmaf chain over k from +0 in im2col's order (the chain kernel's bytes).  Bias and a linear
+ * or leaky activation are applied as the rows are stored (act: dw_epi512's codes); else the
+ * caller's pass does. */
+#define SMALLK_MAX 64
+#define SK_FMA(r)                                                                \
+    do {                                                                         \
+        const __m512 v = _mm512_set1_ps(wf[(r) * K + k]);                       \
+        a##r##0 = _mm512_fmadd_ps(v, x0, a##r##0);                               \
+        a##r##1 = _mm512_fmadd_ps(v, x1, a##r##1);                               \
+    } while (0)
+#define SK_ST(r)                                                                                          \
+    do {                                                                                                  \
+        float *yr = yrow + (long)(f0 + (r)) * ldy + j;                                                    \
+        const float b = bias ? bias[f0 + (r)] : 0.f;                                                      \
+        _mm512_mask_storeu_ps(yr, m0, dw_epi512(a##r##0, b, act));                                        \
+        if (m1) _mm512_mask_storeu_ps(yr + 16, m1, dw_epi512(a##r##1, b, act));                           \
+    } while (0)
+__attribute__((target("avx512f"))) static void smallk_row512(const float *const *rows, long K, int ow, const float *w,
+                                                            int F, float *yrow, long ldy, const float *bias, int act)
+{
+    for (int j = 0; j < ow; j += 32) {
+        const int c = ow - j;
+        const __mmask16 m0 = c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << c) - 1);
+        const __mmask16 m1 = c >= 32 ? (__mmask16)0xFFFF : c <= 16 ? (__mmask16)0 : (__mmask16)((1u << (c - 16)) - 1);
+        int f0 = 0;
+        for (; f0 + 8 <= F; f0 += 8) {   /* 8 filters: 16 accumulators, named (an array was kept in memory) */
+            const float *wf = w + (long)f0 * K;
+            __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00,
+                   a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00;
+            for (long k = 0; k < K; k++) {
+                const __m512 x0 = _mm512_maskz_loadu_ps(m0, rows[k] + j), x1 = _mm512_maskz_loadu_ps(m1, rows[k] + j + 16);
+                SK_FMA(0); SK_FMA(1); SK_FMA(2); SK_FMA(3); SK_FMA(4); SK_FMA(5); SK_FMA(6); SK_FMA(7);
+            }
+            SK_ST(0); SK_ST(1); SK_ST(2); SK_ST(3); SK_ST(4); SK_ST(5); SK_ST(6); SK_ST(7);
+        }
+        for (; f0 < F; f0++) {           /* the filters past the last group of 8, one at a time */
+            const float *wf = w + (long)f0 * K;
+            __m512 a00 = _mm512_setzero_ps(), a01 = a00;
+            for (long k = 0; k < K; k++) {
+                const __m512 x0 = _mm512_maskz_loadu_ps(m0, rows[k] + j), x1 = _mm512_maskz_loadu_ps(m1, rows[k] + j + 16);
+                SK_FMA(0);
+            }
+            SK_ST(0);
+        }
+    }
+}
+#undef SK_FMA
+#undef SK_ST
+#endif
+
+/* Floats of a small-K conv's padded input planes (smallk_conv). */
+static long smallk_planes(const yq_graph *g, const yq_node *n)
+{
+    const yq_conv_p *c = &n->p.conv;
+    yq_shape is = yq_node_in_shape(g, n);
+    const long Hp = is.h + 2L * c->pad, Wp = is.w + 2L * c->pad;
+    return (long)is.c * Hp * (c->stride == 2 ? 2 * ((Wp + 1) / 2) : Wp);
+}
+
+/* Whether yq_f32_conv_exact takes the small-K path for n (smallk_row512): its planes fit
+ * where im2col's matrix would go. */
+static int smallk_ok(const yq_graph *g, const yq_node *n)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    const yq_conv_p *c = &n->p.conv;
+    yq_shape is = yq_node_in_shape(g, n);
+    long K = (long)is.c * c->size * c->size;
+    return chain_isa() == 2 && c->groups == 1 && !is_pointwise(c) && K <= SMALLK_MAX &&
+           (c->stride == 1 || c->stride == 2) && smallk_planes(g, n) <= col_floats(g, n);
+#else
+    (void)g;
+    (void)n;
+    return 0;
+#endif
+}
+
+/* One image of a small-K conv (smallk_ok): the padded planes into work, then the output
+ * rows over the threads; epi: the epilogue its rows apply (0: none, the caller's pass). */
+static void smallk_conv(const yq_graph *g, const yq_node *n, const float *w, const float *x, float *y, float *work,
+                        int epi)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    const yq_conv_p *c = &n->p.conv;
+    yq_shape is = yq_node_in_shape(g, n);
+    const int k = c->size, s = c->stride, p = c->pad, oh = n->out.h, ow = n->out.w, F = c->filters;
+    const int Hp = is.h + 2 * p, Wp = is.w + 2 * p, Wh = (Wp + 1) / 2;
+    const long K = (long)is.c * k * k, N = (long)oh * ow;
+    const long pl = s == 2 ? 2L * Hp * Wh : (long)Hp * Wp;   /* one channel's planes */
+    for (int ci = 0; ci < is.c; ci++) {
+        const float *xc = x + (long)ci * is.h * is.w;
+        float *q = work + ci * pl;
+        if (s == 2) {
+            dw_split_planes(xc, is.h, is.w, p, Hp, Wh, q, q + (long)Hp * Wh, 1);
+            continue;
+        }
+        memset(q, 0, sizeof *q * (size_t)pl);
+        for (int r = 0; r < is.h; r++) memcpy(q + (long)(r + p) * Wp + p, xc + (long)r * is.w, sizeof *q * (size_t)is.w);
+    }
+    const int nt = host_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && F * N * K >= 65536)
+    for (int oy = 0; oy < oh; oy++) {
+        const float *rows[SMALLK_MAX];
+        int r = 0;
+        for (int ci = 0; ci < is.c; ci++)   /* im2col's row (ci, ky, kx) of output row oy: a run of a plane */
+            for (int ky = 0; ky < k; ky++)
+                for (int kx = 0; kx < k; kx++) {
+                    const float *q = work + ci * pl;
+                    rows[r++] = s == 2 ? q + (kx & 1) * (long)Hp * Wh + (long)(2 * oy + ky) * Wh + kx / 2
+                                       : q + (long)(oy + ky) * Wp + kx;
+                }
+        smallk_row512(rows, K, ow, w, F, y + (long)oy * ow, N, epi ? n->b : NULL, epi);
+    }
+#else
+    (void)g; (void)n; (void)w; (void)x; (void)y; (void)work; (void)epi;
+#endif
+}
+
 /* Floats of dw_exact_channel's plane, or 0 when n is not a depthwise conv or the plane would
  * not fit in one thread's panel (then the im2col path runs). */
 static long dw_exact_plane(const yq_graph *g, const yq_node *n)
@@ -1192,7 +1314,9 @@ static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
     int pw = is_pointwise(c);
     float *panels = work + col_floats(g, n);
     const long plane = (dw_exact_plane(g, n) + 15) & ~15L;
-    const int epi = plane ? dw_epi_fused(n) : 0;   /* the rows apply the bias and activation */
+    const int sk = !plane && in && smallk_ok(g, n);
+    /* the rows apply the bias and a linear or leaky activation as they store */
+    const int epi = plane ? dw_epi_fused(n) : sk ? (n->act == YQ_ACT_LINEAR ? 1 : n->act == YQ_ACT_LEAKY ? 2 : 0) : 0;
     for (int b = 0; b < batch; b++) {
         const float *x = in ? in + b * in_sz : NULL;
         float *y = out + b * out_sz;
@@ -1206,6 +1330,8 @@ static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
                 dw_exact_channel(xc, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, w + (long)gi * K,
                                  y + (long)gi * N, panel, n->b[gi], epi);
             }
+        } else if (sk) {
+            smallk_conv(g, n, w, x, y, work, epi);
         } else
         for (int gi = 0; gi < G; gi++) {
             const float *col = x + (long)gi * cg * is.h * is.w;

@@ -827,7 +827,7 @@ static void t_float_precision(void)
  * yq_f32_act_exact.  yq_f32_conv_exact (im2col with zero taps, AVX2 FMA rows where the CPU has
  * them, scalar fmaf tails) must give the same bytes on every shape, with each instruction set
  * the CPU has (AVX-512, AVX2 + FMA, scalar): dense 3x3 with stride 1
- * and 2, 1x1, 5x5, grouped and depthwise (stride 1 and 2, rows shorter and longer than a
+ * and 2 (few input channels too), 1x1, 5x5, grouped and depthwise (stride 1 and 2, rows shorter and longer than a
  * vector block), widths that leave vector tails, every activation,
  * K over several of its blocks, more rows than a row group, and convs large enough to run on
  * the host's threads (cut by rows, and by strips). */
@@ -843,6 +843,10 @@ static void t_float_exact(void)
         { 8, 9, 150, 8, 3, 2, 8, YQ_ACT_LEAKY },    { 4, 7, 141, 4, 3, 1, 4, YQ_ACT_LINEAR },
         { 6, 11, 133, 6, 5, 2, 6, YQ_ACT_LEAKY },
         { 9, 33, 31, 5, 3, 1, 1, YQ_ACT_LOGISTIC }, { 64, 6, 6, 70, 3, 1, 1, YQ_ACT_RELU },
+        /* few taps (K <= 64: the first conv's row kernel): strides 1 and 2, filters past a
+         * group of 8, rows with a masked tail, an activation the rows do not apply */
+        { 3, 21, 70, 13, 3, 1, 1, YQ_ACT_LINEAR },  { 3, 23, 67, 10, 3, 2, 1, YQ_ACT_LEAKY },
+        { 4, 15, 47, 8, 3, 2, 1, YQ_ACT_MISH },     { 7, 9, 40, 3, 3, 1, 1, YQ_ACT_LEAKY },
         /* large enough for the host's threads: cut by rows, and (3 filters) by strips */
         { 64, 40, 40, 98, 3, 1, 1, YQ_ACT_LEAKY },  { 64, 40, 43, 3, 3, 1, 1, YQ_ACT_LINEAR },
     };
