@@ -126,6 +126,7 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
 /* "1,32": batch sizes in 1..4096 into out; how many, or -1 for a malformed list. */
 int cli_parse_batches(const char *s, int *out, int cap);
 
+/* The commands: argv as main's (argv[0] the command's name, skipped); the exit status. */
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

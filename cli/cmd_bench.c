@@ -209,7 +209,7 @@ int cmd_bench(int argc, char **argv)
     yq_tuning_opt to = yq_tuning_defaults();
     int batches[16] = { 1 }, nb = 1, cuda = -1, runs = -1, warmup = -1, prec = 0, head_int8 = 0, tune = 0;
     const char *json = NULL;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;

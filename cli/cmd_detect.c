@@ -108,7 +108,7 @@ int cmd_detect(int argc, char **argv)
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
     if (!inputs) return 1;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (r < 0) { free(inputs); return 2; }
         if (r) continue;

@@ -73,7 +73,7 @@ typedef struct eval_args {
 
 static int eval_parse(eval_args *A, cli_quant_opt *qo, int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&A->mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (r < 0) return 2;

@@ -40,7 +40,7 @@ int cmd_export(int argc, char **argv)
     const char *out = NULL;
     cli_model_opt mo = { 0 };
     yq_export_opt o = yq_export_defaults();
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;

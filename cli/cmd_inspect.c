@@ -107,7 +107,7 @@ int cmd_inspect(int argc, char **argv)
 {
     cli_model_opt mo = { .cfg_only = 1 };
     const char *json = NULL;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;

@@ -223,7 +223,7 @@ int cmd_quantize(int argc, char **argv)
     int max_float = 0, no_tune = 0;
     cli_lat lat;
     cli_lat_init(&lat);
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (!r) r = cli_lat_arg(&lat, argc, argv, &i);

@@ -104,7 +104,7 @@ int cmd_sensitivity(int argc, char **argv)
     if (!qo) return 1;
     const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *rank = "map";
     int letterbox = -1, max_layers = 0, sqnr_images = 8, rc = 2;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (r < 0) goto early;

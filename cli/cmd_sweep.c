@@ -245,7 +245,7 @@ int cmd_sweep(int argc, char **argv)
     const char *eval_device = NULL;
     cli_lat lat;
     cli_lat_init(&lat);
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&mo, argc, argv, &i);
         if (!r) r = cli_quant_arg(qo, argc, argv, &i);
         if (!r) r = cli_lat_arg(&lat, argc, argv, &i);
@@ -534,8 +534,8 @@ int cmd_sweep(int argc, char **argv)
     X.letterbox = letterbox;
     X.w = 1100;
     X.h = 700;
-    X.argc = argc;
-    X.argv = argv;
+    X.argc = argc - 1;
+    X.argv = argv + 1;
     yq_model_input(fm, NULL, &X.in_h, &X.in_w);
 
     snprintf(path, sizeof path, "%s/sweep.csv", out);

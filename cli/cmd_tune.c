@@ -111,7 +111,7 @@ static int check_opt(const yq_tuning_opt *o, const char *flag, const char *v, co
 int cmd_tune(int argc, char **argv)
 {
     cli_tune_req req = cli_tune_defaults();
-    for (int i = 0; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {   /* (argv[0]: the command) */
         int r = cli_model_arg(&req.mo, argc, argv, &i);
         if (r < 0) return 2;
         if (r) continue;
