@@ -116,8 +116,6 @@ int  cli_usage_error(const char *fmt, ...);
 int  cli_int(const char *opt, const char *s, long lo, long hi, int *out);
 int  cli_num(const char *opt, const char *s, double lo, double hi, double *out);
 int  cli_numf(const char *opt, const char *s, double lo, double hi, float *out);
-/* argv with "--name=value" split into "--name" "value" (every command takes both). */
-char **cli_split_equals(int argc, char **argv);
 /* Outputs against inputs, before any work.  A cli_inputs holds every input file (folders
  * expanded to their files; NULL and missing paths skipped) by device and inode, so that
  * symlinks and hard links count.  cli_check_output refuses an output path (what: "-o",

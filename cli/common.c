@@ -134,50 +134,6 @@ int cli_getopt_next(cli_getopt *g)
     return c;
 }
 
-/* argv with every "--name=value" as "--name" "value" (the other spelling of each option): argv
- * itself when there is none, else an array freed at exit. */
-static char **split_argv;
-static int split_n;
-
-static void split_free(void)
-{
-    for (int i = 0; i < split_n; i++) free(split_argv[i]);
-    free(split_argv);
-}
-
-/* "--name=value" (a name of one character or more): its '=', else NULL */
-static const char *opt_equals(const char *a)
-{
-    const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-    return eq && eq > a + 2 ? eq : NULL;
-}
-
-char **cli_split_equals(int argc, char **argv)
-{
-    int any = 0;
-    for (int i = 1; i < argc && !any; i++) any = opt_equals(argv[i]) != NULL;
-    if (!any || split_argv) return argv;
-    char **out = calloc((size_t)(2 * argc + 1), sizeof *out);
-    if (!out) return argv;
-    int k = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *eq = opt_equals(a);
-        if (i > 0 && eq) {
-            out[k++] = strndup(a, (size_t)(eq - a));
-            out[k++] = strdup(eq + 1);
-        } else out[k++] = strdup(a);
-        if (!out[k - 1] || (k > 1 && !out[k - 2])) {
-            for (int j = 0; j < k; j++) free(out[j]);
-            free(out);
-            return argv;
-        }
-    }
-    split_argv = out;
-    split_n = k;
-    atexit(split_free);
-    return out;
-}
-
 int cli_parse_size(const char *s, int *w, int *h)
 {
     char *end;

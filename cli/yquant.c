@@ -100,14 +100,14 @@ static int run(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
-    argv = cli_split_equals(argc, argv);     /* --opt=value as --opt value, for every command */
-    for (argc = 0; argv[argc]; argc++) {}
     /* -q / -v wherever they stand (after the command too): taken out, the last one wins */
     int kept = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) cli_verbosity = 0;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) cli_verbosity = 2;
+        else if (!strncmp(a, "--quiet=", 8) || !strncmp(a, "--verbose=", 10))   /* flags, as the commands' */
+            return cli_usage_error("%.*s takes no value (%s)", (int)(strchr(a, '=') - a), a, a);
         else argv[kept++] = argv[i];
     }
     argv[kept] = NULL;
