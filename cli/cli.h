@@ -3,6 +3,7 @@
 #ifndef YQ_CLI_H
 #define YQ_CLI_H
 
+#include <getopt.h>
 #include "yq.h"
 #include "yq_data.h"
 #include "yq_quant.h"
@@ -17,6 +18,69 @@ const char *cli_data_dir(void);
  * then the same inputs write the same package bytes; 0 (now) when unset or not a number. */
 long long cli_created_unix(void);
 
+/* ---- Options: getopt_long with the commands' conventions ----
+ * A command's argv is as main's: argv[0] its name (skipped), then its options and operands
+ * in any order (getopt_long permutes them: after the last option the operands are
+ * argv[optind..argc-1], in the order given; `--` ends the options; with POSIXLY_CORRECT set
+ * they end at the first operand, as in every GNU program).  Each command has one table of
+ * long options (ending in a zero entry) with the shared fragments below, and a string of
+ * short ones (":ho:": the ':' first makes a missing value an error of its own).  --opt VALUE
+ * and --opt=VALUE are the same; a flag given a value (--letterbox=1) is an error; long
+ * options are matched by their whole name (getopt_long's abbreviations are refused).
+ * Operands named "-" are refused as unknown options (none reads standard input), except
+ * export's.
+ *
+ *     cli_getopt g;
+ *     cli_getopt_begin(&g, "detect", argc, argv, ":ho:", options);
+ *     for (int c; (c = cli_getopt_next(&g)) != -1;) {
+ *         int r = cli_model_arg(&mo, &g, c);        (1: taken, -1: a bad value, printed)
+ *         if (r) ...; else switch (c) { case 'h': case CLI_OPT_HELP: ...  default: return 2; }
+ *     }
+ *     for (int i = optind; i < argc; i++) ...       (the operands)
+ *
+ * Every long option's code is one of these or a command's own from CLI_OPT_CMD, never a
+ * character: an error names a long option as given and a short one by its character. */
+enum {
+    CLI_OPT_HELP = 0x100,     /* --help (-h: 'h') */
+    CLI_OPT_OUTPUT,           /* --output, and --out where a command takes it (-o: 'o') */
+    /* the model options (cli_model_arg) */
+    CLI_OPT_WEIGHTS, CLI_OPT_SIZE, CLI_OPT_BN, CLI_OPT_MAX_PIXELS,
+    /* the quantization flags (cli_quant_arg) */
+    CLI_OPT_CALIB, CLI_OPT_CALIB_CACHE, CLI_OPT_CALIB_DEVICE, CLI_OPT_QCONFIG, CLI_OPT_SET, CLI_OPT_PER_TENSOR,
+    CLI_OPT_PER_CHANNEL, CLI_OPT_BITS, CLI_OPT_CALIB_METHOD, CLI_OPT_WEIGHT_SCALE, CLI_OPT_SKIP_LAYERS,
+    CLI_OPT_ROUNDING, CLI_OPT_HEAD, CLI_OPT_FIRST, CLI_OPT_EQUALIZE, CLI_OPT_BIAS_CORRECTION,
+    /* the latency engine's (cli_lat_arg, cli/latency.h) */
+    CLI_OPT_LAT_DEVICE, CLI_OPT_TUNE_LOG, CLI_OPT_LAT_BATCH, CLI_OPT_TUNE_BUDGET,
+    CLI_OPT_CMD = 0x200       /* a command's own options from here */
+};
+#define CLI_HELP_OPTION { "help", no_argument, NULL, CLI_OPT_HELP }
+/* --weights, --size, --bn, --max-pixels: every command */
+#define CLI_MODEL_OPTIONS                                                      \
+    { "weights", required_argument, NULL, CLI_OPT_WEIGHTS },                   \
+    { "size", required_argument, NULL, CLI_OPT_SIZE },                         \
+    { "bn", required_argument, NULL, CLI_OPT_BN },                             \
+    { "max-pixels", required_argument, NULL, CLI_OPT_MAX_PIXELS }
+
+typedef struct cli_getopt {
+    const char *cmd;          /* the command, for the messages: "detect" */
+    int argc;
+    char **argv;
+    const char *shortopts;
+    const struct option *longopts;
+    const char *arg;          /* the option's value (NULL for a flag) */
+    char name[64];            /* the option as given, without its value: "--conf", "-o" */
+} cli_getopt;
+/* Starts a parse of argv (getopt's state reset: commands may run one after another). */
+void cli_getopt_begin(cli_getopt *g, const char *cmd, int argc, char **argv, const char *shortopts,
+                      const struct option *longopts);
+/* The next option's code (a short option's character, a long option's val) with g->arg and
+ * g->name set; -1 after the last (the operands from optind); '?' for an unknown option, a
+ * missing value or a value given to a flag, after one line on stderr (exit status 2). */
+int  cli_getopt_next(cli_getopt *g);
+/* "yquant: CMD: unknown option A (see --help)" on stderr: 2.  For an operand that reads as
+ * an option ("-"). */
+int  cli_getopt_unknown(const cli_getopt *g, const char *a);
+
 /* Model options every command takes: MODEL, --weights, --size, --bn. */
 typedef struct cli_model_opt {
     const char *model, *weights;
@@ -25,9 +89,9 @@ typedef struct cli_model_opt {
     int cfg_only;             /* a cfg without weights is fine (inspect) */
 } cli_model_opt;
 
-/* Consumes argv[*i] if it is one of the model options; 1 if consumed, 0 if not,
- * -1 on a bad value (message printed). */
-int  cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i);
+/* Takes option c (cli_getopt_next) if it is one of the model options (CLI_MODEL_OPTIONS): 1 if
+ * taken, 0 if not one of them, -1 on a bad value (message printed). */
+int  cli_model_arg(cli_model_opt *o, const cli_getopt *g, int c);
 /* MODEL as a path: itself when it exists, else a model of that name under $YQ_DATA/models
  * (a folder, or cfg-only/NAME.cfg); an error naming both when neither exists. */
 yq_status cli_model_path(const char *model, char *path, size_t cap, yq_error *err);
@@ -52,8 +116,6 @@ int  cli_usage_error(const char *fmt, ...);
 int  cli_int(const char *opt, const char *s, long lo, long hi, int *out);
 int  cli_num(const char *opt, const char *s, double lo, double hi, double *out);
 int  cli_numf(const char *opt, const char *s, double lo, double hi, float *out);
-/* argv with "--name=value" split into "--name" "value" (every command takes both). */
-char **cli_split_equals(int argc, char **argv);
 /* Outputs against inputs, before any work.  A cli_inputs holds every input file (folders
  * expanded to their files; NULL and missing paths skipped) by device and inode, so that
  * symlinks and hard links count.  cli_check_output refuses an output path (what: "-o",
@@ -98,10 +160,27 @@ void cli_progress(void *ctx, int done, int total);
 void cli_warn(void *ctx, const char *msg);
 
 /* Quantization flags (cli/qflags.c): --calib, --bits, --set ..., parsed into a qconfig. */
+#define CLI_QUANT_OPTIONS                                                      \
+    { "calib", required_argument, NULL, CLI_OPT_CALIB },                       \
+    { "calib-cache", required_argument, NULL, CLI_OPT_CALIB_CACHE },           \
+    { "calib-device", required_argument, NULL, CLI_OPT_CALIB_DEVICE },         \
+    { "qconfig", required_argument, NULL, CLI_OPT_QCONFIG },                   \
+    { "set", required_argument, NULL, CLI_OPT_SET },                           \
+    { "per-tensor", no_argument, NULL, CLI_OPT_PER_TENSOR },                   \
+    { "per-channel", no_argument, NULL, CLI_OPT_PER_CHANNEL },                 \
+    { "bits", required_argument, NULL, CLI_OPT_BITS },                         \
+    { "calib-method", required_argument, NULL, CLI_OPT_CALIB_METHOD },         \
+    { "weight-scale", required_argument, NULL, CLI_OPT_WEIGHT_SCALE },         \
+    { "skip-layers", required_argument, NULL, CLI_OPT_SKIP_LAYERS },           \
+    { "rounding", required_argument, NULL, CLI_OPT_ROUNDING },                 \
+    { "head", required_argument, NULL, CLI_OPT_HEAD },                         \
+    { "first", required_argument, NULL, CLI_OPT_FIRST },                       \
+    { "equalize", required_argument, NULL, CLI_OPT_EQUALIZE },                 \
+    { "bias-correction", required_argument, NULL, CLI_OPT_BIAS_CORRECTION }
 typedef struct cli_quant_opt cli_quant_opt;
 cli_quant_opt *cli_quant_new(void);     /* NULL when out of memory (printed) */
 void cli_quant_free(cli_quant_opt *q);  /* NULL is a no-op */
-int  cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i);   /* as cli_model_arg */
+int  cli_quant_arg(cli_quant_opt *q, const cli_getopt *g, int c);   /* CLI_QUANT_OPTIONS, as cli_model_arg */
 int  cli_quant_any(const cli_quant_opt *q);               /* a qconfig flag was given */
 const char *cli_quant_calib_dir(const cli_quant_opt *q);  /* --calib, or NULL */
 const yq_qconf *cli_quant_qconf(const cli_quant_opt *q);  /* the flags' qconfig (borrowed) */
@@ -126,6 +205,7 @@ yq_status cli_load_dataset(const char *images, const char *ann, const char *labe
 /* "1,32": batch sizes in 1..4096 into out; how many, or -1 for a malformed list. */
 int cli_parse_batches(const char *s, int *out, int cap);
 
+/* The commands: argv as main's (argv[0] the command's name, skipped); the exit status. */
 int cmd_inspect(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

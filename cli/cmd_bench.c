@@ -202,6 +202,39 @@ static yq_status tune_all(yq_bench *b, const int *batches, int nb, const yq_tuni
     return YQ_OK;
 }
 
+enum { OPT_PROFILE = CLI_OPT_CMD, OPT_NO_GRAPH, OPT_HEURISTIC, OPT_LEGACY, OPT_FUSE, OPT_NO_VIEWS, OPT_GPU_FLOAT,
+       OPT_BATCH, OPT_DEVICE, OPT_PRECISION, OPT_RUNS, OPT_WARMUP, OPT_HEAD, OPT_LAYOUT, OPT_JSON, OPT_THREADS,
+       OPT_CPU_ENGINE, OPT_TUNE, OPT_LOG, OPT_TUNER, OPT_BUDGET, OPT_TRIALS };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS,
+    { "profile", no_argument, NULL, OPT_PROFILE },
+    { "no-graph", no_argument, NULL, OPT_NO_GRAPH },
+    { "heuristic", no_argument, NULL, OPT_HEURISTIC },
+    { "legacy", no_argument, NULL, OPT_LEGACY },
+    { "fuse", no_argument, NULL, OPT_FUSE },
+    { "no-views", no_argument, NULL, OPT_NO_VIEWS },
+    { "gpu-float", required_argument, NULL, OPT_GPU_FLOAT },
+    { "batch", required_argument, NULL, OPT_BATCH },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "precision", required_argument, NULL, OPT_PRECISION },
+    { "runs", required_argument, NULL, OPT_RUNS },
+    { "warmup", required_argument, NULL, OPT_WARMUP },
+    { "head", required_argument, NULL, OPT_HEAD },
+    { "layout", required_argument, NULL, OPT_LAYOUT },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "threads", required_argument, NULL, OPT_THREADS },
+    { "cpu-engine", required_argument, NULL, OPT_CPU_ENGINE },
+    { "tune", no_argument, NULL, OPT_TUNE },
+    { "log", required_argument, NULL, OPT_LOG },
+    { "tune-log", required_argument, NULL, OPT_LOG },
+    { "tuner", required_argument, NULL, OPT_TUNER },
+    { "budget", required_argument, NULL, OPT_BUDGET },
+    { "tune-budget", required_argument, NULL, OPT_BUDGET },
+    { "trials", required_argument, NULL, OPT_TRIALS },
+    { "tune-trials", required_argument, NULL, OPT_TRIALS },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_bench(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -209,71 +242,80 @@ int cmd_bench(int argc, char **argv)
     yq_tuning_opt to = yq_tuning_defaults();
     int batches[16] = { 1 }, nb = 1, cuda = -1, runs = -1, warmup = -1, prec = 0, head_int8 = 0, tune = 0;
     const char *json = NULL;
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); return 0; }
-        else if (!strcmp(a, "--profile")) bo.profile = 1;
-        else if (!strcmp(a, "--no-graph")) bo.graph = 0;
-        else if (!strcmp(a, "--heuristic")) bo.heuristic = 1;
-        else if (!strcmp(a, "--legacy")) bo.legacy = 1;
-        else if (!strcmp(a, "--fuse")) bo.fuse = 1;
-        else if (!strcmp(a, "--no-views")) bo.no_views = 1;
-        else if (!strcmp(a, "--gpu-float") && has) {
-            const char *v = argv[++i];
+    cli_getopt g;
+    cli_getopt_begin(&g, "bench", argc, argv, ":h", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        const char *v = g.arg;
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: fputs(help, stdout); return 0;
+        case OPT_PROFILE: bo.profile = 1; break;
+        case OPT_NO_GRAPH: bo.graph = 0; break;
+        case OPT_HEURISTIC: bo.heuristic = 1; break;
+        case OPT_LEGACY: bo.legacy = 1; break;
+        case OPT_FUSE: bo.fuse = 1; break;
+        case OPT_NO_VIEWS: bo.no_views = 1; break;
+        case OPT_GPU_FLOAT:
             if (!strcmp(v, "fp16")) bo.gpu_f16 = 1;
             else if (!strcmp(v, "fp32")) bo.gpu_f16 = 0;
             else return cli_usage_error("--gpu-float %s: expected fp32 or fp16", v);
-        }
-        else if (!strcmp(a, "--batch") && has) {
-            if ((nb = cli_parse_batches(argv[++i], batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
-        } else if (!strcmp(a, "--device") && has) {
-            const char *v = argv[++i];
+            break;
+        case OPT_BATCH:
+            if ((nb = cli_parse_batches(v, batches, 16)) < 1) return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", v);
+            break;
+        case OPT_DEVICE:
             if (!strcmp(v, "cuda") || !strcmp(v, "gpu")) cuda = 1;
             else if (!strcmp(v, "cpu")) cuda = 0;
             else return cli_usage_error("--device %s: expected cuda or cpu", v);
-        } else if (!strcmp(a, "--precision") && has) {
-            if ((prec = parse_prec(argv[++i])) <= 0) return cli_usage_error("--precision %s: expected a list of fp32, fp16, int8", argv[i]);
-        } else if ((!strcmp(a, "--runs") || !strcmp(a, "--warmup")) && has) {
+            break;
+        case OPT_PRECISION:
+            if ((prec = parse_prec(v)) <= 0) return cli_usage_error("--precision %s: expected a list of fp32, fp16, int8", v);
+            break;
+        case OPT_RUNS:
+        case OPT_WARMUP: {
             char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < (a[2] == 'r' ? 1 : 0) || v > 1000000) return cli_usage_error("%s %s: expected a count", a, argv[i]);
-            if (a[2] == 'r') runs = (int)v;
-            else warmup = (int)v;
-        } else if (!strcmp(a, "--head") && has) {
-            const char *v = argv[++i];
+            long n = strtol(v, &end, 10);
+            if (*end || n < (c == OPT_RUNS ? 1 : 0) || n > 1000000) return cli_usage_error("%s %s: expected a count", g.name, v);
+            if (c == OPT_RUNS) runs = (int)n;
+            else warmup = (int)n;
+            break;
+        }
+        case OPT_HEAD:
             if (!strcmp(v, "int8")) head_int8 = 1;
             else if (!strcmp(v, "float")) head_int8 = 0;
             else return cli_usage_error("--head %s: expected int8 or float", v);
-        } else if (!strcmp(a, "--layout") && has) {
-            const char *v = argv[++i];
+            break;
+        case OPT_LAYOUT:
             if (strcmp(v, "nchw") && strcmp(v, "nhwc")) return cli_usage_error("--layout %s: expected nchw or nhwc", v);
             bo.layout = v;
-        } else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--threads") && has) {
-            if (cli_int(a, argv[++i], 1, 1024, &bo.threads)) return 2;
-        } else if (!strcmp(a, "--cpu-engine") && has) {
-            const char *v = argv[++i];
+            break;
+        case OPT_JSON: json = v; break;
+        case OPT_THREADS: if (cli_int(g.name, v, 1, 1024, &bo.threads)) return 2; break;
+        case OPT_CPU_ENGINE:
             if (strcmp(v, "fast") && strcmp(v, "avx2") && strcmp(v, "dgemm") && strcmp(v, "reference"))
                 return cli_usage_error("--cpu-engine %s: expected fast, avx2, dgemm or reference", v);
             bo.cpu_engine = v;
-        }
-        else if (!strcmp(a, "--tune")) tune = 1;
-        else if ((!strcmp(a, "--log") || !strcmp(a, "--tune-log")) && has) to.log = argv[++i];
-        else if (!strcmp(a, "--tuner") && has) {
+            break;
+        case OPT_TUNE: tune = 1; break;
+        case OPT_LOG: to.log = v; break;
+        case OPT_TUNER: {
             yq_error e;
-            to.tuner = argv[++i];
-            if (yq_tuning_check(&to, &e) != YQ_OK) return cli_usage_error("--tuner %s: expected grid, random, ga or model", argv[i]);
-        } else if ((!strcmp(a, "--budget") || !strcmp(a, "--tune-budget")) && has) {
-            if (cli_num(a, argv[++i], 0, 1e7, &to.budget_s)) return 2;
-        } else if ((!strcmp(a, "--trials") || !strcmp(a, "--tune-trials")) && has) {
-            if (cli_int(a, argv[++i], 0, 100000, &to.trials)) return 2;
+            to.tuner = v;
+            if (yq_tuning_check(&to, &e) != YQ_OK) return cli_usage_error("--tuner %s: expected grid, random, ga or model", v);
+            break;
         }
-        else if (a[0] == '-') return cli_usage_error("bench: unknown option %s (or a missing value)", a);
-        else if (!mo.model) mo.model = a;
+        case OPT_BUDGET: if (cli_num(g.name, v, 0, 1e7, &to.budget_s)) return 2; break;
+        case OPT_TRIALS: if (cli_int(g.name, v, 0, 100000, &to.trials)) return 2; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) return cli_getopt_unknown(&g, argv[i]);
+        if (!mo.model) mo.model = argv[i];
         else return cli_usage_error("bench: one MODEL only");
     }
     if (!mo.model) return cli_usage_error("bench: which MODEL?");

@@ -99,39 +99,57 @@ static yq_status draw_png(const yq_model *m, const yq_image *im, const yq_detect
     return st;
 }
 
+enum { OPT_CONF = CLI_OPT_CMD, OPT_NMS, OPT_MAX_DETS, OPT_JSON, OPT_DEVICE, OPT_LETTERBOX, OPT_NO_LETTERBOX };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS,
+    { "conf", required_argument, NULL, OPT_CONF },
+    { "nms", required_argument, NULL, OPT_NMS },
+    { "max-dets", required_argument, NULL, OPT_MAX_DETS },
+    { "output", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "out", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "letterbox", no_argument, NULL, OPT_LETTERBOX },
+    { "no-letterbox", no_argument, NULL, OPT_NO_LETTERBOX },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_detect(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
     yq_session_opt po = yq_session_defaults();
     const char *out_dir = NULL, *json = NULL, *device = NULL;
     int letterbox = -1;
-    char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    int n_inputs = 0;
-    if (!inputs) return 1;
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (r < 0) { free(inputs); return 2; }
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); free(inputs); return 0; }
-        else if (!strcmp(a, "--conf") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.conf)) return 2; }
-        else if (!strcmp(a, "--nms") && has) { if (cli_numf(a, argv[++i], 0, 1, &po.nms)) return 2; }
-        else if (!strcmp(a, "--max-dets") && has) { if (cli_int(a, argv[++i], 1, 100000, &po.max_dets)) return 2; }
-        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out_dir = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--device") && has) device = argv[++i];
-        else if (!strcmp(a, "--letterbox")) letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
-        else if (a[0] == '-') { free(inputs); return cli_usage_error("detect: unknown option or missing value: %s", a); }
-        else if (!mo.model) mo.model = a;
-        else inputs[n_inputs++] = argv[i];
+    cli_getopt g;
+    cli_getopt_begin(&g, "detect", argc, argv, ":ho:", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: fputs(help, stdout); return 0;
+        case OPT_CONF: if (cli_numf(g.name, g.arg, 0, 1, &po.conf)) return 2; break;
+        case OPT_NMS: if (cli_numf(g.name, g.arg, 0, 1, &po.nms)) return 2; break;
+        case OPT_MAX_DETS: if (cli_int(g.name, g.arg, 1, 100000, &po.max_dets)) return 2; break;
+        case 'o': case CLI_OPT_OUTPUT: out_dir = g.arg; break;
+        case OPT_JSON: json = g.arg; break;
+        case OPT_DEVICE: device = g.arg; break;
+        case OPT_LETTERBOX: letterbox = 1; break;
+        case OPT_NO_LETTERBOX: letterbox = 0; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
     }
-    if (!mo.model || !n_inputs) { free(inputs); return cli_usage_error("detect: needs MODEL and at least one IMAGE"); }
-    if (!(po.conf >= 0 && po.conf < 1) || !(po.nms > 0 && po.nms <= 1) || po.max_dets < 1 || po.max_dets > MAX_DETS) {
-        free(inputs);
+    /* the operands: MODEL, then the images and folders */
+    for (int i = optind; i < argc; i++)
+        if (!strcmp(argv[i], "-")) return cli_getopt_unknown(&g, argv[i]);
+    if (optind < argc) mo.model = argv[optind];
+    char *const *inputs = argv + optind + 1;
+    const int n_inputs = argc - optind - 1;
+    if (!mo.model || n_inputs < 1) return cli_usage_error("detect: needs MODEL and at least one IMAGE");
+    if (!(po.conf >= 0 && po.conf < 1) || !(po.nms > 0 && po.nms <= 1) || po.max_dets < 1 || po.max_dets > MAX_DETS)
         return cli_usage_error("detect: --conf in [0,1), --nms in (0,1], --max-dets in 1..%d", MAX_DETS);
-    }
 
     yq_error err;
     yq_model *model = NULL;
@@ -258,7 +276,6 @@ done:
     cJSON_Delete(results);
     for (int i = 0; i < n_paths; i++) free(paths[i]);
     free(paths);
-    free(inputs);
     free(dets);
     free(input);
     yq_session_free(sess);

@@ -71,33 +71,56 @@ typedef struct eval_args {
     int letterbox, report, batch;
 } eval_args;
 
+enum { OPT_IMAGES = CLI_OPT_CMD, OPT_ANN, OPT_LABELS, OPT_JSON, OPT_DETS, OPT_CONF, OPT_NMS, OPT_LAYERS, OPT_DEVICE,
+       OPT_BATCH, OPT_LETTERBOX, OPT_NO_LETTERBOX };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS, CLI_QUANT_OPTIONS,
+    { "images", required_argument, NULL, OPT_IMAGES },
+    { "ann", required_argument, NULL, OPT_ANN },
+    { "labels", required_argument, NULL, OPT_LABELS },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "dets", required_argument, NULL, OPT_DETS },
+    { "conf", required_argument, NULL, OPT_CONF },
+    { "nms", required_argument, NULL, OPT_NMS },
+    { "layers", required_argument, NULL, OPT_LAYERS },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "batch", required_argument, NULL, OPT_BATCH },
+    { "letterbox", no_argument, NULL, OPT_LETTERBOX },
+    { "no-letterbox", no_argument, NULL, OPT_NO_LETTERBOX },
+    { NULL, 0, NULL, 0 },
+};
+
 static int eval_parse(eval_args *A, cli_quant_opt *qo, int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&A->mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("%s\n%s", help, cli_quant_help);
-            return -1;
+    cli_getopt g;
+    cli_getopt_begin(&g, "eval", argc, argv, ":h", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&A->mo, &g, c);
+        if (!r) r = cli_quant_arg(qo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
         }
-        else if (!strcmp(a, "--images") && has) A->images = argv[++i];
-        else if (!strcmp(a, "--ann") && has) A->ann = argv[++i];
-        else if (!strcmp(a, "--labels") && has) A->labels = argv[++i];
-        else if (!strcmp(a, "--json") && has) A->json = argv[++i];
-        else if (!strcmp(a, "--dets") && has) A->dets_path = argv[++i];
-        else if (!strcmp(a, "--conf") && has) { if (cli_numf(a, argv[++i], 0, 1, &A->ep.conf)) return 2; }
-        else if (!strcmp(a, "--nms") && has) { if (cli_numf(a, argv[++i], 0, 1, &A->ep.nms)) return 2; }
-        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &A->report)) return 2; }
-        else if (!strcmp(a, "--device") && has) A->device = argv[++i];
-        else if (!strcmp(a, "--batch") && has) { if (cli_int(a, argv[++i], 1, 4096, &A->batch)) return 2; }
-        else if (!strcmp(a, "--letterbox")) A->letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) A->letterbox = 0;
-        else if (a[0] == '-') return cli_usage_error("eval: unknown option or missing value: %s", a);
-        else if (!A->mo.model) A->mo.model = a;
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: printf("%s\n%s", help, cli_quant_help); return -1;
+        case OPT_IMAGES: A->images = g.arg; break;
+        case OPT_ANN: A->ann = g.arg; break;
+        case OPT_LABELS: A->labels = g.arg; break;
+        case OPT_JSON: A->json = g.arg; break;
+        case OPT_DETS: A->dets_path = g.arg; break;
+        case OPT_CONF: if (cli_numf(g.name, g.arg, 0, 1, &A->ep.conf)) return 2; break;
+        case OPT_NMS: if (cli_numf(g.name, g.arg, 0, 1, &A->ep.nms)) return 2; break;
+        case OPT_LAYERS: if (cli_int(g.name, g.arg, 0, 100000, &A->report)) return 2; break;
+        case OPT_DEVICE: A->device = g.arg; break;
+        case OPT_BATCH: if (cli_int(g.name, g.arg, 1, 4096, &A->batch)) return 2; break;
+        case OPT_LETTERBOX: A->letterbox = 1; break;
+        case OPT_NO_LETTERBOX: A->letterbox = 0; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) return cli_getopt_unknown(&g, argv[i]);
+        if (!A->mo.model) A->mo.model = argv[i];
         else return cli_usage_error("eval: one MODEL only");
     }
     if (!A->mo.model) return cli_usage_error("eval: which MODEL?");

@@ -35,25 +35,41 @@ static const char *help =
     "  --json FILE         a package: also write the scales as JSON: tensor name -> scale,\n"
     "                      weights' per-channel scales ('-': standard output)\n";
 
+enum { OPT_MODEL = CLI_OPT_CMD, OPT_TRT_CACHE, OPT_JSON };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS,
+    { "output", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "model", required_argument, NULL, OPT_MODEL },
+    { "trt-cache", required_argument, NULL, OPT_TRT_CACHE },
+    { "json", required_argument, NULL, OPT_JSON },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_export(int argc, char **argv)
 {
     const char *out = NULL;
     cli_model_opt mo = { 0 };
     yq_export_opt o = yq_export_defaults();
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); return 0; }
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has) out = argv[++i];
-        else if (!strcmp(a, "--model") && has) o.model = argv[++i];
-        else if (!strcmp(a, "--trt-cache") && has) o.trt_cache = argv[++i];
-        else if (!strcmp(a, "--json") && has) o.scales_json = argv[++i];
-        else if (a[0] == '-' && a[1]) return cli_usage_error("export: unknown option or missing value: %s", a);
-        else if (!mo.model) mo.model = a;
-        else return cli_usage_error("export: one model or package (got %s and %s)", mo.model, a);
+    cli_getopt g;
+    cli_getopt_begin(&g, "export", argc, argv, ":ho:", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: fputs(help, stdout); return 0;
+        case 'o': case CLI_OPT_OUTPUT: out = g.arg; break;
+        case OPT_MODEL: o.model = g.arg; break;
+        case OPT_TRT_CACHE: o.trt_cache = g.arg; break;
+        case OPT_JSON: o.scales_json = g.arg; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!mo.model) mo.model = argv[i];
+        else return cli_usage_error("export: one model or package (got %s and %s)", mo.model, argv[i]);
     }
     if (!mo.model || !out) return cli_usage_error("export: %s", !mo.model ? "no model or package given" : "no output given (-o OUT.onnx)");
     const char *ins[3] = { mo.model, o.model, mo.weights };

@@ -103,18 +103,34 @@ static void print_kernels(FILE *t, const yq_model *m, const yq_layer *layers, in
     free(kc);
 }
 
+enum { OPT_JSON = CLI_OPT_CMD };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS,
+    { "json", required_argument, NULL, OPT_JSON },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_inspect(int argc, char **argv)
 {
     cli_model_opt mo = { .cfg_only = 1 };
     const char *json = NULL;
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(help, stdout); return 0; }
-        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-        else if (argv[i][0] == '-') return cli_usage_error("inspect: unknown option %s", argv[i]);
-        else if (!mo.model) mo.model = argv[i];
+    cli_getopt g;
+    cli_getopt_begin(&g, "inspect", argc, argv, ":h", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: fputs(help, stdout); return 0;
+        case OPT_JSON: json = g.arg; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) return cli_getopt_unknown(&g, argv[i]);
+        if (!mo.model) mo.model = argv[i];
         else return cli_usage_error("inspect: one MODEL only");
     }
     if (!mo.model) return cli_usage_error("inspect: which MODEL?");

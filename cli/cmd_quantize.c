@@ -210,6 +210,30 @@ static yq_status all_int8(const yq_qconf *qc, yq_qconf **out, yq_error *err)
     return st;
 }
 
+enum { OPT_VAL = CLI_OPT_CMD, OPT_ANN, OPT_LABELS, OPT_NO_VAL, OPT_LAYERS, OPT_BOOTSTRAP, OPT_MAX_DROP, OPT_RANK,
+       OPT_MAX_FLOAT, OPT_NO_TUNE, OPT_TARGET, OPT_JSON, OPT_LETTERBOX, OPT_NO_LETTERBOX };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS, CLI_QUANT_OPTIONS, CLI_LAT_OPTIONS,
+    { "val", required_argument, NULL, OPT_VAL },
+    { "ann", required_argument, NULL, OPT_ANN },
+    { "labels", required_argument, NULL, OPT_LABELS },
+    { "no-val", no_argument, NULL, OPT_NO_VAL },
+    { "layers", required_argument, NULL, OPT_LAYERS },
+    { "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
+    { "max-drop", required_argument, NULL, OPT_MAX_DROP },
+    { "rank", required_argument, NULL, OPT_RANK },
+    { "max-float", required_argument, NULL, OPT_MAX_FLOAT },
+    { "no-tune", no_argument, NULL, OPT_NO_TUNE },
+    { "target", required_argument, NULL, OPT_TARGET },
+    { "output", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "out", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "letterbox", no_argument, NULL, OPT_LETTERBOX },
+    { "no-letterbox", no_argument, NULL, OPT_NO_LETTERBOX },
+    { NULL, 0, NULL, 0 },
+};
+
+/* argv as main's; `yquant --calib DIR ...` comes here with argv[0] "yquant" */
 int cmd_quantize(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -223,40 +247,52 @@ int cmd_quantize(int argc, char **argv)
     int max_float = 0, no_tune = 0;
     cli_lat lat;
     cli_lat_init(&lat);
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
-        if (!r) r = cli_lat_arg(&lat, argc, argv, &i);
-        if (r < 0) goto early;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); rc = 0; goto early; }
-        else if (!strcmp(a, "--val") && has) {
+    cli_getopt g;
+    cli_getopt_begin(&g, "quantize", argc, argv, ":ho:", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (!r) r = cli_quant_arg(qo, &g, c);
+        if (!r) r = cli_lat_arg(&lat, &g, c);
+        if (r) {
+            if (r < 0) goto early;
+            continue;
+        }
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: printf("%s\n%s", help, cli_quant_help); rc = 0; goto early;
+        case OPT_VAL:
             if (n_vals == 16) { rc = cli_usage_error("quantize: at most 16 --val sets"); goto early; }
-            vals[n_vals++] = (valset){ argv[++i], NULL, NULL };
-        } else if ((!strcmp(a, "--ann") || !strcmp(a, "--labels")) && has) {
-            if (!n_vals) { rc = cli_usage_error("quantize: %s must follow a --val DIR", a); goto early; }
+            vals[n_vals++] = (valset){ g.arg, NULL, NULL };
+            break;
+        case OPT_ANN:
+        case OPT_LABELS:   /* of the --val before */
+            if (!n_vals) { rc = cli_usage_error("quantize: %s must follow a --val DIR", g.name); goto early; }
             if (vals[n_vals - 1].ann || vals[n_vals - 1].labels) { rc = cli_usage_error("quantize: one --ann or --labels per --val"); goto early; }
-            if (!strcmp(a, "--ann")) vals[n_vals - 1].ann = argv[++i];
-            else vals[n_vals - 1].labels = argv[++i];
-        } else if (!strcmp(a, "--no-val")) no_val = 1;
-        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &top)) goto early; }
-        else if (!strcmp(a, "--bootstrap") && has) { if (cli_int(a, argv[++i], 0, 1000000, &boots)) goto early; }
-        else if (!strcmp(a, "--max-drop") && has) {
+            if (c == OPT_ANN) vals[n_vals - 1].ann = g.arg;
+            else vals[n_vals - 1].labels = g.arg;
+            break;
+        case OPT_NO_VAL: no_val = 1; break;
+        case OPT_LAYERS: if (cli_int(g.name, g.arg, 0, 100000, &top)) goto early; break;
+        case OPT_BOOTSTRAP: if (cli_int(g.name, g.arg, 0, 1000000, &boots)) goto early; break;
+        case OPT_MAX_DROP: {
             char *end;
-            max_drop = strtod(argv[++i], &end);
+            max_drop = strtod(g.arg, &end);
             if (*end || !(max_drop >= 0 && max_drop <= 100)) { rc = cli_usage_error("quantize: --max-drop P takes points in [0, 100]"); goto early; }
-        } else if (!strcmp(a, "--rank") && has) rank = argv[++i];
-        else if (!strcmp(a, "--max-float") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_float)) goto early; }
-        else if (!strcmp(a, "--no-tune")) no_tune = 1;
-        else if (!strcmp(a, "--target") && has) target_arg = argv[++i];
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--output")) && has) out = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--letterbox")) letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
-        else if (a[0] == '-') { rc = cli_usage_error("quantize: unknown option or missing value: %s", a); goto early; }
-        else if (!mo.model) mo.model = a;
+            break;
+        }
+        case OPT_RANK: rank = g.arg; break;
+        case OPT_MAX_FLOAT: if (cli_int(g.name, g.arg, 0, 100000, &max_float)) goto early; break;
+        case OPT_NO_TUNE: no_tune = 1; break;
+        case OPT_TARGET: target_arg = g.arg; break;
+        case 'o': case CLI_OPT_OUTPUT: out = g.arg; break;
+        case OPT_JSON: json = g.arg; break;
+        case OPT_LETTERBOX: letterbox = 1; break;
+        case OPT_NO_LETTERBOX: letterbox = 0; break;
+        default: goto early;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) { rc = cli_getopt_unknown(&g, argv[i]); goto early; }
+        if (!mo.model) mo.model = argv[i];
         else { rc = cli_usage_error("quantize: one MODEL only"); goto early; }
     }
     const char *calib_dir = cli_quant_calib_dir(qo);

@@ -97,6 +97,25 @@ static yq_status write_sens_chart(const char *path, const yq_model *m, const yq_
     return st;
 }
 
+enum { OPT_VAL = CLI_OPT_CMD, OPT_ANN, OPT_LABELS, OPT_JSON, OPT_LAYERS, OPT_RANK, OPT_SQNR_IMAGES, OPT_LETTERBOX,
+       OPT_NO_LETTERBOX };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS, CLI_QUANT_OPTIONS,
+    { "val", required_argument, NULL, OPT_VAL },
+    { "images", required_argument, NULL, OPT_VAL },
+    { "ann", required_argument, NULL, OPT_ANN },
+    { "labels", required_argument, NULL, OPT_LABELS },
+    { "output", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "out", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "layers", required_argument, NULL, OPT_LAYERS },
+    { "rank", required_argument, NULL, OPT_RANK },
+    { "sqnr-images", required_argument, NULL, OPT_SQNR_IMAGES },
+    { "letterbox", no_argument, NULL, OPT_LETTERBOX },
+    { "no-letterbox", no_argument, NULL, OPT_NO_LETTERBOX },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_sensitivity(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -104,26 +123,33 @@ int cmd_sensitivity(int argc, char **argv)
     if (!qo) return 1;
     const char *val = NULL, *ann = NULL, *labels = NULL, *out = NULL, *json = NULL, *rank = "map";
     int letterbox = -1, max_layers = 0, sqnr_images = 8, rc = 2;
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
-        if (r < 0) goto early;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); rc = 0; goto early; }
-        else if ((!strcmp(a, "--val") || !strcmp(a, "--images")) && has) val = argv[++i];
-        else if (!strcmp(a, "--ann") && has) ann = argv[++i];
-        else if (!strcmp(a, "--labels") && has) labels = argv[++i];
-        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--layers") && has) { if (cli_int(a, argv[++i], 0, 100000, &max_layers)) goto early; }
-        else if (!strcmp(a, "--rank") && has) rank = argv[++i];
-        else if (!strcmp(a, "--sqnr-images") && has) { if (cli_int(a, argv[++i], 1, 100000, &sqnr_images)) goto early; }
-        else if (!strcmp(a, "--letterbox")) letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
-        else if (a[0] == '-') { cli_usage_error("sensitivity: unknown option or missing value: %s", a); goto early; }
-        else if (!mo.model) mo.model = a;
+    cli_getopt g;
+    cli_getopt_begin(&g, "sensitivity", argc, argv, ":ho:", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (!r) r = cli_quant_arg(qo, &g, c);
+        if (r) {
+            if (r < 0) goto early;
+            continue;
+        }
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: printf("%s\n%s", help, cli_quant_help); rc = 0; goto early;
+        case OPT_VAL: val = g.arg; break;
+        case OPT_ANN: ann = g.arg; break;
+        case OPT_LABELS: labels = g.arg; break;
+        case 'o': case CLI_OPT_OUTPUT: out = g.arg; break;
+        case OPT_JSON: json = g.arg; break;
+        case OPT_LAYERS: if (cli_int(g.name, g.arg, 0, 100000, &max_layers)) goto early; break;
+        case OPT_RANK: rank = g.arg; break;
+        case OPT_SQNR_IMAGES: if (cli_int(g.name, g.arg, 1, 100000, &sqnr_images)) goto early; break;
+        case OPT_LETTERBOX: letterbox = 1; break;
+        case OPT_NO_LETTERBOX: letterbox = 0; break;
+        default: goto early;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) { cli_getopt_unknown(&g, argv[i]); goto early; }
+        if (!mo.model) mo.model = argv[i];
         else { cli_usage_error("sensitivity: one MODEL only"); goto early; }
     }
     if (!mo.model) { cli_usage_error("sensitivity: which MODEL?"); goto early; }

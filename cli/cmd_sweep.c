@@ -235,6 +235,27 @@ static yq_status sweep_receive(const grid *G, const yq_qconf *base, point *pts, 
     }
 }
 
+enum { OPT_VAL = CLI_OPT_CMD, OPT_ANN, OPT_LABELS, OPT_GRID, OPT_JSON, OPT_SQNR_IMAGES, OPT_DEVICE, OPT_EVAL_DEVICE,
+       OPT_RESUME, OPT_LETTERBOX, OPT_NO_LETTERBOX };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS, CLI_QUANT_OPTIONS, CLI_LAT_OPTIONS,
+    { "val", required_argument, NULL, OPT_VAL },
+    { "images", required_argument, NULL, OPT_VAL },
+    { "ann", required_argument, NULL, OPT_ANN },
+    { "labels", required_argument, NULL, OPT_LABELS },
+    { "grid", required_argument, NULL, OPT_GRID },
+    { "output", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "out", required_argument, NULL, CLI_OPT_OUTPUT },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "sqnr-images", required_argument, NULL, OPT_SQNR_IMAGES },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "eval-device", required_argument, NULL, OPT_EVAL_DEVICE },
+    { "resume", no_argument, NULL, OPT_RESUME },
+    { "letterbox", no_argument, NULL, OPT_LETTERBOX },
+    { "no-letterbox", no_argument, NULL, OPT_NO_LETTERBOX },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_sweep(int argc, char **argv)
 {
     cli_model_opt mo = { 0 };
@@ -245,32 +266,45 @@ int cmd_sweep(int argc, char **argv)
     const char *eval_device = NULL;
     cli_lat lat;
     cli_lat_init(&lat);
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&mo, argc, argv, &i);
-        if (!r) r = cli_quant_arg(qo, argc, argv, &i);
-        if (!r) r = cli_lat_arg(&lat, argc, argv, &i);
-        if (!r && !strcmp(argv[i], "--device") && i + 1 < argc) {
-            r = cli_lat_device(&lat, argv[i], argv[i + 1]);
-            i++;
+    /* the command line as given, for the report (getopt_long reorders argv) */
+    char **given = malloc(sizeof *given * (size_t)(argc + 1));
+    if (!given) {
+        fprintf(stderr, "yquant: out of memory\n");
+        rc = 1;
+        goto early;
+    }
+    memcpy(given, argv, sizeof *given * (size_t)argc);
+    given[argc] = NULL;
+    cli_getopt g;
+    cli_getopt_begin(&g, "sweep", argc, argv, ":ho:", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&mo, &g, c);
+        if (!r) r = cli_quant_arg(qo, &g, c);
+        if (!r) r = cli_lat_arg(&lat, &g, c);
+        if (r) {
+            if (r < 0) goto early;
+            continue;
         }
-        if (r < 0) goto early;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("%s\n%s", help, cli_quant_help); rc = 0; goto early; }
-        else if ((!strcmp(a, "--val") || !strcmp(a, "--images")) && has) val = argv[++i];
-        else if (!strcmp(a, "--ann") && has) ann = argv[++i];
-        else if (!strcmp(a, "--labels") && has) labels = argv[++i];
-        else if (!strcmp(a, "--grid") && has) grid_text = argv[++i];
-        else if ((!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--output")) && has) out = argv[++i];
-        else if (!strcmp(a, "--json") && has) json = argv[++i];
-        else if (!strcmp(a, "--sqnr-images") && has) { if (cli_int(a, argv[++i], 1, 100000, &sqnr_images)) goto early; }
-        else if (!strcmp(a, "--eval-device") && has) eval_device = argv[++i];
-        else if (!strcmp(a, "--resume")) resume = 1;
-        else if (!strcmp(a, "--letterbox")) letterbox = 1;
-        else if (!strcmp(a, "--no-letterbox")) letterbox = 0;
-        else if (a[0] == '-') { cli_usage_error("sweep: unknown option or missing value: %s", a); goto early; }
-        else if (!mo.model) mo.model = a;
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: printf("%s\n%s", help, cli_quant_help); rc = 0; goto early;
+        case OPT_VAL: val = g.arg; break;
+        case OPT_ANN: ann = g.arg; break;
+        case OPT_LABELS: labels = g.arg; break;
+        case OPT_GRID: grid_text = g.arg; break;
+        case 'o': case CLI_OPT_OUTPUT: out = g.arg; break;
+        case OPT_JSON: json = g.arg; break;
+        case OPT_DEVICE: if (cli_lat_device(&lat, g.name, g.arg) < 0) goto early; break;   /* the latency engine */
+        case OPT_SQNR_IMAGES: if (cli_int(g.name, g.arg, 1, 100000, &sqnr_images)) goto early; break;
+        case OPT_EVAL_DEVICE: eval_device = g.arg; break;
+        case OPT_RESUME: resume = 1; break;
+        case OPT_LETTERBOX: letterbox = 1; break;
+        case OPT_NO_LETTERBOX: letterbox = 0; break;
+        default: goto early;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) { cli_getopt_unknown(&g, argv[i]); goto early; }
+        if (!mo.model) mo.model = argv[i];
         else { cli_usage_error("sweep: one MODEL only"); goto early; }
     }
     const char *calib_dir = cli_quant_calib_dir(qo);
@@ -534,8 +568,8 @@ int cmd_sweep(int argc, char **argv)
     X.letterbox = letterbox;
     X.w = 1100;
     X.h = 700;
-    X.argc = argc;
-    X.argv = argv;
+    X.argc = argc - 1;
+    X.argv = given + 1;
     yq_model_input(fm, NULL, &X.in_h, &X.in_w);
 
     snprintf(path, sizeof path, "%s/sweep.csv", out);
@@ -589,6 +623,7 @@ done:
     yq_qconf_free(base);
     yq_quantizer_free(q);
 early:
+    free(given);
     cli_quant_free(qo);
     return rc;
 }

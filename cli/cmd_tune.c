@@ -108,48 +108,82 @@ static int check_opt(const yq_tuning_opt *o, const char *flag, const char *v, co
     return yq_tuning_check(o, &e) == YQ_OK ? 0 : cli_usage_error("%s %s: expected %s", flag, v, expected);
 }
 
+enum { OPT_RETUNE = CLI_OPT_CMD, OPT_NO_WRITE, OPT_BATCH, OPT_BUDGET, OPT_TRIALS, OPT_EARLY_STOPPING, OPT_SEED,
+       OPT_TUNER, OPT_FAMILIES, OPT_HEAD, OPT_LOG, OPT_JSON, OPT_DEVICE };
+static const struct option options[] = {
+    CLI_HELP_OPTION, CLI_MODEL_OPTIONS,
+    { "retune", no_argument, NULL, OPT_RETUNE },
+    { "no-write", no_argument, NULL, OPT_NO_WRITE },
+    { "batch", required_argument, NULL, OPT_BATCH },
+    { "budget", required_argument, NULL, OPT_BUDGET },
+    { "tune-budget", required_argument, NULL, OPT_BUDGET },
+    { "trials", required_argument, NULL, OPT_TRIALS },
+    { "tune-trials", required_argument, NULL, OPT_TRIALS },
+    { "early-stopping", required_argument, NULL, OPT_EARLY_STOPPING },
+    { "seed", required_argument, NULL, OPT_SEED },
+    { "tuner", required_argument, NULL, OPT_TUNER },
+    { "families", required_argument, NULL, OPT_FAMILIES },
+    { "head", required_argument, NULL, OPT_HEAD },
+    { "log", required_argument, NULL, OPT_LOG },
+    { "tune-log", required_argument, NULL, OPT_LOG },
+    { "json", required_argument, NULL, OPT_JSON },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { NULL, 0, NULL, 0 },
+};
+
 int cmd_tune(int argc, char **argv)
 {
     cli_tune_req req = cli_tune_defaults();
-    for (int i = 0; i < argc; i++) {
-        int r = cli_model_arg(&req.mo, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r) continue;
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        long v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(help, stdout); return 0; }
-        else if (!strcmp(a, "--retune")) req.o.retune = 1;
-        else if (!strcmp(a, "--no-write")) req.write = 0;
-        else if (!strcmp(a, "--batch") && has) {
-            if ((req.o.n_batches = cli_parse_batches(argv[++i], req.o.batches, 16)) < 1)
-                return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", argv[i]);
-        } else if ((!strcmp(a, "--budget") || !strcmp(a, "--tune-budget")) && has) {
-            if (cli_num(a, argv[++i], 0, 1e7, &req.o.budget_s)) return 2;
-        } else if ((!strcmp(a, "--trials") || !strcmp(a, "--tune-trials")) && has) {
-            if (cli_int(a, argv[++i], 0, 100000, &req.o.trials)) return 2;
-        } else if (!strcmp(a, "--early-stopping") && has) {
-            if (parse_int(argv[++i], 0, 100000, &v)) return cli_usage_error("--early-stopping %s: expected a count >= 0", argv[i]);
-            req.o.early_stopping = (int)v;
-        } else if (!strcmp(a, "--seed") && has) {
-            if (parse_int(argv[++i], 0, 2147483647L, &v)) return cli_usage_error("--seed %s: expected a number >= 0", argv[i]);
-            req.o.seed = (unsigned)v;
-        } else if (!strcmp(a, "--tuner") && has) {
-            req.o.tuner = argv[++i];
-            if (check_opt(&req.o, a, argv[i], "grid, random, ga or model")) return 2;
-        } else if (!strcmp(a, "--families") && has) {
-            req.o.families = argv[++i];
-            if (check_opt(&req.o, a, argv[i], "a list of dp4a, mma, cutlass, halo, img, wgmma, wgh, wg1")) return 2;
-        } else if (!strcmp(a, "--head") && has) {
-            const char *h = argv[++i];
-            if (!strcmp(h, "int8")) req.o.head_int8 = 1;
-            else if (!strcmp(h, "float")) req.o.head_int8 = 0;
-            else return cli_usage_error("--head %s: expected int8 or float", h);
-        } else if ((!strcmp(a, "--log") || !strcmp(a, "--tune-log")) && has) req.o.log = argv[++i];
-        else if (!strcmp(a, "--json") && has) req.json = argv[++i];
-        else if (!strcmp(a, "--device") && has) req.o.device = argv[++i];
-        else if (a[0] == '-') return cli_usage_error("tune: unknown option %s (or a missing value)", a);
-        else if (!req.mo.model) req.mo.model = a;
+    cli_getopt g;
+    cli_getopt_begin(&g, "tune", argc, argv, ":h", options);
+    for (int c; (c = cli_getopt_next(&g)) != -1;) {
+        int r = cli_model_arg(&req.mo, &g, c);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        const char *a = g.name, *v = g.arg;
+        long n;
+        switch (c) {
+        case 'h': case CLI_OPT_HELP: fputs(help, stdout); return 0;
+        case OPT_RETUNE: req.o.retune = 1; break;
+        case OPT_NO_WRITE: req.write = 0; break;
+        case OPT_BATCH:
+            if ((req.o.n_batches = cli_parse_batches(v, req.o.batches, 16)) < 1)
+                return cli_usage_error("--batch %s: expected N[,N...] in 1..4096", v);
+            break;
+        case OPT_BUDGET: if (cli_num(a, v, 0, 1e7, &req.o.budget_s)) return 2; break;
+        case OPT_TRIALS: if (cli_int(a, v, 0, 100000, &req.o.trials)) return 2; break;
+        case OPT_EARLY_STOPPING:
+            if (parse_int(v, 0, 100000, &n)) return cli_usage_error("--early-stopping %s: expected a count >= 0", v);
+            req.o.early_stopping = (int)n;
+            break;
+        case OPT_SEED:
+            if (parse_int(v, 0, 2147483647L, &n)) return cli_usage_error("--seed %s: expected a number >= 0", v);
+            req.o.seed = (unsigned)n;
+            break;
+        case OPT_TUNER:
+            req.o.tuner = v;
+            if (check_opt(&req.o, a, v, "grid, random, ga or model")) return 2;
+            break;
+        case OPT_FAMILIES:
+            req.o.families = v;
+            if (check_opt(&req.o, a, v, "a list of dp4a, mma, cutlass, halo, img, wgmma, wgh, wg1")) return 2;
+            break;
+        case OPT_HEAD:
+            if (!strcmp(v, "int8")) req.o.head_int8 = 1;
+            else if (!strcmp(v, "float")) req.o.head_int8 = 0;
+            else return cli_usage_error("--head %s: expected int8 or float", v);
+            break;
+        case OPT_LOG: req.o.log = v; break;
+        case OPT_JSON: req.json = v; break;
+        case OPT_DEVICE: req.o.device = v; break;
+        default: return 2;   /* '?': cli_getopt_next said why */
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) return cli_getopt_unknown(&g, argv[i]);
+        if (!req.mo.model) req.mo.model = argv[i];
         else return cli_usage_error("tune: one PKG or MODEL only");
     }
     if (!req.mo.model) return cli_usage_error("tune: which PKG (or MODEL)?");

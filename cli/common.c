@@ -85,48 +85,53 @@ int cli_numf(const char *opt, const char *s, double lo, double hi, float *out)
     return 0;
 }
 
-/* argv with every "--name=value" as "--name" "value" (the other spelling of each option): argv
- * itself when there is none, else an array freed at exit. */
-static char **split_argv;
-static int split_n;
-
-static void split_free(void)
+void cli_getopt_begin(cli_getopt *g, const char *cmd, int argc, char **argv, const char *shortopts,
+                      const struct option *longopts)
 {
-    for (int i = 0; i < split_n; i++) free(split_argv[i]);
-    free(split_argv);
+    *g = (cli_getopt){ .cmd = cmd, .argc = argc, .argv = argv, .shortopts = shortopts, .longopts = longopts };
+    optind = 0;   /* glibc: a whole new parse (another command may have run getopt before) */
+    opterr = 0;   /* the messages are ours (cli_getopt_next), one line each */
 }
 
-/* "--name=value" (a name of one character or more): its '=', else NULL */
-static const char *opt_equals(const char *a)
+int cli_getopt_unknown(const cli_getopt *g, const char *a)
 {
-    const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-    return eq && eq > a + 2 ? eq : NULL;
+    return cli_usage_error("%s: unknown option %s", g->cmd, a);
 }
 
-char **cli_split_equals(int argc, char **argv)
+int cli_getopt_next(cli_getopt *g)
 {
-    int any = 0;
-    for (int i = 1; i < argc && !any; i++) any = opt_equals(argv[i]) != NULL;
-    if (!any || split_argv) return argv;
-    char **out = calloc((size_t)(2 * argc + 1), sizeof *out);
-    if (!out) return argv;
-    int k = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *eq = opt_equals(a);
-        if (i > 0 && eq) {
-            out[k++] = strndup(a, (size_t)(eq - a));
-            out[k++] = strdup(eq + 1);
-        } else out[k++] = strdup(a);
-        if (!out[k - 1] || (k > 1 && !out[k - 2])) {
-            for (int j = 0; j < k; j++) free(out[j]);
-            free(out);
-            return argv;
-        }
+    int idx = -1;
+    int c = getopt_long(g->argc, g->argv, g->shortopts, g->longopts, &idx);
+    g->arg = optarg;
+    g->name[0] = 0;
+    if (c == -1) return -1;
+    /* the argument getopt_long just read: a long option is argv[optind - 1], or - 2 when its
+     * value was the next argument; a short option's error is named by its character (optopt
+     * below CLI_OPT_HELP: every long option's code is higher, 0 for no such long option) */
+    const char *a = optind >= 1 && optind <= g->argc ? g->argv[optind - 1] : "";
+    if (c == '?' || c == ':') {
+        if (optopt > 0 && optopt < CLI_OPT_HELP) {
+            if (c == ':') cli_usage_error("%s: -%c needs a value", g->cmd, optopt);
+            else cli_usage_error("%s: unknown option -%c", g->cmd, optopt);
+        } else if (!optopt) cli_getopt_unknown(g, a);
+        else if (strchr(a, '=')) cli_usage_error("%s: %.*s takes no value (%s)", g->cmd, (int)(strchr(a, '=') - a), a, a);
+        else cli_usage_error("%s: %s needs a value", g->cmd, a);
+        return '?';
     }
-    split_argv = out;
-    split_n = k;
-    atexit(split_free);
-    return out;
+    if (idx < 0) {
+        snprintf(g->name, sizeof g->name, "-%c", c);
+        return c;
+    }
+    const struct option *o = &g->longopts[idx];
+    if (o->has_arg != no_argument && optarg == a && optind >= 2) a = g->argv[optind - 2];
+    /* the whole name only: getopt_long also takes a prefix (--lett for --letterbox) */
+    size_t n = strcspn(a + 2, "=");
+    if (strncmp(a, "--", 2) || strncmp(a + 2, o->name, n) || o->name[n]) {
+        cli_getopt_unknown(g, a);
+        return '?';
+    }
+    snprintf(g->name, sizeof g->name, "--%s", o->name);
+    return c;
 }
 
 int cli_parse_size(const char *s, int *w, int *h)
@@ -145,33 +150,37 @@ int cli_parse_size(const char *s, int *w, int *h)
     return 0;
 }
 
-int cli_model_arg(cli_model_opt *o, int argc, char **argv, int *i)
+int cli_model_arg(cli_model_opt *o, const cli_getopt *g, int c)
 {
-    const char *a = argv[*i];
-    if (!strcmp(a, "--max-pixels")) {
+    const char *v = g->arg;
+    switch (c) {
+    case CLI_OPT_MAX_PIXELS: {
         /* images larger than this are refused from their header (decompression bombs) */
         char *end;
-        double v = *i + 1 < argc ? strtod(argv[*i + 1], &end) : 0;
-        if (*i + 1 >= argc || *end || !(v >= 1 && v <= 268)) {
+        double mp = strtod(v, &end);
+        if (*end || !(mp >= 1 && mp <= 268)) {
             cli_usage_error("--max-pixels M: megapixels in [1, 268] (default %ld)", YQ_IMAGE_MAX_PIXELS_DEFAULT >> 20);
             return -1;
         }
-        ++*i;
-        yq_image_set_max_pixels((long)(v * (1 << 20)));
+        yq_image_set_max_pixels((long)(mp * (1 << 20)));
         return 1;
     }
-    if (!strcmp(a, "--weights") || !strcmp(a, "--size") || !strcmp(a, "--bn")) {
-        if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--weights")) o->weights = v;
-        else if (!strcmp(a, "--size")) {
-            if (cli_parse_size(v, &o->width, &o->height)) {
-                cli_usage_error("--size %s: expected N or WxH, multiples of 32 in [32, 8192]", v);
-                return -1;
-            }
-        } else if (!strcmp(v, "alexeyab")) o->bn_pjreddie = 0;
+    case CLI_OPT_WEIGHTS:
+        o->weights = v;
+        return 1;
+    case CLI_OPT_SIZE:
+        if (cli_parse_size(v, &o->width, &o->height)) {
+            cli_usage_error("--size %s: expected N or WxH, multiples of 32 in [32, 8192]", v);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_BN:
+        if (!strcmp(v, "alexeyab")) o->bn_pjreddie = 0;
         else if (!strcmp(v, "pjreddie")) o->bn_pjreddie = 1;
-        else { cli_usage_error("--bn %s: expected alexeyab or pjreddie", v); return -1; }
+        else {
+            cli_usage_error("--bn %s: expected alexeyab or pjreddie", v);
+            return -1;
+        }
         return 1;
     }
     return 0;

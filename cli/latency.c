@@ -50,36 +50,29 @@ int cli_lat_device(cli_lat *l, const char *opt, const char *v)
     return 1;
 }
 
-int cli_lat_arg(cli_lat *l, int argc, char **argv, int *i)
+int cli_lat_arg(cli_lat *l, const cli_getopt *g, int c)
 {
-    const char *a = argv[*i];
-    if (*i + 1 >= argc) return 0;
-    const char *v = argv[*i + 1];
-    if (!strcmp(a, "--lat-device")) {
-        ++*i;
-        return cli_lat_device(l, a, v);
-    }
-    if (!strcmp(a, "--tune-log")) {
+    const char *v = g->arg;
+    char *end;
+    switch (c) {
+    case CLI_OPT_LAT_DEVICE:
+        return cli_lat_device(l, g->name, v);
+    case CLI_OPT_TUNE_LOG:
         if (!*v) { cli_usage_error("--tune-log: empty path"); return -1; }
         l->tune_log = v;
-        ++*i;
         return 1;
-    }
-    if (!strcmp(a, "--lat-batch")) {
-        char *end;
+    case CLI_OPT_LAT_BATCH: {
         long b = strtol(v, &end, 10);
         if (end == v || *end || b < 1 || b > 4096) { cli_usage_error("--lat-batch %s: expected 1..4096", v); return -1; }
         l->batch = (int)b;
-        ++*i;
         return 1;
     }
-    if (!strcmp(a, "--tune-budget")) {
-        char *end;
+    case CLI_OPT_TUNE_BUDGET: {
         double s = strtod(v, &end);
         if (end == v || *end || !(s >= 0) || s > 1e7) { cli_usage_error("--tune-budget %s: expected seconds >= 0", v); return -1; }
         l->budget_s = s;
-        ++*i;
         return 1;
+    }
     }
     return 0;
 }

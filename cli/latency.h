@@ -30,8 +30,14 @@ typedef struct cli_lat {
 void cli_lat_init(cli_lat *l);
 /* The engine becomes the CPU's int8 engine (tag and label say which instructions it runs). */
 void cli_lat_to_cpu(cli_lat *l);
-/* --lat-device D (and --tune-log, --lat-batch, --tune-budget): as cli_model_arg. */
-int  cli_lat_arg(cli_lat *l, int argc, char **argv, int *i);
+/* --lat-device D, --tune-log F, --lat-batch N, --tune-budget S (CLI_LAT_OPTIONS): as
+ * cli_model_arg. */
+#define CLI_LAT_OPTIONS                                                        \
+    { "lat-device", required_argument, NULL, CLI_OPT_LAT_DEVICE },             \
+    { "tune-log", required_argument, NULL, CLI_OPT_TUNE_LOG },                 \
+    { "lat-batch", required_argument, NULL, CLI_OPT_LAT_BATCH },               \
+    { "tune-budget", required_argument, NULL, CLI_OPT_TUNE_BUDGET }
+int  cli_lat_arg(cli_lat *l, const cli_getopt *g, int c);
 /* Sets the engine from a device value (cpu | cuda | cuda:N) given to option opt: 1, or -1
  * (usage message printed). */
 int  cli_lat_device(cli_lat *l, const char *opt, const char *v);

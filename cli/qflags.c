@@ -51,51 +51,54 @@ static int set_key(cli_quant_opt *q, const char *flag, const char *key, const ch
     return -1;
 }
 
-int cli_quant_arg(cli_quant_opt *q, int argc, char **argv, int *i)
+int cli_quant_arg(cli_quant_opt *q, const cli_getopt *g, int c)
 {
-    static const struct { const char *flag, *key; } map[] = {
-        { "--bits", "bits" }, { "--calib-method", "calib" }, { "--weight-scale", "weight_scale" },
-        { "--skip-layers", "skip_layers" }, { "--rounding", "rounding" }, { "--head", "head" },
-        { "--first", "first" }, { "--equalize", "equalize" }, { "--bias-correction", "bias_correction" },
+    /* the flags that set one qconfig key each */
+    static const struct { int code; const char *key; } map[] = {
+        { CLI_OPT_BITS, "bits" }, { CLI_OPT_CALIB_METHOD, "calib" }, { CLI_OPT_WEIGHT_SCALE, "weight_scale" },
+        { CLI_OPT_SKIP_LAYERS, "skip_layers" }, { CLI_OPT_ROUNDING, "rounding" }, { CLI_OPT_HEAD, "head" },
+        { CLI_OPT_FIRST, "first" }, { CLI_OPT_EQUALIZE, "equalize" }, { CLI_OPT_BIAS_CORRECTION, "bias_correction" },
     };
-    const char *a = argv[*i];
+    const char *v = g->arg;
     yq_error err;
-    if (!strcmp(a, "--calib") || !strcmp(a, "--qconfig") || !strcmp(a, "--set") || !strcmp(a, "--calib-cache") ||
-        !strcmp(a, "--calib-device")) {
-        if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--calib")) q->calib_dir = v;
-        else if (!strcmp(a, "--calib-device")) {
-            int d;
-            if (yq_device_parse(v, &d, &err) != YQ_OK) {
-                cli_usage_error("--calib-device %s: expected cpu, cuda or cuda:N", v);
-                return -1;
-            }
-            q->calib_device = v;
+    switch (c) {
+    case CLI_OPT_CALIB:
+        q->calib_dir = v;
+        return 1;
+    case CLI_OPT_CALIB_CACHE:
+        q->cache = v;
+        return 1;
+    case CLI_OPT_CALIB_DEVICE: {
+        int d;
+        if (yq_device_parse(v, &d, &err) != YQ_OK) {
+            cli_usage_error("--calib-device %s: expected cpu, cuda or cuda:N", v);
+            return -1;
         }
-        else if (!strcmp(a, "--calib-cache")) q->cache = v;
-        else if (!strcmp(a, "--qconfig")) {
-            if (yq_qconf_update(q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
-            q->any = 1;
-        } else {
-            char key[128];
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v || (size_t)(eq - v) >= sizeof key) { cli_usage_error("--set %s: expected key=value", v); return -1; }
-            snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
-            if (set_key(q, "--set", key, eq + 1)) return -1;
-            q->any = 1;
-        }
+        q->calib_device = v;
         return 1;
     }
-    if (!strcmp(a, "--per-tensor") || !strcmp(a, "--per-channel")) {
-        if (set_key(q, a, "weights", !strcmp(a, "--per-channel") ? "per_channel" : "per_tensor")) return -1;
+    case CLI_OPT_QCONFIG:
+        if (yq_qconf_update(q->qc, v, &err) != YQ_OK) { cli_error(&err); return -1; }
+        q->any = 1;
+        return 1;
+    case CLI_OPT_SET: {
+        char key[128];
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || (size_t)(eq - v) >= sizeof key) { cli_usage_error("--set %s: expected key=value", v); return -1; }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
+        if (set_key(q, "--set", key, eq + 1)) return -1;
+        q->any = 1;
+        return 1;
+    }
+    case CLI_OPT_PER_TENSOR:
+    case CLI_OPT_PER_CHANNEL:
+        if (set_key(q, g->name, "weights", c == CLI_OPT_PER_CHANNEL ? "per_channel" : "per_tensor")) return -1;
         q->any = 1;
         return 1;
     }
     for (size_t k = 0; k < sizeof map / sizeof *map; k++)
-        if (!strcmp(a, map[k].flag)) {
-            if (*i + 1 >= argc) { cli_usage_error("%s needs a value", a); return -1; }
-            if (set_key(q, a, map[k].key, argv[++*i])) return -1;
+        if (c == map[k].code) {
+            if (set_key(q, g->name, map[k].key, v)) return -1;
             q->any = 1;
             return 1;
         }

@@ -100,14 +100,14 @@ static int run(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) { puts("yquant " YQ_VERSION); return 0; }
-    argv = cli_split_equals(argc, argv);     /* --opt=value as --opt value, for every command */
-    for (argc = 0; argv[argc]; argc++) {}
     /* -q / -v wherever they stand (after the command too): taken out, the last one wins */
     int kept = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) cli_verbosity = 0;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) cli_verbosity = 2;
+        else if (!strncmp(a, "--quiet=", 8) || !strncmp(a, "--verbose=", 10))   /* flags, as the commands' */
+            return cli_usage_error("%.*s takes no value (%s)", (int)(strchr(a, '=') - a), a, a);
         else argv[kept++] = argv[i];
     }
     argv[kept] = NULL;
@@ -119,17 +119,18 @@ static int run(int argc, char **argv)
     if (getenv("YQ_GPU_FLOAT"))   /* read by earlier versions: the library takes no switch from the environment */
         cli_note("YQ_GPU_FLOAT is not read (float layers run their exact FP32 everywhere; "
                  "`yquant bench --gpu-float fp16` measures them on FP16 tensor cores)");
+    /* each command takes its argv as main's: argv[0] its name (as getopt_long wants it) */
     const char *cmd = argv[1];
-    if (cmd[0] == '-') return cmd_quantize(argc - 1, argv + 1);   /* yquant --calib DIR --bits 8 */
-    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
-    if (!strcmp(cmd, "detect")) return cmd_detect(argc - 2, argv + 2);
-    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
-    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sensitivity")) return cmd_sensitivity(argc - 2, argv + 2);
-    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
-    if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
+    if (cmd[0] == '-') return cmd_quantize(argc, argv);   /* yquant --calib DIR --bits 8 */
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "detect")) return cmd_detect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sensitivity")) return cmd_sensitivity(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
     fprintf(stderr, "yquant: unknown command '%s' (see yquant --help)\n", cmd);
     return 2;
 }

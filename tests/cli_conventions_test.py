@@ -3,7 +3,10 @@
   - `yquant CMD --help` exits 0 and prints the command's usage; `yquant --help` names --version;
   - a bad number is one line naming the option and the range, exit 2, nothing done
     (`--conf abc`, `--conf 0.5x`, a count of 0 or -1 ...);
-  - `--opt=value` is `--opt value` (the same detections either way);
+  - `--opt=value` is `--opt value` (the same detections either way), options before, between and
+    after the operands;
+  - an unknown option (long, with a value, short, an abbreviation of a real one), a missing
+    value, a flag given a value (`--letterbox=1`): one line naming it, exit 2, on every command;
   - `detect --json -` writes the JSON alone on standard output, with each image's file_name;
   - an annotation file listing more images than the folder holds: those there are evaluated,
     and a note says how many;
@@ -180,6 +183,37 @@ def main():
     c = run("detect", *m, dog)                  # (the defaults: other detections, so the values took)
     report("cli_opt_equals_value", a.returncode == 0 and a.stdout == b.stdout and a.stdout != c.stdout,
            f"exit {a.returncode}/{b.returncode}: {a.stdout[:120]!r} vs {b.stdout[:120]!r}")
+    # the model options (shared by every command) and options before, between and after the
+    # operands: the same detections
+    d = run("detect", "--weights=synthetic", "--conf=0.02", model, "--size=160", "--nms", "0.3", dog)
+    report("cli_opt_order_and_equals", d.returncode == 0 and d.stdout == a.stdout,
+           f"exit {d.returncode}: {d.stdout[:120]!r} vs {a.stdout[:120]!r}")
+
+    # a flag given a value, an unknown option, an abbreviation, a missing value: one line naming
+    # it, exit 2, on every command (getopt_long; its abbreviations are refused)
+    flag = {"inspect": None, "detect": "--letterbox", "eval": "--no-letterbox", "quantize": "--no-val",
+            "bench": "--profile", "sweep": "--resume", "sensitivity": "--per-tensor", "tune": "--retune",
+            "export": None}
+    bad = []
+
+    def usage_line(args, *want):
+        r = run(*args)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or any(w not in lines[0] for w in want) or r.stdout:
+            bad.append(f"{' '.join(args[:1] + args[-2:])}: exit {r.returncode}, {lines[:3]}")
+
+    for c in cmds:
+        usage_line([c, *m, "--frobnicate"], f"{c}: unknown option --frobnicate")
+        usage_line([c, "--frobnicate=3", *m], f"{c}: unknown option --frobnicate=3")
+        usage_line([c, *m, "-Z"], f"{c}: unknown option -Z")
+        usage_line([c, *m, "--weigh", "synthetic"], f"{c}: unknown option --weigh")   # (abbreviates --weights)
+        usage_line([c, *m, "--json"], f"{c}: --json needs a value")
+        if flag[c]:
+            usage_line([c, *m, f"{flag[c]}=1"], f"{c}: {flag[c]} takes no value", f"{flag[c]}=1")
+    usage_line(["detect", *m, dog, "-o"], "detect: -o needs a value")
+    usage_line(["detect", "--help=1"], "detect: --help takes no value")
+    usage_line(["detect", *m, dog, "--quiet=1"], "--quiet takes no value")
+    report("cli_usage_lines", not bad, "; ".join(bad[:4]))
 
     # -o DIR and --output=DIR: detect's drawings, as --out DIR
     with tempfile.TemporaryDirectory(prefix="yq_cli_o_") as tmp:

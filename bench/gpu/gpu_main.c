@@ -26,8 +26,8 @@ int main(int argc, char **argv)
     }
     const char *cmd = argc > 1 ? argv[1] : "";
     if (!strcmp(cmd, "yquant")) return yqgpu_yquant(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);   /* (argv[0]: the command's name) */
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "test_tune")) return yqgpu_test_tune();
     if (!strcmp(cmd, "test_api")) return yqgpu_test_api();
     if (!strcmp(cmd, "test_cuda")) return yqgpu_test_cuda();
