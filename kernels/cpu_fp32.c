@@ -893,7 +893,21 @@ __attribute__((target("avx512f"))) static void take_phase512(const float *src, i
         const float *sp = src + 2 * i + q;
         _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(sp), ev, _mm512_loadu_ps(sp + 16)));
     }
-    for (; i < n; i++) dst[i] = 2 * i + q < w ? src[2 * i + q] : 0.f;
+    /* the rest 16 at a time, the loads masked at the row's end (past it: zeros) and the store
+     * at n (a scalar tail here was half of a 160-wide row's split) */
+    for (; i < n; i += 16) {
+        const int rem = n - i < 16 ? n - i : 16, avail = w - (2 * i + q);
+        const __mmask16 ms = rem == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1);
+        if (avail <= 0) {
+            _mm512_mask_storeu_ps(dst + i, ms, _mm512_setzero_ps());
+            continue;
+        }
+        const __mmask16 la = avail >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << avail) - 1);
+        const __mmask16 lb = avail >= 32 ? (__mmask16)0xFFFF : avail <= 16 ? (__mmask16)0 : (__mmask16)((1u << (avail - 16)) - 1);
+        const float *sp = src + 2 * i + q;
+        const __m512 a = _mm512_maskz_loadu_ps(la, sp), b = lb ? _mm512_maskz_loadu_ps(lb, sp + 16) : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(dst + i, ms, _mm512_permutex2var_ps(a, ev, b));
+    }
 }
 
 #endif
