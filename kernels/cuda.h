@@ -125,6 +125,10 @@ void      yq_cuda_conv_free(yq_cuda_conv *c);
  * within it, as they change speed only. */
 yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v, yq_error *err);
 yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c);
+/* 1 when every |accumulator + bias| of this int8 conv is below 2^22 whatever its int8 input
+ * (128 sum |w| + |b| per filter): the streaming 1x1 family then requantizes without an
+ * int-to-float conversion (the same bytes); for the tests. */
+int yq_cuda_conv_small(const yq_cuda_conv *c);
 /* --- per-layer kernel choice (tuning) ---------------------------------------
  * A conv runs one kernel configuration: a family (yq_conv_variant), a tile of that
  * family and a K split.  Every configuration computes the same exact int32 sums and

@@ -38,9 +38,24 @@ struct yq_cuda_conv {
     unsigned *wdw;                /* depthwise: [tap][c4 / 4] words */
     unsigned *wdt;                /* depthwise on dp4a: [tap group][c4] words (dw_dp4a) */
     float *wdf;                   /* float depthwise: the FP32 weights as [tap][F] (f32_dw on int8 inputs) */
+    int small;                    /* every accumulator plus bias is within 2^22 in magnitude, whatever
+                                     the int8 inputs (from the weights: acc_bound) */
 };
 
 static int mma_ok(const yq_cuda_conv *c);
+
+/* The largest |accumulator + bias| an int8 conv can reach: max over filters of
+ * 128 sum |w| + |b| (an int8 input is at least -128). */
+static long long acc_bound(const int8_t *wq, const int32_t *bq, int F, long K)
+{
+    long long m = 0;
+    for (int o = 0; o < F; o++) {
+        long long s = bq[o] < 0 ? -(long long)bq[o] : bq[o];
+        for (long i = 0; i < K; i++) s += 128LL * (wq[(size_t)o * K + i] < 0 ? -wq[(size_t)o * K + i] : wq[(size_t)o * K + i]);
+        if (s > m) m = s;
+    }
+    return m;
+}
 static int f16_ok(const yq_cuda_conv *c);
 static int cut_shape_ok(const yq_cuda_conv *c, int tile, int batch);
 
@@ -362,6 +377,7 @@ extern "C" yq_status yq_cuda_conv_new(const yq_graph *g, const yq_node *n, const
             (st = upload((void **)&c->deq, q->deq, sizeof(float) * F, err)) ||
             (q->lut && c->out_t == YQ_S8 && (st = upload((void **)&c->lut, q->lut, YQ_LUT_N, err))))
             goto fail;
+        c->small = acc_bound(q->wq, q->bq, F, cg * k * k) < (1 << 22);
         if (cp->groups == 1) {
             c->K4 = k * k * c4 / 4;
             size_t bytes = (size_t)F * k * k * c4;
@@ -450,7 +466,9 @@ extern "C" yq_status yq_cuda_conv_set_variant(yq_cuda_conv *c, yq_conv_variant v
     return YQ_OK;
 }
 
-extern "C" yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c) { return c->var; }
+extern "C" int yq_cuda_conv_small(const yq_cuda_conv *c) { return c && c->small; }
+
+yq_conv_variant yq_cuda_conv_variant(const yq_cuda_conv *c) { return c->var; }
 
 static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_dtensor *res, const yq_qnode *sq,
                           int res_first, const yq_dtensor *out, int batch, void *stream, yq_error *err);
@@ -496,7 +514,7 @@ static yq_status conv_run(const yq_cuda_conv *c, const yq_dtensor *in, const yq_
     a.wdw = c->wdw;
     a.wdt = c->wdt;
     a.wdf = c->wdf;
-    a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act;
+    a.qmin = c->qmin; a.qmax = c->qmax; a.act = c->act; a.small = c->small;
     a.u8 = in->dtype == YQ_U8;
     a.fout = c->out_t == YQ_F32;
     a.tin = *in;

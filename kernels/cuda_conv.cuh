@@ -24,6 +24,7 @@ struct ConvK {
     const unsigned *wdt;          /* depthwise on dp4a: [tap group][c4] words, taps 4g..4g+3 of a channel */
     const float *wdf;             /* float depthwise: FP32 weights as [tap][F] */
     int qmin, qmax, act, u8, fout;
+    int small;                    /* |accumulator + bias| < 2^22 for every input (rq_pair_small) */
     yq_dtensor tin;               /* F32 variant: the input, read through yq_ld_f */
     /* A [shortcut] fused into the epilogue (int8 output only): out = the shortcut's
      * output, yq_add_requant(conv, res) (res_first: res is the shortcut's first source). */
@@ -57,6 +58,19 @@ __device__ __forceinline__ unsigned rq_pair(int32_t a0, float p0, float n0, int3
 {
     if (LUT) return (unsigned)(uint8_t)rq_out_t<true>(a0, p0, n0, a) | (unsigned)(uint8_t)rq_out_t<true>(a1, p1, n1, a) << 8;
     return __byte_perm(yq_requant_act_lo8(a0, p0, n0, a.qmin, a.qmax), yq_requant_act_lo8(a1, p1, n1, a.qmin, a.qmax), 0x0040);
+}
+
+/* rq_pair<false> for accumulators given as magic words: v = acc + bias + 0x4B400000 with
+ * |acc + bias| < 2^22 (a.small), whose bits are the float 1.5 * 2^23 + (acc + bias) exactly;
+ * less 1.5 * 2^23 (exact) they are the float of acc + bias that __int2float_rn would give.
+ * An integer add and a float add in place of the conversion (a quarter-rate instruction, one
+ * per output in the epilogue). */
+__device__ __forceinline__ unsigned rq_pair_small(int32_t v0, float p0, float n0, int32_t v1, float p1, float n1,
+                                                  const ConvK &a)
+{
+    const float f0 = __fsub_rn(__int_as_float(v0), 12582912.0f), f1 = __fsub_rn(__int_as_float(v1), 12582912.0f);
+    return __byte_perm(yq_rne_sat_lo8(__fmul_rn(f0, f0 >= 0.0f ? p0 : n0), a.qmin, a.qmax),
+                       yq_rne_sat_lo8(__fmul_rn(f1, f1 >= 0.0f ? p1 : n1), a.qmin, a.qmax), 0x0040);
 }
 
 __device__ __forceinline__ float deq_out(int32_t acc, int o, const ConvK &a)

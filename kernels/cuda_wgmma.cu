@@ -223,7 +223,7 @@ struct WgCfg {
  * requantize (rq_pair: the CPU reference's functions), are staged in shared memory as
  * rows of PITCH bytes and leave as 16-byte pieces, a fused [shortcut]'s residual added on
  * the way (res_apply).  pixel(r): the output pixel of tile row r, or -1 for none. */
-template <int BM, int BN, int THREADS, int PITCH, bool LUT, bool RES, class Pixel>
+template <int BM, int BN, int THREADS, int PITCH, bool LUT, bool RES, class Pixel, bool SMALL = false>
 __device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, const int32_t *pb, const float *pp,
                                             const float *pn, const ConvK &a, Pixel pixel, int n0)
 {
@@ -249,8 +249,11 @@ __device__ __forceinline__ void wg_epilogue(const int *d, unsigned char *stg, co
         const int cl = j * 8 + tq * 2;
         const int32_t b0 = pb[cl], b1 = pb[cl + 1];
         const float p0 = pp[cl], p1 = pp[cl + 1], q0 = pn[cl], q1 = pn[cl + 1];
-        unsigned lo = rq_pair<LUT>(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a);
-        unsigned hi = rq_pair<LUT>(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a);
+        /* SMALL: pb holds bias + 0x4B400000, so the sums are rq_pair_small's magic words */
+        unsigned lo = SMALL ? rq_pair_small(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a)
+                            : rq_pair<LUT>(d[4 * j] + b0, p0, q0, d[4 * j + 1] + b1, p1, q1, a);
+        unsigned hi = SMALL ? rq_pair_small(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a)
+                            : rq_pair<LUT>(d[4 * j + 2] + b0, p0, q0, d[4 * j + 3] + b1, p1, q1, a);
         *(uint16_t *)(stg + r0 * PITCH + cl) = (uint16_t)lo;
         *(uint16_t *)(stg + (r0 + 8) * PITCH + cl) = (uint16_t)hi;
     }
@@ -604,7 +607,9 @@ struct Wg1Cfg {
     }
 };
 
-template <int BN, int BK, int STAGES, int MINB, bool LUT, bool RES, bool FOUT>
+/* SMALL (a.small, no table, int8 out): the requantize without an int-to-float conversion
+ * (rq_pair_small), the bias loaded with the magic 0x4B400000 added */
+template <int BN, int BK, int STAGES, int MINB, bool LUT, bool RES, bool FOUT, bool SMALL = false>
 __global__ void __launch_bounds__(256, MINB)
 conv_wg1(ConvK a, int tiles)
 {
@@ -626,7 +631,7 @@ conv_wg1(ConvK a, int tiles)
     for (int i = tid; i < BN; i += C::THREADS) {
         int o = n0 + i;
         bool ok = o < a.F;
-        pb[i] = ok ? __ldg(a.bq + o) : 0;
+        pb[i] = (ok ? __ldg(a.bq + o) : 0) + (SMALL ? 0x4B400000 : 0);
         pp[i] = ok ? __ldg(FOUT ? a.deq + o : a.pos + o) : 0.0f;   /* FOUT: the dequantize factors */
         pn[i] = ok && !FOUT ? __ldg(a.neg + o) : 0.0f;
     }
@@ -691,7 +696,7 @@ conv_wg1(ConvK a, int tiles)
         wg_wait<0>();                 /* the tile's epilogue; the next tile's loads run on */
         wg_hold<BN / 2>(d);
         if (FOUT) wg_epilogue_f32<BM, BN>(d, pb, pp, a, m0, n0);
-        else wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES>(d, stg, pb, pp, pn, a, pixel, n0);
+        else wg_epilogue<BM, BN, C::THREADS, C::PITCH, LUT, RES, decltype(pixel), SMALL>(d, stg, pb, pp, pn, a, pixel, n0);
         m0 += (int)gridDim.x * BM;
     }
     cp_wait<0>();
@@ -905,18 +910,19 @@ namespace {
 template <int BN, int BK, int STAGES, int MINB>
 struct Wg1Tile {
     typedef Wg1Cfg<BN, BK, STAGES, MINB> C;
-    template <bool L, bool R, bool F = false>
+    template <bool L, bool R, bool F = false, bool S = false>
     static yq_status attr(yq_error *err)
     {
-        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg1<BN, BK, STAGES, MINB, L, R, F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         C::MAX_SMEM));
+        YQ_CUDA_TRY(cudaFuncSetAttribute(conv_wg1<BN, BK, STAGES, MINB, L, R, F, S>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, C::MAX_SMEM));
         return YQ_OK;
     }
     static yq_status prepare(yq_error *err)
     {
         yq_status st;
         if ((st = attr<false, false>(err)) || (st = attr<true, false>(err)) || (st = attr<false, true>(err)) ||
-            (st = attr<true, true>(err)) || (st = attr<false, false, true>(err)))
+            (st = attr<true, true>(err)) || (st = attr<false, false, true>(err)) ||
+            (st = attr<false, false, false, true>(err)) || (st = attr<false, true, false, true>(err)))
             return st;
         return YQ_OK;
     }
@@ -928,10 +934,13 @@ struct Wg1Tile {
         nx = nx < 1 ? 1 : nx > tiles ? tiles : nx;
         /* the same number of tiles for every block where a few more blocks allow it */
         nx = yq_blocks(tiles, yq_blocks(tiles, nx));
+        const bool sm = a.small != 0;   /* no conversion instruction in the requantize */
         auto kern = a.fout  ? conv_wg1<BN, BK, STAGES, MINB, false, false, true>
                     : a.res ? (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, true, false>
+                               : sm  ? conv_wg1<BN, BK, STAGES, MINB, false, true, false, true>
                                      : conv_wg1<BN, BK, STAGES, MINB, false, true, false>)
                             : (a.lut ? conv_wg1<BN, BK, STAGES, MINB, true, false, false>
+                               : sm  ? conv_wg1<BN, BK, STAGES, MINB, false, false, false, true>
                                      : conv_wg1<BN, BK, STAGES, MINB, false, false, false>);
         YQ_CUDA_TRY(yq_launch_pdl(kern, dim3(nx, ny), C::THREADS, C::smem(cb), s, a, tiles));
         return YQ_OK;

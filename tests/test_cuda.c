@@ -189,6 +189,7 @@ static long n_wg_runs;     /* and wgmma ones (sm_90's warpgroup tensor cores) */
 static long n_wgh_runs;    /* and the wgmma halo family's */
 static long n_wg1_runs;    /* and the streaming 1x1 family's */
 static long n_wg1f_runs;   /* of those, with a float (head) output */
+static long n_wg1s_runs, n_wg1b_runs;   /* int8 out, no table: sums within 2^22 (no conversion) or not */
 static long n_f16_runs;    /* of those, FP16 tensor-core float convs */
 static double worst_f16;   /* their largest relative error */
 typedef struct conv_timing { const yq_cuda_conv *c; const yq_dtensor *in, *out; int batch; } conv_timing;
@@ -425,6 +426,8 @@ static void conv_one(const conv_case *cc)
         n_wgh_runs += fam == YQ_CONV_WGH;
         n_wg1_runs += fam == YQ_CONV_WG1;
         n_wg1f_runs += fam == YQ_CONV_WG1 && cc->out_t == YQ_F32;
+        n_wg1s_runs += fam == YQ_CONV_WG1 && cc->out_t == YQ_S8 && !q[1].lut && yq_cuda_conv_small(c);
+        n_wg1b_runs += fam == YQ_CONV_WG1 && cc->out_t == YQ_S8 && !q[1].lut && !yq_cuda_conv_small(c);
     }
     free(raw);
     yq_cuda_conv_free(c);
@@ -537,6 +540,9 @@ static void t_conv_mma(void)
          * YOLO's 255 over 64 channels on more tiles than blocks */
         { 128, 21, 19, 75, 1, 1, 1, 3, YQ_S8, YQ_F32, YQ_ACT_LEAKY, 0 },
         { 64, 90, 90, 255, 1, 1, 1, 4, YQ_S8, YQ_F32, YQ_ACT_LINEAR, 0 },
+        /* ... over 1024 channels: sums that may pass 2^22 (the requantize with its int-to-float
+         * conversion; the shorter K above stay within it and skip the conversion) */
+        { 1024, 13, 13, 64, 1, 1, 1, 2, YQ_S8, YQ_S8, YQ_ACT_LEAKY, 0 },
     };
     long halo_before = n_halo_runs, wg_before = n_wg_runs, wgh_before = n_wgh_runs, wg1_before = n_wg1_runs,
          wg1f_before = n_wg1f_runs;
@@ -554,6 +560,14 @@ static void t_conv_mma(void)
      * 144 over 256 and 128 (4 each), 64 (2), 32 (1), and the two above (3 and 4) */
     CHECKF(yq_cuda_arch() != 90 || n_wg1_runs - wg1_before >= 21, "sm_%d: %ld streaming 1x1 configurations ran",
            yq_cuda_arch(), n_wg1_runs - wg1_before);
+    /* both requantize forms of its int8 outputs: without the conversion (sums within 2^22)
+     * and with it */
+    CHECKF(yq_cuda_arch() != 90 || (n_wg1s_runs > 0 && n_wg1b_runs > 0),
+           "sm_%d: streaming 1x1 int8 outputs: %ld configurations within 2^22, %ld beyond", yq_cuda_arch(), n_wg1s_runs,
+           n_wg1b_runs);
+    if (yq_cuda_arch() == 90)
+        printf("# streaming 1x1, int8 out: %ld configurations without the int-to-float conversion, %ld with it\n",
+               n_wg1s_runs, n_wg1b_runs);
     /* with float outputs: 255 over 256 channels (4 tiles), 75 over 128 (4), 255 over 64 (3) */
     CHECKF(yq_cuda_arch() != 90 || n_wg1f_runs - wg1f_before >= 11, "sm_%d: %ld float-output streaming 1x1 configurations ran",
            yq_cuda_arch(), n_wg1f_runs - wg1f_before);
