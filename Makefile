@@ -310,7 +310,7 @@ YQGPU_MAINS    := $(B)/gpu/mc/test_cuda.o $(B)/gpu/mc/test_cudnn.o $(B)/gpu/mc/c
 # libyq and the CLI's commands
 GPU_CLI_OBJS   := $(OBJS) $(filter-out $(B)/cli/yquant.o,$(CLI_SRCS:%.c=$(B)/%.o))
 # cairo (the pictures: datasets/paint.c) and what it needs, static as well: the device has
-# no cairo (nor fonts: a picture drawn there has boxes but no text)
+# no cairo (its labels are in whatever font fontconfig finds there)
 CAIRO_STATIC   := $(filter-out -lm -lpthread -pthread,$(shell pkg-config --static --libs cairo 2>/dev/null))
 GPU_CLI_LIBS   := -Wl,-Bstatic $(CAIRO_STATIC) -lpng16 -ljpeg -Wl,-Bdynamic $(GPU_BENCH_LIBS)
 CJSON_SO       := $(firstword $(wildcard /usr/lib/*-linux-gnu/libcjson.so.1 /usr/lib/libcjson.so.1 /usr/lib64/libcjson.so.1))
