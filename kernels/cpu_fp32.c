@@ -1004,14 +1004,6 @@ ALWAYS_INLINE void dw_exact_body(const float *x, int h, int w, int k, int s, int
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-/* Output rows of a depthwise conv whose taps read contiguous runs: tap (ky, kx) of output j
- * of row oy reads phase kx % S of the padded plane at row oy S + ky, column kx / S + j (S 1:
- * the plane itself, ph0 == ph1; S 2: its even and odd columns), ld floats a row.  Each
- * output's chain (from +0, the taps in (ky, kx) order, one fused multiply-add each: fmaf's
- * bits) stays in a register over the k x k taps, 64 outputs at a time; kept in y between
- * taps instead, every tap waited for the last one's store and load. */
-/* (S and k are constants where dw_rows512 calls this: a tap's column is kx / S, whose
- * division by a variable S was a third of the loop's time) */
 /* The conv's epilogue on 16 chains (act 1: linear, 2: leaky; 0: none, the chains as they
  * are): bias_act's operations, an add, then the leaky select of v and .1f * v */
 __attribute__((target("avx512f"), always_inline)) static inline __m512 dw_epi512(__m512 acc, float bias, int act)
@@ -1023,6 +1015,12 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 dw_epi512
     return _mm512_mask_blend_ps(pos, _mm512_mul_ps(v, _mm512_set1_ps(.1f)), v);
 }
 
+/* Output rows of a depthwise conv whose taps read contiguous runs: tap (ky, kx) of output j
+ * of row oy reads phase kx % S of the padded plane at row oy S + ky, column kx / S + j (S 1:
+ * the plane itself, ph0 == ph1; S 2: its even and odd columns), ld floats a row.  Each
+ * output's chain (from +0, the taps in (ky, kx) order, one fused multiply-add each: fmaf's
+ * bits) stays in a register over the k x k taps, 64 outputs at a time; kept in y between
+ * taps instead, every tap waited for the last one's store and load. */
 __attribute__((target("avx512f"), always_inline)) static inline void dw_rows512_sk(const float *ph0, const float *ph1,
                                                                                   long ld, const int S, const int k,
                                                                                   int oh, int ow, const float *wk,
@@ -1066,7 +1064,9 @@ __attribute__((target("avx512f"), always_inline)) static inline void dw_rows512_
     }
 }
 
-/* act: dw_epi512's, the conv's bias and activation applied on the way out */
+/* act: dw_epi512's, the conv's bias and activation applied on the way out.  S and k are
+ * constants in each call of dw_rows512_sk: a tap's column is kx / S, whose division by a
+ * variable S was a third of the loop's time. */
 __attribute__((target("avx512f"))) static void dw_rows512(const float *ph0, const float *ph1, long ld, int S, int k,
                                                          int oh, int ow, const float *wk, float *y, float bias, int act)
 {
