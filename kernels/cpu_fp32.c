@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cblas.h>
 #include "kernels/cpu_fp32.h"
+#include "kernels/cpu_int8.h"
 
 /* Darknet's activations, written the way darknet writes them (AlexeyAB's mish
  * with its softplus threshold of 20), so results round alike. */
@@ -1127,11 +1128,14 @@ static void dw_exact_channel(const float *x, int h, int w, int k, int s, int p, 
 /* The epilogue code (dw_epi512's act) a depthwise conv's rows apply as they store them, or 0
  * where the separate bias-and-activation pass does: AVX-512 rows (strides 1 and 2), linear or
  * leaky (a pass over the output less: a sixth of a 160x160 one's time) */
+/* dw_epi512's code for an activation: 1 linear, 2 leaky, 0 any other (a pass after the rows) */
+static int epi_code(yq_act act) { return act == YQ_ACT_LINEAR ? 1 : act == YQ_ACT_LEAKY ? 2 : 0; }
+
 static int dw_epi_fused(const yq_node *n)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
     const int s = n->p.conv.stride;
-    if (chain_isa() == 2 && (s == 1 || s == 2)) return n->act == YQ_ACT_LINEAR ? 1 : n->act == YQ_ACT_LEAKY ? 2 : 0;
+    if (chain_isa() == 2 && (s == 1 || s == 2)) return epi_code(n->act);
 #endif
     (void)n;
     return 0;
@@ -1271,38 +1275,14 @@ static long dw_exact_plane(const yq_graph *g, const yq_node *n)
     return f <= CHAIN_PANEL ? f : 0;
 }
 
-/* x[i] = q[i] * scale, i < n: yq_dequantize's values (an int8 or uint8 times the float
- * scale, one rounding) */
-ALWAYS_INLINE void dequant_body(const void *q, int u8, long n, float scale, float *x)
+/* x[i] = q[i] * scale, i < n (yq_dequantize's values): the int8 engine's conversion on this
+ * thread, with the instructions the exact convs use (at most those yq_f32_exact_force allows;
+ * its AVX-512 form only where the int8 engine would take it) */
+static void dequant_channel(const void *q, yq_dtype t, long n, float scale, float *x)
 {
-    if (u8) {
-        const uint8_t *b = q;
-#pragma omp simd
-        for (long i = 0; i < n; i++) x[i] = b[i] * scale;
-    } else {
-        const int8_t *b = q;
-#pragma omp simd
-        for (long i = 0; i < n; i++) x[i] = b[i] * scale;
-    }
-}
-#if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw"))) static void dequant_512(const void *q, int u8, long n, float scale, float *x)
-{
-    dequant_body(q, u8, n, scale, x);
-}
-__attribute__((target("avx2"))) static void dequant_avx2(const void *q, int u8, long n, float scale, float *x)
-{
-    dequant_body(q, u8, n, scale, x);
-}
-#endif
-static void dequant_channel(const void *q, int u8, long n, float scale, float *x)
-{
-#if defined(__GNUC__) && defined(__x86_64__)
-    const int isa = chain_isa();
-    if (isa == 2) { dequant_512(q, u8, n, scale, x); return; }
-    if (isa == 1) { dequant_avx2(q, u8, n, scale, x); return; }
-#endif
-    dequant_body(q, u8, n, scale, x);
+    const int ci = chain_isa();
+    const yq_isa isa = ci == 2 && yq_cpu_isa() == YQ_ISA_AVX512 ? YQ_ISA_AVX512 : ci >= 1 ? YQ_ISA_AVX2 : YQ_ISA_REF;
+    yq_cpu8_dequantize(isa, 1, q, t, n, scale, x);
 }
 
 int yq_f32_conv_exact_takes_q(const yq_graph *g, const yq_node *n)
@@ -1313,11 +1293,11 @@ int yq_f32_conv_exact_takes_q(const yq_graph *g, const yq_node *n)
     return f && ((f + 15) & ~15L) + (long)is.h * is.w <= CHAIN_PANEL;
 }
 
-/* yq_f32_conv_exact; with inq set, its input quantized (u8 or int8, times scale), which
+/* yq_f32_conv_exact; with inq set, its input quantized (qt: uint8 or int8, times scale), which
  * only a depthwise conv that yq_f32_conv_exact_takes_q accepts reads: each channel is
  * dequantized beside its plane in the thread's panel. */
-static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, const void *inq, int u8,
-                       float scale, float *out, float *work, int batch)
+static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, const void *inq,
+                       yq_dtype qt, float scale, float *out, float *work, int batch)
 {
     if (!w) w = n->w;
     yq_shape is = yq_node_in_shape(g, n);
@@ -1330,7 +1310,7 @@ static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
     const long plane = (dw_exact_plane(g, n) + 15) & ~15L;
     const int sk = !plane && in && smallk_ok(g, n);
     /* the rows apply the bias and a linear or leaky activation as they store */
-    const int epi = plane ? dw_epi_fused(n) : sk ? (n->act == YQ_ACT_LINEAR ? 1 : n->act == YQ_ACT_LEAKY ? 2 : 0) : 0;
+    const int epi = plane ? dw_epi_fused(n) : sk ? epi_code(n->act) : 0;
     for (int b = 0; b < batch; b++) {
         const float *x = in ? in + b * in_sz : NULL;
         float *y = out + b * out_sz;
@@ -1340,7 +1320,7 @@ static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
             for (int gi = 0; gi < G; gi++) {
                 float *panel = panels + (long)omp_get_thread_num() * CHAIN_PANEL;
                 const float *xc = x ? x + (long)gi * hw : panel + plane;
-                if (!x) dequant_channel((const char *)inq + (b * in_sz + (long)gi * hw), u8, hw, scale, panel + plane);
+                if (!x) dequant_channel((const char *)inq + (b * in_sz + (long)gi * hw), qt, hw, scale, panel + plane);
                 dw_exact_channel(xc, is.h, is.w, c->size, c->stride, c->pad, n->out.h, n->out.w, w + (long)gi * K,
                                  y + (long)gi * N, panel, n->b[gi], epi);
             }
@@ -1375,13 +1355,13 @@ static void conv_exact(const yq_graph *g, const yq_node *n, const float *w, cons
 void yq_f32_conv_exact(const yq_graph *g, const yq_node *n, const float *w, const float *in, float *out, float *work,
                        int batch)
 {
-    conv_exact(g, n, w, in, NULL, 0, 0.f, out, work, batch);
+    conv_exact(g, n, w, in, NULL, YQ_F32, 0.f, out, work, batch);
 }
 
 void yq_f32_conv_exact_q(const yq_graph *g, const yq_node *n, const float *w, const void *in, yq_dtype dt, float scale,
                          float *out, float *work, int batch)
 {
-    conv_exact(g, n, w, NULL, in, dt == YQ_U8, scale, out, work, batch);
+    conv_exact(g, n, w, NULL, in, dt, scale, out, work, batch);
 }
 
 /* The max over a size x size window, scanned row by row with `v > m` from -FLT_MAX (so
